@@ -1,0 +1,23 @@
+#!/usr/bin/env node
+// Entry point of the `portico` CLI. portico runs on Node 24 (TypeScript type
+// stripping, undici 8). When this file is started by an older Node (the system
+// one on many machines), re-run it under the Node 24 that `npm install` pinned
+// in node_modules, so `node bin/portico.js` works either way.
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+const major = Number(process.versions.node.split('.')[0]);
+if (major < 24) {
+  const pinned = fileURLToPath(new URL('../node_modules/node/bin/node', import.meta.url));
+  if (!existsSync(pinned)) {
+    console.error(`portico: needs Node.js >= 24 (this is ${process.version}); run "npm install" to fetch the pinned Node 24`);
+    process.exit(1);
+  }
+  const child = spawn(pinned, [fileURLToPath(import.meta.url), ...process.argv.slice(2)], { stdio: 'inherit' });
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP']) process.on(signal, () => child.kill(signal));
+  child.on('exit', (code, signal) => process.exit(code ?? (signal ? 128 : 1)));
+} else {
+  const { main } = await import('../src/cli.ts');
+  await main(process.argv.slice(2));
+}

@@ -1,0 +1,185 @@
+// Command-line flags. Every flag also reads an environment variable
+// (--http-port <-> PORTICO_HTTP_PORT); a flag on the command line wins.
+import { isIP } from 'node:net';
+import { parseBool, parseDuration } from '../util/units.ts';
+
+export interface Options {
+  manifests: string | undefined;
+  kubeconfig: string | undefined;
+  watchNamespace: string | undefined;
+  httpPort: number;
+  httpsPort: number;
+  bind: string;
+  adminPort: number;
+  adminBind: string;
+  ingressClass: string;
+  allowExternalName: boolean;
+  upstreamConnectTimeout: number;
+  upstreamResponseTimeout: number;
+  upstreamIdleTimeout: number;
+  upstreamKeepAlive: number;
+  clientHeaderTimeout: number;
+  clientRequestTimeout: number;
+  clientIdleTimeout: number;
+  shutdownGrace: number;
+  defaultCertificate: string | undefined;
+  defaultKey: string | undefined;
+  trustedProxies: string;
+  proxyProtocol: boolean;
+  accessLog: boolean;
+  logLevel: string;
+  debounce: number;
+  resync: number;
+  publishAddress: string | undefined;
+  publishService: string | undefined;
+  leaseName: string;
+  leaseNamespace: string;
+  leaseDuration: number;
+  renewDeadline: number;
+  retryPeriod: number;
+  help: boolean;
+}
+
+type Kind = 'string' | 'port' | 'duration' | 'bool' | 'int' | 'address' | 'level';
+
+interface FlagSpec {
+  flag: string;
+  key: keyof Options;
+  kind: Kind;
+  default: string | undefined;
+  help: string;
+}
+
+const FLAGS: FlagSpec[] = [
+  { flag: 'manifests', key: 'manifests', kind: 'string', default: undefined, help: 'standalone mode: serve the Kubernetes objects in this directory (watched); without it, cluster mode' },
+  { flag: 'kubeconfig', key: 'kubeconfig', kind: 'string', default: undefined, help: 'cluster mode: kubeconfig file (else in-cluster config, $KUBECONFIG, ~/.kube/config)' },
+  { flag: 'watch-namespace', key: 'watchNamespace', kind: 'string', default: undefined, help: 'cluster mode: only watch this namespace (default: all)' },
+  { flag: 'http-port', key: 'httpPort', kind: 'port', default: '8080', help: 'plain HTTP listener port (0 disables)' },
+  { flag: 'https-port', key: 'httpsPort', kind: 'port', default: '8443', help: 'HTTPS listener port (0 disables)' },
+  { flag: 'bind', key: 'bind', kind: 'address', default: '0.0.0.0', help: 'address the HTTP and HTTPS listeners bind to' },
+  { flag: 'admin-port', key: 'adminPort', kind: 'port', default: '9090', help: 'admin listener: /healthz /readyz /metrics /routes (0 disables)' },
+  { flag: 'admin-bind', key: 'adminBind', kind: 'address', default: '127.0.0.1', help: 'address the admin listener binds to' },
+  { flag: 'ingress-class', key: 'ingressClass', kind: 'string', default: 'portico', help: 'IngressClass name served (its spec.controller must be portico.dev/ingress-controller)' },
+  { flag: 'allow-external-name', key: 'allowExternalName', kind: 'bool', default: 'false', help: 'route to ExternalName Services (off: an Ingress could send traffic outside the cluster)' },
+  { flag: 'upstream-connect-timeout', key: 'upstreamConnectTimeout', kind: 'duration', default: '5s', help: 'time to connect to a pod' },
+  { flag: 'upstream-response-timeout', key: 'upstreamResponseTimeout', kind: 'duration', default: '60s', help: 'time from sending a request to the response headers' },
+  { flag: 'upstream-idle-timeout', key: 'upstreamIdleTimeout', kind: 'duration', default: '60s', help: 'time without data on an upstream connection mid-response' },
+  { flag: 'upstream-keepalive', key: 'upstreamKeepAlive', kind: 'duration', default: '60s', help: 'how long an idle keep-alive connection to a pod is kept' },
+  { flag: 'client-header-timeout', key: 'clientHeaderTimeout', kind: 'duration', default: '10s', help: 'time a client has to send the request headers' },
+  { flag: 'client-request-timeout', key: 'clientRequestTimeout', kind: 'duration', default: '5m', help: 'time a client has to send the whole request, body included (0: no limit)' },
+  { flag: 'client-idle-timeout', key: 'clientIdleTimeout', kind: 'duration', default: '60s', help: 'idle keep-alive time of client connections' },
+  { flag: 'shutdown-grace', key: 'shutdownGrace', kind: 'duration', default: '25s', help: 'on SIGTERM, time to finish requests in flight before exiting' },
+  { flag: 'default-certificate', key: 'defaultCertificate', kind: 'string', default: undefined, help: 'PEM certificate for unknown SNI names (default: self-signed, generated at start)' },
+  { flag: 'default-key', key: 'defaultKey', kind: 'string', default: undefined, help: 'PEM private key of --default-certificate' },
+  { flag: 'trusted-proxies', key: 'trustedProxies', kind: 'string', default: '', help: 'CIDR list of peers whose X-Forwarded-For (or PROXY protocol) gives the client address' },
+  { flag: 'proxy-protocol', key: 'proxyProtocol', kind: 'bool', default: 'false', help: 'expect a PROXY protocol v1/v2 header from trusted proxies' },
+  { flag: 'access-log', key: 'accessLog', kind: 'bool', default: 'true', help: 'log one JSON line per request' },
+  { flag: 'log-level', key: 'logLevel', kind: 'level', default: 'info', help: 'trace, debug, info, warn, error or fatal' },
+  { flag: 'debounce', key: 'debounce', kind: 'duration', default: '50ms', help: 'quiet time gathering a burst of changes into one route-table rebuild' },
+  { flag: 'resync', key: 'resync', kind: 'duration', default: '10m', help: 'cluster mode: full re-list period that corrects drift' },
+  { flag: 'publish-address', key: 'publishAddress', kind: 'string', default: undefined, help: 'cluster mode: address (IP or hostname, comma-separated) written to Ingress status' },
+  { flag: 'publish-service', key: 'publishService', kind: 'string', default: undefined, help: 'cluster mode: ns/name of the Service whose load-balancer address (or ClusterIP) is written to Ingress status' },
+  { flag: 'lease-name', key: 'leaseName', kind: 'string', default: 'portico-leader', help: 'cluster mode: Lease used for leader election' },
+  { flag: 'lease-namespace', key: 'leaseNamespace', kind: 'string', default: 'default', help: 'cluster mode: namespace of the Lease (in a pod: its own namespace)' },
+  { flag: 'lease-duration', key: 'leaseDuration', kind: 'duration', default: '15s', help: 'cluster mode: how long a lease holds without renewal' },
+  { flag: 'renew-deadline', key: 'renewDeadline', kind: 'duration', default: '10s', help: 'cluster mode: a leader that cannot renew for this long stops writing' },
+  { flag: 'retry-period', key: 'retryPeriod', kind: 'duration', default: '2s', help: 'cluster mode: how often to try to acquire or renew the lease' },
+  { flag: 'help', key: 'help', kind: 'bool', default: 'false', help: 'print this help and exit' },
+];
+
+export class FlagError extends Error {}
+
+export function envName(flag: string): string {
+  return 'PORTICO_' + flag.toUpperCase().replaceAll('-', '_');
+}
+
+function convert(spec: FlagSpec, raw: string, source: string): unknown {
+  const fail = (expected: string): never => {
+    throw new FlagError(`${source}: invalid value ${JSON.stringify(raw)}: expected ${expected}`);
+  };
+  switch (spec.kind) {
+    case 'string':
+      return raw;
+    case 'port': {
+      const n = Number(raw);
+      return /^\d+$/.test(raw) && n >= 0 && n <= 65535 ? n : fail('a port number 0-65535');
+    }
+    case 'int': {
+      const n = Number(raw);
+      return /^\d+$/.test(raw) ? n : fail('a non-negative integer');
+    }
+    case 'duration':
+      return parseDuration(raw) ?? fail('a duration such as 500ms, 5s, 2m or 1h');
+    case 'bool':
+      return parseBool(raw) ?? fail('true or false');
+    case 'address':
+      return isIP(raw) || raw === 'localhost' ? raw : fail('an IPv4 or IPv6 address');
+    case 'level':
+      return ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'].includes(raw) ? raw : fail('trace, debug, info, warn, error, fatal or silent');
+  }
+}
+
+/** Parses argv and the PORTICO_* environment. Throws FlagError with one line saying what and where. */
+export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Options {
+  const byFlag = new Map(FLAGS.map((f) => [f.flag, f]));
+  const values: Partial<Record<keyof Options, unknown>> = {};
+
+  for (const spec of FLAGS) {
+    const raw = spec.default;
+    values[spec.key] = raw === undefined ? undefined : convert(spec, raw, `default of --${spec.flag}`);
+    const fromEnv = env[envName(spec.flag)];
+    if (fromEnv !== undefined && fromEnv !== '') values[spec.key] = convert(spec, fromEnv, `$${envName(spec.flag)}`);
+  }
+
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === '-h') {
+      values.help = true;
+      continue;
+    }
+    if (!arg.startsWith('--')) throw new FlagError(`unexpected argument ${JSON.stringify(arg)} (flags start with --; see --help)`);
+    const eq = arg.indexOf('=');
+    let name = eq === -1 ? arg.slice(2) : arg.slice(2, eq);
+    let raw: string | undefined = eq === -1 ? undefined : arg.slice(eq + 1);
+    let spec = byFlag.get(name);
+    if (!spec && name.startsWith('no-') && byFlag.get(name.slice(3))?.kind === 'bool' && raw === undefined) {
+      name = name.slice(3);
+      spec = byFlag.get(name);
+      raw = 'false';
+    }
+    if (!spec) throw new FlagError(`unknown flag --${name} (see --help)`);
+    if (raw === undefined) {
+      if (spec.kind === 'bool') raw = 'true';
+      else {
+        raw = argv[++i];
+        if (raw === undefined) throw new FlagError(`--${name} needs a value`);
+      }
+    }
+    values[spec.key] = convert(spec, raw, `--${name}`);
+  }
+
+  const options = values as Options;
+  if ((options.defaultCertificate === undefined) !== (options.defaultKey === undefined)) {
+    throw new FlagError('--default-certificate and --default-key go together: give both or neither');
+  }
+  return options;
+}
+
+export function helpText(): string {
+  const lines = [
+    'portico: Kubernetes ingress controller and edge proxy',
+    '',
+    'Usage: portico [--manifests DIR] [flags]',
+    '',
+    'Flags (each also read from the environment variable shown):',
+  ];
+  for (const f of FLAGS) {
+    const placeholder = f.kind === 'bool' ? '' : ` ${f.kind === 'duration' ? 'DURATION' : f.kind === 'port' ? 'N' : 'VALUE'}`;
+    const def = f.default === undefined || f.default === '' ? '' : ` (default ${f.default})`;
+    lines.push(`  --${f.flag}${placeholder}`.padEnd(36) + `${f.help}${def}  [$${envName(f.flag)}]`);
+  }
+  lines.push('', 'Durations: 500ms, 5s, 2m, 1h30m. Booleans: true/false/1/0/yes/no.');
+  return lines.join('\n');
+}
+
+export const FLAG_SPECS: readonly Readonly<FlagSpec>[] = FLAGS;

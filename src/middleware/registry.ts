@@ -1,0 +1,71 @@
+// Every policy portico knows, and the two places they are used: parsing annotations
+// during translation, and composing a route's handler chain when the table is built.
+// Adding a policy means adding its module to POLICIES; the proxy core does not change.
+import type { PolicyConfig, Problem } from '../model/config.ts';
+import type { ObjectRef } from '../model/k8s.ts';
+import type { Handler } from '../proxy/context.ts';
+import type { PolicyDefinition, SharedState } from './types.ts';
+
+export const ANNOTATION_PREFIX = 'portico.dev/';
+
+// Sorted by order when used; see each module for what it does.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export const POLICIES: readonly PolicyDefinition<any>[] = [];
+
+const byName = new Map(POLICIES.map((p) => [p.name, p]));
+const sorted = [...POLICIES].sort((a, b) => a.order - b.order);
+const known = new Set(POLICIES.flatMap((p) => p.annotations));
+
+/** Pure: the policies an Ingress' annotations ask for, plus problems for bad or unknown portico.dev/* annotations. */
+export function parsePolicies(
+  annotations: Readonly<Record<string, string>> | undefined,
+  ingress: ObjectRef,
+  problems: Problem[],
+): PolicyConfig[] {
+  const out: PolicyConfig[] = [];
+  if (!annotations) return out;
+  let any = false;
+  for (const name in annotations) {
+    if (!name.startsWith(ANNOTATION_PREFIX)) continue;
+    any = true;
+    if (!known.has(name)) {
+      problems.push({ object: ingress, severity: 'warning', reason: 'UnknownAnnotation', message: `annotation ${name} is not a portico annotation and is ignored` });
+    }
+  }
+  if (!any) return out;
+  const input = {
+    annotations,
+    ingress,
+    report: (p: Omit<Problem, 'object'>) => problems.push({ object: ingress, ...p }),
+  };
+  for (const policy of sorted) {
+    const config = policy.parse(input);
+    if (config !== undefined) out.push({ name: policy.name, config });
+  }
+  return out;
+}
+
+/** Wraps `terminal` (the forwarder) in the route's policies, first policy outermost. */
+export function composeChain(policies: readonly PolicyConfig[], terminal: Handler, shared: SharedState, key: string): Handler {
+  let handler = terminal;
+  for (let i = policies.length - 1; i >= 0; i--) {
+    const p = policies[i]!;
+    const def = byName.get(p.name);
+    if (!def) throw new Error(`unknown policy ${p.name}`);
+    handler = def.create(p.config, shared, key)(handler);
+  }
+  return handler;
+}
+
+/** SharedState backed by a Map; the proxy keeps one for the life of the process. */
+export class SharedStateMap implements SharedState {
+  private readonly values = new Map<string, unknown>();
+  get<T>(key: string, create: () => T): T {
+    let v = this.values.get(key) as T | undefined;
+    if (v === undefined) {
+      v = create();
+      this.values.set(key, v);
+    }
+    return v;
+  }
+}

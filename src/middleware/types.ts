@@ -1,0 +1,34 @@
+// A policy is a middleware: parsed from annotations during translation (pure), then
+// instantiated once per route when the route table is built, never per request.
+import type { Handler } from '../proxy/context.ts';
+import type { Problem } from '../model/config.ts';
+import type { ObjectRef } from '../model/k8s.ts';
+
+/** Wraps the next handler; called once when a route is compiled. */
+export type Middleware = (next: Handler) => Handler;
+
+/** State that must survive route-table rebuilds (rate-limit buckets...), keyed by the policy. */
+export interface SharedState {
+  get<T>(key: string, create: () => T): T;
+}
+
+export interface PolicyParseInput {
+  /** All annotations of the Ingress. */
+  readonly annotations: Readonly<Record<string, string>>;
+  readonly ingress: ObjectRef;
+  /** Report a problem with one annotation; the policy decides whether it stays on, off or fails closed. */
+  report(problem: Omit<Problem, 'object'>): void;
+}
+
+export interface PolicyDefinition<C = unknown> {
+  /** Unique name, also the key in RouteConfig.policies. */
+  readonly name: string;
+  /** The portico.dev/* annotations this policy reads (so unknown ones can be warned about). */
+  readonly annotations: readonly string[];
+  /** Position in the chain: lower runs first (filters before rewrites). */
+  readonly order: number;
+  /** undefined when the Ingress does not use this policy. Pure: no I/O, no clock. */
+  parse(input: PolicyParseInput): C | undefined;
+  /** Build the middleware for one route. `key` identifies the Ingress, for SharedState. */
+  create(config: C, shared: SharedState, key: string): Middleware;
+}

@@ -1,0 +1,86 @@
+// The per-request state that flows through a route's middleware chain into the forwarder.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Route } from '../routing/table.ts';
+
+/** How to talk to the pods of a route; set per route by the upstream-protocol policy. */
+export interface UpstreamProfile {
+  /** Pools are kept per (profile key, address), so equal profiles share connections. */
+  readonly key: string;
+  readonly protocol: 'http' | 'https' | 'h2c' | 'h2';
+  /** PEM CA bundle that pod certificates must chain to (https, h2). */
+  readonly ca?: string;
+  /** Do not verify pod certificates (https, h2). */
+  readonly insecureSkipVerify?: boolean;
+}
+
+export const PLAIN_HTTP: UpstreamProfile = { key: 'http', protocol: 'http' };
+
+export interface UpstreamTimeouts {
+  /** ms to establish the TCP (and TLS) connection to a pod */
+  connect: number;
+  /** ms from sending the request to the response headers */
+  responseHeaders: number;
+  /** ms without any byte in either direction once the response started */
+  idle: number;
+}
+
+/**
+ * One object per request; a class so that V8 keeps one shape on the hot path.
+ * Middleware reads and adjusts it, then calls the next handler.
+ */
+export class RequestContext {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly route: Route;
+  /** Client address: the socket peer, or from X-Forwarded-For / PROXY protocol when the peer is a trusted proxy. */
+  clientIp: string;
+  /** The request came in over TLS. */
+  readonly secure: boolean;
+  /** Lowercase, without port or trailing dot. */
+  readonly host: string;
+  /** Request path, without query. */
+  readonly path: string;
+  /** "?..." or "". */
+  readonly query: string;
+  /** Path and query sent upstream; rewrite-target changes it. */
+  upstreamPath: string;
+  /** Extra headers to set on the upstream request (replacing any of the same name). */
+  requestHeaders: [string, string][] | undefined = undefined;
+  /** Extra headers to set on the response (replacing any of the same name). */
+  responseHeaders: [string, string][] | undefined = undefined;
+  timeouts: UpstreamTimeouts;
+  upstream: UpstreamProfile = PLAIN_HTTP;
+  /** Largest request body accepted, in bytes; -1 for no limit. */
+  maxBodyBytes = -1;
+  /** performance.now() when the request arrived */
+  readonly startTime: number;
+  requestId = '';
+
+  constructor(
+    req: IncomingMessage,
+    res: ServerResponse,
+    route: Route,
+    clientIp: string,
+    secure: boolean,
+    host: string,
+    path: string,
+    query: string,
+    timeouts: UpstreamTimeouts,
+    startTime: number,
+  ) {
+    this.req = req;
+    this.res = res;
+    this.route = route;
+    this.clientIp = clientIp;
+    this.secure = secure;
+    this.host = host;
+    this.path = path;
+    this.query = query;
+    this.upstreamPath = query ? path + query : path;
+    this.timeouts = timeouts;
+    this.startTime = startTime;
+  }
+}
+
+/** A step of a route's chain. It either answers (res) or calls the next handler. */
+export type Handler = (ctx: RequestContext) => void;
