@@ -1,0 +1,120 @@
+// The loop between sources and the proxy: when the object store changes, wait for
+// the burst to settle, translate the objects, build a new route table and swap it in.
+import type { Logger } from 'pino';
+import type { Problem, RoutingConfig, TranslateOptions } from './model/config.ts';
+import type { ObjectStore } from './sources/store.ts';
+import { createTranslator } from './translate/index.ts';
+import { buildRouteTable, type RouteCompiler, type RouteTable, type RouteTableHolder } from './routing/table.ts';
+
+export interface ControllerDeps {
+  store: ObjectStore;
+  holder: RouteTableHolder;
+  compile: RouteCompiler;
+  translateOptions: TranslateOptions;
+  log: Logger;
+  /** Quiet time, in ms, that gathers a burst of changes into one rebuild. */
+  debounceMs: number;
+  /** Problems that do not come from translation (unparsable manifest files...). */
+  externalProblems?: () => readonly Problem[];
+  /** Called after each swap, with the time translation took. */
+  onRebuilt?: (table: RouteTable, translateMs: number, problems: readonly Problem[]) => void;
+  /** Called with problems that appeared since the previous rebuild (Events, logs). */
+  onNewProblems?: (problems: readonly Problem[]) => void;
+}
+
+export function problemKey(p: Problem): string {
+  return `${p.object.kind}/${p.object.namespace ?? ''}/${p.object.name}|${p.reason}|${p.message}`;
+}
+
+export class Controller {
+  private readonly deps: ControllerDeps;
+  private readonly translate = createTranslator();
+  private timer: NodeJS.Timeout | undefined;
+  private version = 0;
+  private knownProblems = new Set<string>();
+  /** performance.now() of the first change not yet served; for the change-to-serve figure. */
+  private pendingSince: number | undefined;
+  private started = false;
+
+  constructor(deps: ControllerDeps) {
+    this.deps = deps;
+  }
+
+  /** Rebuilds now and then after every change. Call once the sources loaded their initial state. */
+  start(): RouteTable {
+    this.started = true;
+    return this.rebuild();
+  }
+
+  /** A source saw a change: rebuild once the burst settles. */
+  changed(): void {
+    if (!this.started) return;
+    this.pendingSince ??= performance.now();
+    if (this.timer) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.rebuild();
+    }, this.deps.debounceMs);
+  }
+
+  rebuild(): RouteTable {
+    const { deps } = this;
+    const t0 = performance.now();
+    let config: RoutingConfig;
+    try {
+      config = this.translate(deps.store, deps.translateOptions);
+    } catch (err) {
+      // A bug in translation must not take the proxy down: keep serving the last table.
+      deps.log.error({ err }, 'translation failed; still serving the previous route table');
+      return deps.holder.current;
+    }
+    const translateMs = performance.now() - t0;
+    const table = buildRouteTable(++this.version, config, deps.compile);
+    deps.holder.swap(table);
+
+    const problems = [...(deps.externalProblems?.() ?? []), ...config.problems];
+    this.reportProblems(problems);
+    const changeToServeMs = this.pendingSince === undefined ? undefined : performance.now() - this.pendingSince;
+    this.pendingSince = undefined;
+    deps.log.info(
+      {
+        version: table.version,
+        routes: table.size,
+        ingresses: config.servedIngresses.length,
+        problems: problems.length,
+        translateMs: round(translateMs),
+        buildMs: round(table.buildMillis),
+        ...(changeToServeMs === undefined ? {} : { changeToServeMs: round(changeToServeMs) }),
+      },
+      'route table updated',
+    );
+    deps.onRebuilt?.(table, translateMs, problems);
+    return table;
+  }
+
+  private reportProblems(problems: readonly Problem[]): void {
+    const next = new Set<string>();
+    const fresh: Problem[] = [];
+    for (const p of problems) {
+      const key = problemKey(p);
+      next.add(key);
+      if (!this.knownProblems.has(key)) fresh.push(p);
+    }
+    for (const p of fresh) {
+      const where = `${p.object.kind} ${p.object.namespace ? p.object.namespace + '/' : ''}${p.object.name}`;
+      this.deps.log[p.severity === 'error' ? 'error' : 'warn']({ object: p.object, reason: p.reason }, `${where}: ${p.message}`);
+    }
+    this.knownProblems = next;
+    if (fresh.length) this.deps.onNewProblems?.(fresh);
+  }
+
+  stop(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.started = false;
+  }
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 100) / 100;
+}

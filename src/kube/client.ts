@@ -1,0 +1,138 @@
+// A thin Kubernetes API client over @kubernetes/client-node's KubeConfig (which does
+// kubeconfig files, in-cluster config, tokens, client certificates and exec plugins)
+// and undici. It returns raw JSON, as on the wire, because routing works on that shape
+// and the generated clients' Date/class conversions would only cost memory and time.
+import { existsSync } from 'node:fs';
+import { KubeConfig } from '@kubernetes/client-node';
+import { HttpMethod, RequestContext } from '@kubernetes/client-node/dist/gen/http/http.js';
+import { fetch, type Dispatcher } from 'undici';
+
+export class KubeApiError extends Error {
+  readonly status: number;
+  readonly reason: string | undefined;
+  constructor(status: number, message: string, reason?: string) {
+    super(message);
+    this.status = status;
+    this.reason = reason;
+  }
+}
+
+export interface WatchEvent {
+  type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+  object: Record<string, unknown> & { metadata?: { name?: string; namespace?: string; resourceVersion?: string } };
+}
+
+const IN_CLUSTER_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
+
+/** In-cluster config when running in a pod, else --kubeconfig, else $KUBECONFIG / ~/.kube/config. */
+export function loadKubeConfig(kubeconfigPath: string | undefined): KubeConfig {
+  const kc = new KubeConfig();
+  if (kubeconfigPath) kc.loadFromFile(kubeconfigPath);
+  else if (process.env.KUBERNETES_SERVICE_HOST && existsSync(IN_CLUSTER_TOKEN)) kc.loadFromCluster();
+  else kc.loadFromDefault();
+  if (!kc.getCurrentCluster()) {
+    throw new Error(
+      kubeconfigPath
+        ? `--kubeconfig ${kubeconfigPath}: no current cluster in this kubeconfig`
+        : 'no Kubernetes API configured: not in a pod, no $KUBECONFIG, no ~/.kube/config (use --manifests DIR for standalone mode)',
+    );
+  }
+  return kc;
+}
+
+export class KubeClient {
+  readonly server: string;
+  private readonly kc: KubeConfig;
+  private dispatcher: Dispatcher | undefined;
+
+  constructor(kc: KubeConfig) {
+    this.kc = kc;
+    this.server = kc.getCurrentCluster()!.server.replace(/\/+$/, '');
+  }
+
+  /** Headers are computed per request (tokens rotate); the TLS dispatcher is made once and reused. */
+  private async prepare(url: string, method: string): Promise<{ headers: Record<string, string>; dispatcher: Dispatcher | undefined }> {
+    const ctx = new RequestContext(url, method as HttpMethod);
+    await this.kc.applySecurityAuthentication(ctx);
+    this.dispatcher ??= ctx.getDispatcher() as Dispatcher | undefined;
+    const headers: Record<string, string> = {};
+    for (const [k, v] of Object.entries(ctx.getHeaders())) headers[k] = String(v);
+    return { headers, dispatcher: this.dispatcher };
+  }
+
+  private url(path: string, query?: Record<string, string | number | boolean | undefined>): string {
+    const url = new URL(this.server + path);
+    if (query) for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== '') url.searchParams.set(k, String(v));
+    return url.toString();
+  }
+
+  /** One request; resolves with the parsed body, throws KubeApiError for a non-2xx answer. */
+  async request<T = unknown>(
+    method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
+    path: string,
+    options: { query?: Record<string, string | number | boolean | undefined>; body?: unknown; contentType?: string; signal?: AbortSignal } = {},
+  ): Promise<T> {
+    const url = this.url(path, options.query);
+    const { headers, dispatcher } = await this.prepare(url, method);
+    headers.accept = 'application/json';
+    if (options.body !== undefined) headers['content-type'] = options.contentType ?? 'application/json';
+    const res = await fetch(url, {
+      method,
+      headers,
+      dispatcher,
+      body: options.body === undefined ? undefined : JSON.stringify(options.body),
+      signal: options.signal ?? AbortSignal.timeout(30_000),
+    });
+    const text = await res.text();
+    let body: unknown = undefined;
+    try {
+      body = text ? JSON.parse(text) : undefined;
+    } catch {
+      body = text;
+    }
+    if (res.status < 200 || res.status > 299) {
+      const status = body as { message?: string; reason?: string } | undefined;
+      throw new KubeApiError(res.status, `${method} ${path}: ${res.status} ${status?.message ?? text.slice(0, 200)}`, status?.reason);
+    }
+    return body as T;
+  }
+
+  /**
+   * Streams a watch; calls onEvent per event. Resolves when the server ends the stream,
+   * rejects on a connection error or a non-200 answer. Abort with the signal.
+   */
+  async watch(
+    path: string,
+    query: Record<string, string | number | boolean | undefined>,
+    onEvent: (event: WatchEvent) => void,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const url = this.url(path, { ...query, watch: 'true' });
+    const { headers, dispatcher } = await this.prepare(url, 'GET');
+    headers.accept = 'application/json';
+    const res = await fetch(url, { method: 'GET', headers, dispatcher, signal });
+    if (res.status !== 200 || !res.body) {
+      const text = await res.text().catch(() => '');
+      let reason: string | undefined;
+      try {
+        reason = (JSON.parse(text) as { reason?: string }).reason;
+      } catch {
+        /* not a Status */
+      }
+      throw new KubeApiError(res.status, `watch ${path}: ${res.status} ${text.slice(0, 200)}`, reason);
+    }
+    const decoder = new TextDecoder();
+    let buffered = '';
+    for await (const chunk of res.body) {
+      buffered += decoder.decode(chunk, { stream: true });
+      let nl: number;
+      while ((nl = buffered.indexOf('\n')) !== -1) {
+        const line = buffered.slice(0, nl).trim();
+        buffered = buffered.slice(nl + 1);
+        if (line) onEvent(JSON.parse(line) as WatchEvent);
+      }
+    }
+    const rest = buffered.trim();
+    if (rest) onEvent(JSON.parse(rest) as WatchEvent);
+  }
+}

@@ -1,0 +1,125 @@
+// Writes status.loadBalancer.ingress on the Ingresses portico serves, and clears it
+// from Ingresses it stopped serving (a class change, say). Only the leader runs it.
+import { isIP } from 'node:net';
+import type { Logger } from 'pino';
+import type { Ingress, LoadBalancerIngress, Service } from '../model/k8s.ts';
+import { KubeApiError, type KubeClient } from '../kube/client.ts';
+
+export interface IngressStatusOptions {
+  client: KubeClient;
+  log: Logger;
+  /** --publish-address: comma-separated IPs or hostnames. */
+  publishAddress?: string;
+  /** --publish-service: "ns/name". */
+  publishService?: string;
+  /** Current Ingress objects, keyed "ns/name". */
+  ingresses: () => ReadonlyMap<string, Ingress>;
+  /** "ns/name" of the Ingresses portico serves now. */
+  served: () => readonly string[];
+}
+
+/** Parses --publish-address into status entries (IPs as ip, names as hostname). */
+export function parsePublishAddress(text: string): LoadBalancerIngress[] {
+  return text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map((a) => (isIP(a) ? { ip: a } : { hostname: a }));
+}
+
+/** The publish Service's load-balancer addresses, else its ClusterIP. */
+export function serviceAddresses(svc: Service): LoadBalancerIngress[] {
+  const lb: LoadBalancerIngress[] = [];
+  for (const e of svc.status?.loadBalancer?.ingress ?? []) {
+    if (e.ip) lb.push({ ip: e.ip });
+    else if (e.hostname) lb.push({ hostname: e.hostname });
+  }
+  if (lb.length) return lb;
+  const ip = svc.spec?.clusterIP;
+  return ip && ip !== 'None' ? [{ ip }] : [];
+}
+
+function sameAddresses(a: readonly LoadBalancerIngress[] | undefined, b: readonly LoadBalancerIngress[]): boolean {
+  const norm = (list: readonly LoadBalancerIngress[]) =>
+    list.map((e) => `${e.ip ?? ''}|${e.hostname ?? ''}`).sort().join(',');
+  return norm(a ?? []) === norm(b);
+}
+
+export class IngressStatusWriter {
+  private readonly o: IngressStatusOptions;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private cached: { at: number; addresses: LoadBalancerIngress[] } | undefined;
+  active = false;
+
+  constructor(options: IngressStatusOptions) {
+    this.o = options;
+  }
+
+  /** Brings every Ingress' status in line; coalesces calls made while one runs. */
+  reconcile(): Promise<void> {
+    if (!this.active) return Promise.resolve();
+    if (this.running) {
+      this.again = true;
+      return this.running;
+    }
+    this.running = (async () => {
+      do {
+        this.again = false;
+        try {
+          await this.reconcileOnce();
+        } catch (err) {
+          this.o.log.warn({ err: (err as Error).message }, 'could not update Ingress status; will retry');
+        }
+      } while (this.again && this.active);
+      this.running = undefined;
+    })();
+    return this.running;
+  }
+
+  async addresses(): Promise<LoadBalancerIngress[]> {
+    if (this.o.publishAddress) return parsePublishAddress(this.o.publishAddress);
+    if (!this.o.publishService) return [];
+    if (this.cached && Date.now() - this.cached.at < 5000) return this.cached.addresses;
+    const [ns, name] = this.o.publishService.split('/');
+    const svc = await this.o.client.request<Service>('GET', `/api/v1/namespaces/${ns}/services/${name}`);
+    this.cached = { at: Date.now(), addresses: serviceAddresses(svc) };
+    return this.cached.addresses;
+  }
+
+  private async reconcileOnce(): Promise<void> {
+    const addresses = await this.addresses();
+    const served = new Set(this.o.served());
+    const work: (() => Promise<void>)[] = [];
+    for (const [key, ing] of this.o.ingresses()) {
+      const current = ing.status?.loadBalancer?.ingress;
+      let desired: LoadBalancerIngress[] | undefined;
+      if (served.has(key)) {
+        if (addresses.length && !sameAddresses(current, addresses)) desired = addresses;
+      } else if (current?.length && addresses.length && sameAddresses(current, addresses)) {
+        // Ours, but no longer served by portico: take our address back.
+        desired = [];
+      }
+      if (desired) work.push(() => this.patch(ing, desired));
+    }
+    // A few writes at a time: thousands of Ingresses must not flood the API server.
+    const queue = work.slice();
+    await Promise.all(Array.from({ length: Math.min(4, queue.length) }, async () => {
+      for (let job = queue.shift(); job; job = queue.shift()) await job();
+    }));
+  }
+
+  private async patch(ing: Ingress, addresses: LoadBalancerIngress[]): Promise<void> {
+    const { namespace, name } = ing.metadata;
+    try {
+      await this.o.client.request('PATCH', `/apis/networking.k8s.io/v1/namespaces/${namespace}/ingresses/${name}/status`, {
+        body: { status: { loadBalancer: { ingress: addresses } } },
+        contentType: 'application/merge-patch+json',
+      });
+      this.o.log.info({ ingress: `${namespace}/${name}`, addresses }, addresses.length ? 'Ingress status updated' : 'Ingress status cleared');
+    } catch (err) {
+      if (err instanceof KubeApiError && err.status === 404) return; // deleted meanwhile
+      throw err;
+    }
+  }
+}
