@@ -54,10 +54,10 @@ const FLAGS: FlagSpec[] = [
   { flag: 'manifests', key: 'manifests', kind: 'string', default: undefined, help: 'standalone mode: serve the Kubernetes objects in this directory (watched); without it, cluster mode' },
   { flag: 'kubeconfig', key: 'kubeconfig', kind: 'string', default: undefined, help: 'cluster mode: kubeconfig file (else in-cluster config, $KUBECONFIG, ~/.kube/config)' },
   { flag: 'watch-namespace', key: 'watchNamespace', kind: 'string', default: undefined, help: 'cluster mode: only watch this namespace (default: all)' },
-  { flag: 'http-port', key: 'httpPort', kind: 'port', default: '8080', help: 'plain HTTP listener port (0 disables)' },
-  { flag: 'https-port', key: 'httpsPort', kind: 'port', default: '8443', help: 'HTTPS listener port (0 disables)' },
+  { flag: 'http-port', key: 'httpPort', kind: 'port', default: '8080', help: 'plain HTTP listener port (0: any free port; off: no listener)' },
+  { flag: 'https-port', key: 'httpsPort', kind: 'port', default: '8443', help: 'HTTPS listener port (0: any free port; off: no listener)' },
   { flag: 'bind', key: 'bind', kind: 'address', default: '0.0.0.0', help: 'address the HTTP and HTTPS listeners bind to' },
-  { flag: 'admin-port', key: 'adminPort', kind: 'port', default: '9090', help: 'admin listener: /healthz /readyz /metrics /routes (0 disables)' },
+  { flag: 'admin-port', key: 'adminPort', kind: 'port', default: '9090', help: 'admin listener: /healthz /readyz /metrics /routes (0: any free port; off: no listener)' },
   { flag: 'admin-bind', key: 'adminBind', kind: 'address', default: '127.0.0.1', help: 'address the admin listener binds to' },
   { flag: 'ingress-class', key: 'ingressClass', kind: 'string', default: 'portico', help: 'IngressClass name served (its spec.controller must be portico.dev/ingress-controller)' },
   { flag: 'allow-external-name', key: 'allowExternalName', kind: 'bool', default: 'false', help: 'route to ExternalName Services (off: an Ingress could send traffic outside the cluster)' },
@@ -101,8 +101,9 @@ function convert(spec: FlagSpec, raw: string, source: string): unknown {
     case 'string':
       return raw;
     case 'port': {
+      if (raw === 'off') return -1;
       const n = Number(raw);
-      return /^\d+$/.test(raw) && n >= 0 && n <= 65535 ? n : fail('a port number 0-65535');
+      return /^\d+$/.test(raw) && n >= 0 && n <= 65535 ? n : fail('a port number 0-65535, or "off"');
     }
     case 'int': {
       const n = Number(raw);

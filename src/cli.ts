@@ -1,0 +1,47 @@
+// `portico`: parse flags, pick the source (a manifest directory or the Kubernetes
+// API), and wire sources -> controller -> route table -> proxy, plus the admin server.
+import { FlagError, helpText, parseOptions, type Options } from './config/flags.ts';
+import { startPortico } from './portico.ts';
+
+export async function main(argv: string[]): Promise<void> {
+  let options: Options;
+  try {
+    options = parseOptions(argv);
+  } catch (err) {
+    if (err instanceof FlagError) {
+      process.stderr.write(`portico: ${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  if (options.help) {
+    process.stdout.write(helpText() + '\n');
+    return;
+  }
+
+  let instance: Awaited<ReturnType<typeof startPortico>>;
+  try {
+    instance = await startPortico(options);
+  } catch (err) {
+    // Startup errors a user can cause (port in use, missing directory, bad kubeconfig,
+    // unreadable certificate) get one line, not a stack trace.
+    process.stderr.write(`portico: ${(err as Error).message}\n`);
+    process.exit(1);
+  }
+
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    instance.log.info({ signal, graceMs: options.shutdownGrace }, 'shutting down: no new connections, finishing requests in flight');
+    instance.stop(options.shutdownGrace).then(
+      () => process.exit(0),
+      (err: unknown) => {
+        instance.log.error({ err }, 'error during shutdown');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}

@@ -1,0 +1,200 @@
+// Assembles one portico process from its options. Used by the CLI and by tests.
+import { hostname } from 'node:os';
+import http from 'node:http';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import type { Options } from './config/flags.ts';
+import { CONTROLLER_NAME, type Problem } from './model/config.ts';
+import { Controller } from './controller.ts';
+import { buildRouteTable, emptyRoutingConfig, RouteTableHolder } from './routing/table.ts';
+import { ObjectStore } from './sources/store.ts';
+import { sanitize } from './sources/sanitize.ts';
+import { ManifestDirectorySource } from './sources/standalone.ts';
+import { ClusterSource } from './sources/kube/cluster-source.ts';
+import { KubeClient, loadKubeConfig } from './kube/client.ts';
+import { LeaderElector } from './kube/leader.ts';
+import { IngressStatusWriter } from './status/ingress-status.ts';
+import { EventRecorder } from './status/events.ts';
+import { createLogger, createAccessLogger } from './util/log.ts';
+import { createMetrics } from './admin/metrics.ts';
+import { createAdminServer } from './admin/server.ts';
+import { CertificateStore } from './tls/certificates.ts';
+import { UpstreamPools } from './proxy/upstreams.ts';
+import { createRouteCompiler } from './proxy/compile.ts';
+import { attachProxy, type ProxyServer } from './proxy/server.ts';
+import { configureClientIp } from './proxy/client-ip.ts';
+import { configureRedirectPort } from './middleware/tls-redirect.ts';
+import { SharedStateMap } from './middleware/registry.ts';
+
+export interface Portico {
+  log: Logger;
+  holder: RouteTableHolder;
+  /** Bound ports (useful with port 0). */
+  ports: { http?: number; https?: number; admin?: number };
+  stop(graceMs: number): Promise<void>;
+}
+
+function listen(server: http.Server, port: number, host: string, what: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: NodeJS.ErrnoException) =>
+      reject(new Error(`${what}: cannot listen on ${host}:${port}: ${err.code === 'EADDRINUSE' ? 'address already in use' : err.message}`));
+    server.once('error', onError);
+    server.listen(port, host, () => {
+      server.off('error', onError);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
+
+export async function startPortico(options: Options): Promise<Portico> {
+  const log = createLogger(options.logLevel);
+  const metrics = createMetrics();
+  const store = new ObjectStore();
+  const certificates = await CertificateStore.create(options.defaultCertificate, options.defaultKey);
+  configureClientIp({ trustedProxies: options.trustedProxies, log });
+  configureRedirectPort(options.httpsPort);
+
+  const upstreams = new UpstreamPools({
+    connectTimeout: options.upstreamConnectTimeout,
+    keepAliveTimeout: options.upstreamKeepAlive,
+  });
+  const compile = createRouteCompiler({
+    upstreams,
+    registry: metrics.registry,
+    shared: new SharedStateMap(),
+    accessLog: options.accessLog ? createAccessLogger(log) : undefined,
+    timeouts: {
+      connect: options.upstreamConnectTimeout,
+      responseHeaders: options.upstreamResponseTimeout,
+      idle: options.upstreamIdleTimeout,
+    },
+  });
+  const holder = new RouteTableHolder(buildRouteTable(0, emptyRoutingConfig(), compile));
+
+  // ---- sources ----
+  let fileProblems: readonly Problem[] = [];
+  let standalone: ManifestDirectorySource | undefined;
+  let cluster: ClusterSource | undefined;
+  let kube: KubeClient | undefined;
+  if (options.manifests) {
+    standalone = new ManifestDirectorySource({ dir: options.manifests, store, onProblems: (p: readonly Problem[]) => (fileProblems = p) });
+  } else {
+    kube = new KubeClient(loadKubeConfig(options.kubeconfig));
+    cluster = new ClusterSource({
+      client: kube,
+      sink: store,
+      sanitize: (raw) => sanitize(raw).object,
+      log,
+      namespace: options.watchNamespace,
+      resyncMs: options.resync,
+      onConnected: (up) => metrics.setApiConnected(up),
+    });
+  }
+
+  // ---- status and events (cluster mode, leader only) ----
+  let statusWriter: IngressStatusWriter | undefined;
+  let events: EventRecorder | undefined;
+  let elector: LeaderElector | undefined;
+  const identity = `${process.env.POD_NAME ?? hostname()}-${process.pid}`;
+  if (kube) {
+    statusWriter = new IngressStatusWriter({
+      client: kube,
+      log,
+      publishAddress: options.publishAddress,
+      publishService: options.publishService,
+      ingresses: () => store.ingresses,
+      served: () => holder.current.config.servedIngresses,
+    });
+    events = new EventRecorder({ client: kube, log, instance: identity, ingresses: () => store.ingresses });
+    elector = new LeaderElector({
+      client: kube,
+      namespace: process.env.POD_NAMESPACE ?? options.leaseNamespace,
+      name: options.leaseName,
+      identity,
+      leaseDurationMs: options.leaseDuration,
+      renewDeadlineMs: options.renewDeadline,
+      retryPeriodMs: options.retryPeriod,
+      log,
+      onStartedLeading: () => {
+        statusWriter!.active = true;
+        events!.active = true;
+        void statusWriter!.reconcile();
+      },
+      onStoppedLeading: () => {
+        statusWriter!.active = false;
+        events!.active = false;
+      },
+    });
+  }
+
+  const controller = new Controller({
+    store,
+    holder,
+    compile,
+    translateOptions: { ingressClass: options.ingressClass, controllerName: CONTROLLER_NAME, allowExternalName: options.allowExternalName },
+    log,
+    debounceMs: options.debounce,
+    externalProblems: () => fileProblems,
+    onRebuilt: (table, translateMs, problems) => {
+      metrics.recordRebuild(table, translateMs, problems);
+      certificates.update(table.config.certificates);
+      upstreams.retain(table.config);
+      void statusWriter?.reconcile();
+    },
+    onNewProblems: (problems) => void events?.record(problems),
+  });
+  store.onChange(() => controller.changed());
+
+  // ---- listeners ----
+  const ports: Portico['ports'] = {};
+  const proxies: ProxyServer[] = [];
+  const servers: http.Server[] = [];
+  if (options.httpPort >= 0) {
+    const server = http.createServer();
+    proxies.push(attachProxy(server, holder, options, false));
+    servers.push(server);
+    ports.http = await listen(server, options.httpPort, options.bind, '--http-port');
+  }
+  if (options.httpsPort >= 0) {
+    const server = https.createServer(certificates.httpsServerOptions());
+    proxies.push(attachProxy(server, holder, options, true));
+    servers.push(server);
+    ports.https = await listen(server, options.httpsPort, options.bind, '--https-port');
+  }
+  let admin: http.Server | undefined;
+  if (options.adminPort >= 0) {
+    admin = createAdminServer({ holder, registry: metrics.registry });
+    ports.admin = await listen(admin, options.adminPort, options.adminBind, '--admin-port');
+  }
+
+  // ---- initial sync, then serve ----
+  if (standalone) await standalone.start();
+  if (cluster) {
+    cluster.start();
+    elector!.start();
+    await cluster.synced;
+  }
+  controller.start();
+  log.info(
+    { mode: standalone ? 'standalone' : 'cluster', http: ports.http, https: ports.https, admin: ports.admin, routes: holder.current.size },
+    `portico ready: serving ${holder.current.size} routes on http://${options.bind}:${ports.http ?? '-'} and https://${options.bind}:${ports.https ?? '-'}`,
+  );
+
+  return {
+    log,
+    holder,
+    ports,
+    async stop(graceMs: number) {
+      holder.ready = false;
+      controller.stop();
+      standalone?.stop();
+      cluster?.stop();
+      await elector?.stop();
+      admin?.close();
+      await Promise.all(proxies.map((p) => p.drain(graceMs)));
+      await upstreams.close();
+      admin?.closeAllConnections();
+    },
+  };
+}
