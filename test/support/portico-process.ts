@@ -1,0 +1,94 @@
+// Runs the real `portico` CLI as a child process, as a user would, and reads the
+// ports it bound from its "portico ready" log line.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const BIN = fileURLToPath(new URL('../../bin/portico.js', import.meta.url));
+
+export interface PorticoProcess {
+  child: ChildProcess;
+  http: number;
+  https: number;
+  admin: number;
+  /** Every stdout line so far, parsed when JSON. */
+  logs: Record<string, unknown>[];
+  stderr: string[];
+  /** Resolves with the first log line (past or future) that satisfies the predicate. */
+  waitForLog(pred: (line: Record<string, unknown>) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>;
+  /** SIGTERM, then resolves with the exit code. */
+  stop(): Promise<number | null>;
+}
+
+export async function startPortico(args: string[], env: NodeJS.ProcessEnv = {}): Promise<PorticoProcess> {
+  const child = spawn(process.execPath, [BIN, '--http-port', '0', '--https-port', '0', '--admin-port', '0', '--bind', '127.0.0.1', ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const logs: Record<string, unknown>[] = [];
+  const stderr: string[] = [];
+  const waiters: { pred: (l: Record<string, unknown>) => boolean; resolve: (l: Record<string, unknown>) => void }[] = [];
+  createInterface({ input: child.stdout! }).on('line', (line) => {
+    let parsed: Record<string, unknown>;
+    try {
+      parsed = JSON.parse(line) as Record<string, unknown>;
+    } catch {
+      parsed = { msg: line };
+    }
+    logs.push(parsed);
+    for (let i = waiters.length - 1; i >= 0; i--) {
+      if (waiters[i]!.pred(parsed)) {
+        waiters[i]!.resolve(parsed);
+        waiters.splice(i, 1);
+      }
+    }
+  });
+  createInterface({ input: child.stderr! }).on('line', (line) => stderr.push(line));
+
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+
+  const waitForLog = (pred: (l: Record<string, unknown>) => boolean, timeoutMs = 15_000) => {
+    const past = logs.find(pred);
+    if (past) return Promise.resolve(past);
+    return new Promise<Record<string, unknown>>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no matching log line within ${timeoutMs} ms; stderr: ${stderr.join('\n')}`)), timeoutMs);
+      waiters.push({
+        pred,
+        resolve: (l) => {
+          clearTimeout(timer);
+          resolve(l);
+        },
+      });
+      void exited.then((code) => {
+        clearTimeout(timer);
+        reject(new Error(`portico exited with ${code}: ${stderr.join('\n')}`));
+      });
+    });
+  };
+
+  const ready = await waitForLog((l) => typeof l.msg === 'string' && l.msg.startsWith('portico ready'));
+  return {
+    child,
+    http: ready.http as number,
+    https: ready.https as number,
+    admin: ready.admin as number,
+    logs,
+    stderr,
+    waitForLog,
+    async stop() {
+      if (child.exitCode !== null) return child.exitCode;
+      child.kill('SIGTERM');
+      return exited;
+    },
+  };
+}
+
+/** Polls `probe` until it returns true (bounded), for changes that apply asynchronously. */
+export async function eventually(probe: () => Promise<boolean>, timeoutMs = 5000, what = 'condition'): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await probe().catch(() => false)) return;
+    if (Date.now() > deadline) throw new Error(`${what} not reached within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
