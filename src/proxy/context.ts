@@ -55,6 +55,12 @@ export class RequestContext {
   /** performance.now() when the request arrived */
   readonly startTime: number;
   requestId = '';
+  /** "host:port" of the pod that answered; "" when none did (set by the forwarder). */
+  upstreamAddress = '';
+  /** ms from sending to the pod until its response headers; -1 when no pod answered. */
+  upstreamMillis = -1;
+  /** Response body bytes passed on from the pod. */
+  responseBytes = 0;
 
   constructor(
     req: IncomingMessage,

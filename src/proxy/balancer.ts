@@ -1,0 +1,54 @@
+// Chooses the pod for a request: power of two choices on requests in flight, and
+// round robin when the two candidates are equally busy (so an idle backend is
+// spread evenly rather than at random).
+import type { Endpoint } from './upstreams.ts';
+
+export class Balancer {
+  private readonly endpoints: readonly Endpoint[];
+  private cursor = 0;
+
+  constructor(endpoints: readonly Endpoint[]) {
+    this.endpoints = endpoints;
+  }
+
+  get size(): number {
+    return this.endpoints.length;
+  }
+
+  /** An endpoint other than `exclude` (the one a retry moves away from); undefined when there is none. */
+  pick(exclude?: Endpoint): Endpoint | undefined {
+    const list = this.endpoints;
+    const n = list.length;
+    if (n === 0) return undefined;
+    if (n === 1) return list[0] === exclude ? undefined : list[0];
+    let a: Endpoint;
+    let b: Endpoint;
+    if (n === 2) {
+      a = list[0]!;
+      b = list[1]!;
+    } else {
+      const i = (Math.random() * n) | 0;
+      const j = (i + 1 + ((Math.random() * (n - 1)) | 0)) % n;
+      a = list[i]!;
+      b = list[j]!;
+    }
+    if (a === exclude) return b;
+    if (b === exclude) return a;
+    const inflightA = a.stats.inflight;
+    const inflightB = b.stats.inflight;
+    if (inflightA < inflightB) return a;
+    if (inflightB < inflightA) return b;
+    return this.roundRobin(exclude);
+  }
+
+  private roundRobin(exclude: Endpoint | undefined): Endpoint {
+    const list = this.endpoints;
+    let e = list[this.cursor % list.length]!;
+    this.cursor = (this.cursor + 1) % list.length;
+    if (e === exclude) {
+      e = list[this.cursor]!;
+      this.cursor = (this.cursor + 1) % list.length;
+    }
+    return e;
+  }
+}

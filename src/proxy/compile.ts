@@ -1,0 +1,95 @@
+// Turns a RouteConfig into a live Route: the forwarder wrapped in the route's
+// policies, with its metrics bound. Memoized by RouteConfig identity, so a route
+// that did not change keeps its compiled chain (and policy state) across rebuilds.
+import type { ServerResponse } from 'node:http';
+import type { Registry } from 'prom-client';
+import type { RouteConfig } from '../model/config.ts';
+import type { Route, RouteCompiler } from '../routing/table.ts';
+import { composeChain } from '../middleware/registry.ts';
+import type { SharedState } from '../middleware/types.ts';
+import type { Handler, RequestContext, UpstreamTimeouts } from './context.ts';
+import { Forwarder } from './forward.ts';
+import { ProxyMetrics, type AccessLogHook, type RouteMetrics } from './metrics.ts';
+import type { UpstreamPools } from './upstreams.ts';
+import { isUpgrade } from './websocket.ts';
+
+export interface RouteCompilerDeps {
+  upstreams: UpstreamPools;
+  /** Where the proxy metrics are registered (never the global registry). */
+  registry: Registry;
+  /** Policy state that survives rebuilds. */
+  shared: SharedState;
+  /** Called once per finished request; absent: no access log, at no cost. */
+  accessLog?: AccessLogHook;
+  /** Upstream timeouts every request of these routes starts with (policies may change them). */
+  timeouts?: UpstreamTimeouts;
+}
+
+const kContext = Symbol('portico.context');
+const kRoute = Symbol('portico.route');
+type TrackedResponse = ServerResponse & { [kContext]?: RequestContext; [kRoute]?: CompiledRoute };
+
+/** A compiled route: Route plus what the proxy needs when a request finishes. */
+export class CompiledRoute implements Route {
+  readonly config: RouteConfig;
+  readonly metrics: RouteMetrics;
+  readonly accessLog: AccessLogHook | undefined;
+  private readonly chain: Handler;
+  private readonly timeouts: UpstreamTimeouts | undefined;
+
+  constructor(config: RouteConfig, chain: Handler, metrics: RouteMetrics, accessLog: AccessLogHook | undefined, timeouts: UpstreamTimeouts | undefined) {
+    this.config = config;
+    this.chain = chain;
+    this.metrics = metrics;
+    this.accessLog = accessLog;
+    this.timeouts = timeouts;
+    this.handle = this.handle.bind(this);
+  }
+
+  handle(ctx: RequestContext): void {
+    if (this.timeouts !== undefined) ctx.timeouts = this.timeouts;
+    const res = ctx.res as TrackedResponse;
+    res[kContext] = ctx;
+    res[kRoute] = this;
+    res.on('close', onRequestFinished);
+    this.chain(ctx);
+  }
+}
+
+/** Status for metrics and the access log: 499 when the client left before the answer was complete. */
+export function finalStatus(ctx: RequestContext): number {
+  const res = ctx.res;
+  if (res.writableFinished) return res.statusCode;
+  // An upgrade tunnel never "finishes": what counts is the pod's status line.
+  if (ctx.upstreamAddress !== '' && isUpgrade(ctx.req)) return res.statusCode;
+  return 499;
+}
+
+function onRequestFinished(this: TrackedResponse): void {
+  const ctx = this[kContext];
+  const route = this[kRoute];
+  if (ctx === undefined || route === undefined) return;
+  this[kContext] = undefined;
+  const status = finalStatus(ctx);
+  route.metrics.countResponse(status);
+  if (route.accessLog !== undefined) route.accessLog(ctx, status, ctx.responseBytes, ctx.upstreamMillis, ctx.upstreamAddress);
+}
+
+export function createRouteCompiler(deps: RouteCompilerDeps): RouteCompiler {
+  const metrics = new ProxyMetrics(deps.registry);
+  const compiled = new WeakMap<RouteConfig, CompiledRoute>();
+  // Policies may replace ctx.timeouts, never edit the shared defaults.
+  const timeouts = deps.timeouts ? Object.freeze({ ...deps.timeouts }) : undefined;
+  return (config: RouteConfig): Route => {
+    let route = compiled.get(config);
+    if (route === undefined) {
+      const routeMetrics = metrics.forRoute(config);
+      const forwarder = new Forwarder(config, deps.upstreams, routeMetrics);
+      const key = `${config.ingress.namespace}/${config.ingress.name}`;
+      const chain = composeChain(config.policies, forwarder.handle, deps.shared, key);
+      route = new CompiledRoute(config, chain, routeMetrics, deps.accessLog, timeouts);
+      compiled.set(config, route);
+    }
+    return route;
+  };
+}

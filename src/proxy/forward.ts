@@ -1,0 +1,354 @@
+// The end of every route's chain: sends the request to one pod over a keep-alive
+// pool and streams the answer back, both ways with back-pressure. Uses undici's
+// low-level dispatch with one handler object per request (no per-request streams
+// or closures); see Exchange.
+import type { ServerResponse } from 'node:http';
+import type { Dispatcher } from 'undici';
+import type { RouteConfig } from '../model/config.ts';
+import { Balancer } from './balancer.ts';
+import type { RequestContext } from './context.ts';
+import { sendError } from './errors.ts';
+import { buildRequestHeaders, buildResponseHeaders, type UpstreamRequestHead } from './headers.ts';
+import type { RouteMetrics, UpstreamErrorKind } from './metrics.ts';
+import type { Endpoint, UpstreamPools } from './upstreams.ts';
+import { isUpgrade, tunnelUpgrade } from './websocket.ts';
+
+const kExchange = Symbol('portico.exchange');
+type ExchangeResponse = ServerResponse & { [kExchange]?: Exchange };
+
+/** Why the proxy itself ended an upstream request. */
+class ProxyAbort extends Error {
+  readonly reason: 'client-gone' | 'body-too-large';
+  constructor(reason: 'client-gone' | 'body-too-large') {
+    super(reason === 'client-gone' ? 'client went away' : 'request body too large');
+    this.reason = reason;
+  }
+}
+
+const CLIENT_GONE = new ProxyAbort('client-gone');
+
+/** Methods a stale keep-alive connection may be retried for when nothing came back (RFC 9110 section 9.2.2). */
+function isIdempotent(method: string): boolean {
+  switch (method) {
+    case 'GET':
+    case 'HEAD':
+    case 'OPTIONS':
+    case 'TRACE':
+    case 'PUT':
+    case 'DELETE':
+      return true;
+    default:
+      return false;
+  }
+}
+
+interface Failure {
+  status: number;
+  kind: UpstreamErrorKind;
+  message: string;
+}
+
+function describe(err: Error & { code?: string }, endpoint: Endpoint, ctx: RequestContext, connecting: boolean): Failure {
+  const pod = endpoint.key;
+  switch (err.code) {
+    case 'UND_ERR_CONNECT_TIMEOUT':
+      return { status: 504, kind: 'timeout', message: `timed out connecting to pod ${pod}` };
+    case 'UND_ERR_HEADERS_TIMEOUT':
+      return { status: 504, kind: 'timeout', message: `pod ${pod} did not answer within ${ctx.timeouts.responseHeaders} ms` };
+    case 'UND_ERR_BODY_TIMEOUT':
+      return { status: 504, kind: 'timeout', message: `pod ${pod} stopped sending for ${ctx.timeouts.idle} ms` };
+    case 'ECONNREFUSED':
+      return { status: 502, kind: 'connect', message: `connection refused by pod ${pod}` };
+    case 'EHOSTUNREACH':
+    case 'ENETUNREACH':
+    case 'EHOSTDOWN':
+    case 'EADDRNOTAVAIL':
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return { status: 502, kind: 'connect', message: `cannot reach pod ${pod} (${err.code})` };
+    case 'ECONNRESET':
+    case 'EPIPE':
+    case 'UND_ERR_SOCKET':
+    case 'UND_ERR_CLOSED':
+      return connecting
+        ? { status: 502, kind: 'connect', message: `connection to pod ${pod} failed (${err.code})` }
+        : { status: 502, kind: 'reset', message: `pod ${pod} closed the connection before answering` };
+    default:
+      if (connecting) return { status: 502, kind: 'connect', message: `cannot connect to pod ${pod} (${err.code ?? 'error'})` };
+      return { status: 502, kind: 'reset', message: `error talking to pod ${pod} (${err.code ?? 'error'})` };
+  }
+}
+
+/** The route's forwarder; `handle` is the chain's terminal Handler. */
+export class Forwarder {
+  readonly config: RouteConfig;
+  readonly metrics: RouteMetrics;
+  readonly balancer: Balancer;
+  /** Set when the backend cannot take traffic: the 503 text, precomputed. */
+  private readonly unavailable: string | undefined;
+  private readonly unavailableKind: UpstreamErrorKind;
+  /** TLS name for pods (https/h2 profiles): the Service's cluster DNS name. */
+  readonly servername: string;
+
+  constructor(config: RouteConfig, upstreams: UpstreamPools, metrics: RouteMetrics) {
+    this.config = config;
+    this.metrics = metrics;
+    const backend = config.backend;
+    const service = `${backend.namespace}/${backend.service}`;
+    this.servername = `${backend.service}.${backend.namespace}.svc`;
+    this.balancer = new Balancer(backend.error ? [] : backend.addresses.map((a) => upstreams.endpoint(a)));
+    this.unavailableKind = 'service_unavailable';
+    switch (backend.error) {
+      case undefined:
+        if (backend.addresses.length === 0) {
+          this.unavailable = `no ready endpoints for service ${service} port ${backend.port}`;
+          this.unavailableKind = 'no_endpoints';
+        }
+        break;
+      case 'ServiceNotFound':
+        this.unavailable = `service ${service} not found`;
+        break;
+      case 'PortNotFound':
+        this.unavailable = `service ${service} has no port ${backend.port}`;
+        break;
+      case 'NoEndpoints':
+        this.unavailable = `no ready endpoints for service ${service} port ${backend.port}`;
+        this.unavailableKind = 'no_endpoints';
+        break;
+      case 'ExternalNameDisabled':
+        this.unavailable = `service ${service} is an ExternalName service, which portico does not route to (--allow-external-name)`;
+        break;
+      case 'InvalidBackend':
+        this.unavailable = `the backend of this route (service ${service} port ${backend.port}) is invalid`;
+        break;
+      default:
+        this.unavailable = `service ${service} is unavailable (${String(backend.error)})`;
+    }
+    this.handle = this.handle.bind(this);
+  }
+
+  handle(ctx: RequestContext): void {
+    if (this.unavailable !== undefined) {
+      this.metrics.countError(this.unavailableKind);
+      sendError(ctx.res, 503, this.unavailable);
+      return;
+    }
+    if (isUpgrade(ctx.req)) {
+      tunnelUpgrade(ctx, this);
+      return;
+    }
+    new Exchange(ctx, this).start();
+  }
+}
+
+/**
+ * One proxied request: the undici dispatch handler, and the state of the client
+ * response. Retried at most once, on another pod, when nothing reached the first.
+ */
+class Exchange implements Dispatcher.DispatchHandler, UpstreamRequestHead {
+  private readonly ctx: RequestContext;
+  private readonly forwarder: Forwarder;
+  headers: string[] = [];
+  contentLength = -1;
+  chunked = false;
+  upgrade = '';
+  private body: RequestContext['req'] | null = null;
+  private endpoint: Endpoint | undefined = undefined;
+  private controller: Dispatcher.DispatchController | undefined = undefined;
+  /** An attempt is counted in its endpoint's in-flight number. */
+  private attemptOpen = false;
+  private retried = false;
+  private responseStarted = false;
+  private clientGone = false;
+  private done = false;
+  private drainHooked = false;
+  private bodyBytes = 0;
+  private countBody = false;
+  private startedAt = 0;
+
+  constructor(ctx: RequestContext, forwarder: Forwarder) {
+    this.ctx = ctx;
+    this.forwarder = forwarder;
+  }
+
+  start(): void {
+    const ctx = this.ctx;
+    buildRequestHeaders(ctx, this, false);
+    const limit = ctx.maxBodyBytes;
+    if (limit >= 0 && this.contentLength > limit) {
+      // Nothing was sent upstream; close the connection rather than read the body.
+      sendError(ctx.res, 413, `request body of ${this.contentLength} bytes is larger than the limit of ${limit} bytes`, { close: true });
+      return;
+    }
+    if (this.contentLength > 0 || this.chunked) {
+      this.body = ctx.req;
+      this.countBody = limit >= 0 && this.contentLength < 0;
+    }
+    const endpoint = this.forwarder.balancer.pick();
+    if (endpoint === undefined) {
+      sendError(ctx.res, 503, `no ready endpoints for service ${this.forwarder.config.backend.namespace}/${this.forwarder.config.backend.service}`);
+      return;
+    }
+    const res = ctx.res as ExchangeResponse;
+    res[kExchange] = this;
+    res.on('close', onClientClose);
+    this.dispatchTo(endpoint);
+  }
+
+  private dispatchTo(endpoint: Endpoint): void {
+    const ctx = this.ctx;
+    this.endpoint = endpoint;
+    this.controller = undefined;
+    endpoint.stats.inflight++;
+    this.attemptOpen = true;
+    this.startedAt = performance.now();
+    const profile = ctx.upstream;
+    const options: Dispatcher.DispatchOptions & { servername?: string } = {
+      path: ctx.upstreamPath,
+      method: ctx.req.method as Dispatcher.HttpMethod,
+      headers: this.headers,
+      body: this.body,
+      headersTimeout: ctx.timeouts.responseHeaders,
+      bodyTimeout: ctx.timeouts.idle,
+    };
+    if (profile.protocol === 'https' || profile.protocol === 'h2') options.servername = this.forwarder.servername;
+    try {
+      endpoint.pool(profile, ctx.timeouts.connect).dispatch(options, this);
+    } catch (err) {
+      // undici refused the request itself (a header value it does not accept...).
+      this.closeAttempt();
+      this.done = true;
+      sendError(ctx.res, 400, `request cannot be forwarded: ${(err as Error).message}`);
+    }
+  }
+
+  private closeAttempt(): void {
+    if (this.attemptOpen) {
+      this.attemptOpen = false;
+      this.endpoint!.stats.inflight--;
+    }
+  }
+
+  // ---- undici DispatchHandler ----
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.clientGone) controller.abort(CLIENT_GONE);
+  }
+
+  onBodySent(chunk: Buffer | string): void {
+    if (!this.countBody) return;
+    this.bodyBytes += chunk.length;
+    if (this.bodyBytes > this.ctx.maxBodyBytes) {
+      this.countBody = false;
+      this.controller?.abort(new ProxyAbort('body-too-large'));
+    }
+  }
+
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>, statusMessage?: string): void {
+    const ctx = this.ctx;
+    const res = ctx.res;
+    if (statusCode < 200) {
+      // 100 Continue was for us; 103 Early Hints are worth passing on.
+      if (statusCode === 103 && headers.link !== undefined && !res.headersSent) res.writeEarlyHints({ link: headers.link });
+      return;
+    }
+    this.responseStarted = true;
+    const upstreamMs = performance.now() - this.startedAt;
+    ctx.upstreamMillis = upstreamMs;
+    ctx.upstreamAddress = this.endpoint!.key;
+    this.forwarder.metrics.observeLatency(upstreamMs / 1000);
+    const out = buildResponseHeaders(headers, ctx.responseHeaders);
+    if (statusMessage) res.writeHead(statusCode, statusMessage, out);
+    else res.writeHead(statusCode, out);
+    if (this.clientGone) controller.abort(CLIENT_GONE);
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    const res = this.ctx.res;
+    this.ctx.responseBytes += chunk.length;
+    if (!res.write(chunk)) {
+      controller.pause();
+      if (!this.drainHooked) {
+        this.drainHooked = true;
+        res.on('drain', onClientDrain);
+      }
+    }
+  }
+
+  onResponseEnd(): void {
+    this.closeAttempt();
+    this.done = true;
+    this.ctx.res.end();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+    this.closeAttempt();
+    const ctx = this.ctx;
+    const res = ctx.res;
+    if (this.clientGone || err === CLIENT_GONE || res.destroyed) {
+      this.done = true;
+      return;
+    }
+    if (err instanceof ProxyAbort && err.reason === 'body-too-large') {
+      this.done = true;
+      if (!sendError(res, 413, `request body is larger than the limit of ${ctx.maxBodyBytes} bytes`, { close: true })) res.destroy();
+      return;
+    }
+    const endpoint = this.endpoint!;
+    const connecting = this.controller === undefined;
+    const failure = describe(err, endpoint, ctx, connecting);
+    if (this.responseStarted || res.headersSent) {
+      // Too late for an error page: cut the client response so it is not taken as complete.
+      this.done = true;
+      this.forwarder.metrics.countError(failure.kind);
+      res.destroy();
+      return;
+    }
+    if (!this.retried) {
+      const target = this.retryTarget(endpoint, connecting, failure);
+      if (target !== undefined) {
+        this.retried = true;
+        this.forwarder.metrics.countError(failure.kind);
+        this.dispatchTo(target);
+        return;
+      }
+    }
+    this.done = true;
+    this.forwarder.metrics.countError(failure.kind);
+    sendError(res, failure.status, failure.message);
+  }
+
+  /**
+   * Where to retry, if the request can be: nothing was sent (the connection was never
+   * made), or a bodiless idempotent request met a closed keep-alive connection.
+   */
+  private retryTarget(endpoint: Endpoint, connecting: boolean, failure: Failure): Endpoint | undefined {
+    if (connecting) return this.forwarder.balancer.pick(endpoint);
+    if (failure.kind === 'reset' && this.body === null && isIdempotent(this.ctx.req.method!)) {
+      return this.forwarder.balancer.pick(endpoint) ?? endpoint;
+    }
+    return undefined;
+  }
+
+  // ---- client side ----
+
+  resume(): void {
+    this.controller?.resume();
+  }
+
+  clientClosed(): void {
+    if (this.done) return;
+    this.clientGone = true;
+    const controller = this.controller;
+    if (controller !== undefined && !controller.aborted) controller.abort(CLIENT_GONE);
+  }
+}
+
+function onClientDrain(this: ExchangeResponse): void {
+  this[kExchange]?.resume();
+}
+
+function onClientClose(this: ExchangeResponse): void {
+  this[kExchange]?.clientClosed();
+}

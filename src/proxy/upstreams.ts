@@ -1,0 +1,229 @@
+// Connections to pods: one undici Pool per (upstream profile, connect timeout, pod
+// address), created on first use and kept alive between requests. Pools whose
+// address left the route table are closed after a grace period; closing a Pool lets
+// the requests it is serving finish.
+import { Pool } from 'undici';
+import type { RoutingConfig, UpstreamAddress } from '../model/config.ts';
+import type { UpstreamProfile } from './context.ts';
+
+export interface UpstreamPoolsOptions {
+  /** ms; default connect timeout (a request can ask for another, which gets its own pool) */
+  connectTimeout: number;
+  /** ms an idle keep-alive connection to a pod is kept */
+  keepAliveTimeout: number;
+  /** ms a pool whose address is no longer routed stays open (default 30 s) */
+  retireGraceMs?: number;
+}
+
+/** "host:port", with brackets around IPv6 hosts. */
+export function addressKey(address: UpstreamAddress): string {
+  return address.host.includes(':') ? `[${address.host}]:${address.port}` : `${address.host}:${address.port}`;
+}
+
+/** Live counters of one pod address, shared by every route and profile that uses it. */
+export class AddressStats {
+  readonly key: string;
+  /** Requests sent to this address and not finished yet. */
+  inflight = 0;
+
+  constructor(key: string) {
+    this.key = key;
+  }
+}
+
+class PoolEntry {
+  readonly key: string;
+  readonly addressKey: string;
+  readonly pool: Pool;
+  retireTimer: NodeJS.Timeout | undefined = undefined;
+  closed = false;
+
+  constructor(key: string, addressKey: string, pool: Pool) {
+    this.key = key;
+    this.addressKey = addressKey;
+    this.pool = pool;
+  }
+}
+
+/**
+ * One pod address as a route sees it. Remembers the last pool it used, so the common
+ * case (every request of a route uses the same profile) needs no map lookup.
+ */
+export class Endpoint {
+  readonly address: UpstreamAddress;
+  /** "host:port" */
+  readonly key: string;
+  readonly stats: AddressStats;
+  private cachedProfile: UpstreamProfile | undefined = undefined;
+  private cachedConnect = -1;
+  private cachedEntry: PoolEntry | undefined = undefined;
+  private readonly pools: UpstreamPools;
+
+  constructor(pools: UpstreamPools, address: UpstreamAddress, key: string, stats: AddressStats) {
+    this.pools = pools;
+    this.address = address;
+    this.key = key;
+    this.stats = stats;
+  }
+
+  /** The pool to send a request with this profile and connect timeout through. */
+  pool(profile: UpstreamProfile, connectTimeout: number): Pool {
+    const cached = this.cachedEntry;
+    if (cached !== undefined && !cached.closed && this.cachedProfile === profile && this.cachedConnect === connectTimeout) {
+      return cached.pool;
+    }
+    const entry = this.pools.entry(profile, connectTimeout, this.key);
+    this.cachedEntry = entry;
+    this.cachedProfile = profile;
+    this.cachedConnect = connectTimeout;
+    return entry.pool;
+  }
+}
+
+export class UpstreamPools {
+  private readonly options: Required<UpstreamPoolsOptions>;
+  private readonly entries = new Map<string, PoolEntry>();
+  private readonly stats = new Map<string, AddressStats>();
+  /** Addresses of the current route table; undefined until the first retain(). */
+  private routed: Set<string> | undefined = undefined;
+  private closed = false;
+
+  constructor(options: UpstreamPoolsOptions) {
+    this.options = { retireGraceMs: 30_000, ...options };
+  }
+
+  get defaultConnectTimeout(): number {
+    return this.options.connectTimeout;
+  }
+
+  /** Number of open pools (for tests and /debug output). */
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /** An Endpoint for a route's address; cheap, called when routes are compiled. */
+  endpoint(address: UpstreamAddress): Endpoint {
+    const key = addressKey(address);
+    let stats = this.stats.get(key);
+    if (!stats) {
+      stats = new AddressStats(key);
+      this.stats.set(key, stats);
+    }
+    return new Endpoint(this, address, key, stats);
+  }
+
+  /** The pool for (profile, connect timeout, address), created on first use. */
+  entry(profile: UpstreamProfile, connectTimeout: number, key: string): PoolEntry {
+    if (this.closed) throw new Error('upstream pools are closed');
+    const poolKey = `${profile.key}|${connectTimeout}|${key}`;
+    let entry = this.entries.get(poolKey);
+    if (!entry) {
+      entry = new PoolEntry(poolKey, key, this.createPool(profile, connectTimeout, key));
+      this.entries.set(poolKey, entry);
+      // A pool created for an address the table no longer has (a request that matched
+      // the previous table) is retired like the others.
+      if (this.routed && !this.routed.has(key)) this.scheduleRetire(entry);
+    }
+    return entry;
+  }
+
+  private createPool(profile: UpstreamProfile, connectTimeout: number, key: string): Pool {
+    const tls = profile.protocol === 'https' || profile.protocol === 'h2';
+    const origin = `${tls ? 'https' : 'http'}://${key}`;
+    const common = {
+      connectTimeout,
+      keepAliveTimeout: this.options.keepAliveTimeout,
+      // Pods usually say how long they keep idle connections (Keep-Alive: timeout=N);
+      // undici honours that up to this maximum.
+      keepAliveMaxTimeout: this.options.keepAliveTimeout,
+      pipelining: 1,
+      // A body that does not match its Content-Length fails the request instead of
+      // being cut or padded on the pod connection.
+      strictContentLength: true,
+    };
+    switch (profile.protocol) {
+      case 'http':
+        return new Pool(origin, { ...common, allowH2: false });
+      case 'h2c':
+        return new Pool(origin, { ...common, allowH2: true, h2Options: { useH2c: true } });
+      case 'https':
+      case 'h2':
+        return new Pool(origin, {
+          ...common,
+          allowH2: profile.protocol === 'h2',
+          // The SNI name comes with each request (see forward.ts): pods are addressed by IP.
+          connect: { ca: profile.ca, rejectUnauthorized: !profile.insecureSkipVerify },
+        });
+    }
+  }
+
+  /**
+   * Keeps the pools of the addresses `config` routes to; the others are closed after the
+   * grace period (unless their address comes back), letting requests in flight finish.
+   */
+  retain(config: RoutingConfig | Iterable<string>): void {
+    const routed = new Set<string>();
+    if (isRoutingConfig(config)) {
+      for (const route of config.routes) for (const a of route.backend.addresses) routed.add(addressKey(a));
+      if (config.defaultBackend) for (const a of config.defaultBackend.backend.addresses) routed.add(addressKey(a));
+    } else {
+      for (const key of config) routed.add(key);
+    }
+    this.routed = routed;
+    for (const entry of this.entries.values()) {
+      if (routed.has(entry.addressKey)) {
+        if (entry.retireTimer) {
+          clearTimeout(entry.retireTimer);
+          entry.retireTimer = undefined;
+        }
+      } else if (!entry.retireTimer) {
+        this.scheduleRetire(entry);
+      }
+    }
+    for (const key of this.stats.keys()) {
+      const stats = this.stats.get(key)!;
+      if (!routed.has(key) && stats.inflight === 0) this.stats.delete(key);
+    }
+  }
+
+  private scheduleRetire(entry: PoolEntry): void {
+    entry.retireTimer = setTimeout(() => {
+      entry.retireTimer = undefined;
+      this.retire(entry);
+    }, this.options.retireGraceMs);
+    entry.retireTimer.unref();
+  }
+
+  private retire(entry: PoolEntry): void {
+    if (this.entries.get(entry.key) === entry) this.entries.delete(entry.key);
+    entry.closed = true;
+    // close() waits for queued and running requests, then ends the sockets.
+    entry.pool.close().catch(() => {});
+  }
+
+  /** Shutdown: closes every pool, waiting up to `graceMs` for requests in flight, then destroys what is left. */
+  async close(graceMs = 5_000): Promise<void> {
+    this.closed = true;
+    const entries = [...this.entries.values()];
+    this.entries.clear();
+    for (const entry of entries) {
+      if (entry.retireTimer) clearTimeout(entry.retireTimer);
+      entry.closed = true;
+    }
+    await Promise.all(
+      entries.map(async (entry) => {
+        let timer: NodeJS.Timeout | undefined;
+        const expired = new Promise<'expired'>((resolve) => {
+          timer = setTimeout(() => resolve('expired'), graceMs);
+        });
+        const outcome = await Promise.race([entry.pool.close().then(() => 'closed' as const, () => 'closed' as const), expired]);
+        clearTimeout(timer);
+        if (outcome === 'expired') await entry.pool.destroy().catch(() => {});
+      }),
+    );
+  }
+}
+
+function isRoutingConfig(value: RoutingConfig | Iterable<string>): value is RoutingConfig {
+  return typeof (value as RoutingConfig).routes === 'object' && !(Symbol.iterator in (value as object));
+}
