@@ -136,24 +136,22 @@ export class UpstreamPools {
       // Pods usually say how long they keep idle connections (Keep-Alive: timeout=N);
       // undici honours that up to this maximum.
       keepAliveMaxTimeout: this.options.keepAliveTimeout,
-      pipelining: 1,
       // A body that does not match its Content-Length fails the request instead of
       // being cut or padded on the pod connection.
       strictContentLength: true,
     };
     switch (profile.protocol) {
       case 'http':
-        return new Pool(origin, { ...common, allowH2: false });
+        return new Pool(origin, { ...common, pipelining: 1, allowH2: false });
       case 'h2c':
-        return new Pool(origin, { ...common, allowH2: true, h2Options: { useH2c: true } });
+        // HTTP/2 multiplexes: no pipelining limit, streams are capped by the session.
+        // Pool takes useH2c at the top level (it builds the connector), not in h2Options.
+        return new Pool(origin, { ...common, allowH2: true, useH2c: true } as Pool.Options);
       case 'https':
+        return new Pool(origin, { ...common, pipelining: 1, allowH2: false, connect: tlsOptions(profile) });
       case 'h2':
-        return new Pool(origin, {
-          ...common,
-          allowH2: profile.protocol === 'h2',
-          // The SNI name comes with each request (see forward.ts): pods are addressed by IP.
-          connect: { ca: profile.ca, rejectUnauthorized: !profile.insecureSkipVerify },
-        });
+        // pipelining left unset: 1 on an HTTP/1.1 connection, the stream limit on HTTP/2.
+        return new Pool(origin, { ...common, allowH2: true, connect: tlsOptions(profile) });
     }
   }
 
@@ -222,6 +220,11 @@ export class UpstreamPools {
       }),
     );
   }
+}
+
+/** TLS to pods; the SNI name comes with each request (see forward.ts), as pods are addressed by IP. */
+function tlsOptions(profile: UpstreamProfile): { ca?: string; rejectUnauthorized: boolean } {
+  return { ca: profile.ca, rejectUnauthorized: !profile.insecureSkipVerify };
 }
 
 function isRoutingConfig(value: RoutingConfig | Iterable<string>): value is RoutingConfig {
