@@ -1,0 +1,91 @@
+// `npm start`: the standalone example, end to end. Starts one echo server for every
+// endpoint the example's EndpointSlices name (so the Ingress has real pods to
+// reach), then runs portico on examples/hello in the foreground. Extra arguments
+// go to portico:  npm start -- --http-port 9000 --log-level debug
+import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { constants } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseAllDocuments } from 'yaml';
+import { startEchoServer, type EchoServer } from './echo-server.ts';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const MANIFESTS = join(ROOT, 'examples', 'hello');
+const BIN = join(ROOT, 'bin', 'portico.js');
+const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
+
+interface Backend {
+  service: string;
+  namespace: string;
+  address: string;
+  port: number;
+}
+
+/** Every (Service, address, port) the example EndpointSlices list. */
+export function exampleBackends(dir = MANIFESTS): Backend[] {
+  const backends: Backend[] = [];
+  for (const file of readdirSync(dir).filter((f) => /\.(ya?ml|json)$/.test(f)).sort()) {
+    for (const doc of parseAllDocuments(readFileSync(join(dir, file), 'utf8'))) {
+      const obj = doc.toJS() as {
+        kind?: string;
+        metadata?: { namespace?: string; labels?: Record<string, string> };
+        ports?: { port?: number }[];
+        endpoints?: { addresses?: string[] }[];
+      } | null;
+      if (obj?.kind !== 'EndpointSlice') continue;
+      const service = obj.metadata?.labels?.[SERVICE_NAME_LABEL];
+      if (!service) continue;
+      for (const { port } of obj.ports ?? []) {
+        if (!port) continue;
+        for (const ep of obj.endpoints ?? []) {
+          for (const address of ep.addresses ?? []) backends.push({ service, namespace: obj.metadata?.namespace ?? 'default', address, port });
+        }
+      }
+    }
+  }
+  return backends;
+}
+
+async function main(): Promise<void> {
+  const echoes: EchoServer[] = [];
+  const closeEchoes = () => Promise.all(echoes.map((e) => e.close()));
+
+  try {
+    for (const b of exampleBackends()) {
+      echoes.push(await startEchoServer({ name: b.service, namespace: b.namespace, host: b.address, port: b.port }));
+      process.stderr.write(`example backend ${b.namespace}/${b.service} on http://${b.address}:${b.port}\n`);
+    }
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    const why = e.code === 'EADDRINUSE' ? `a port the example uses is taken (${e.message}); is another "npm start" running?` : e.message;
+    process.stderr.write(`start: cannot start the example backends: ${why}\n`);
+    await closeEchoes();
+    process.exit(1);
+  }
+
+  const child = spawn(process.execPath, [BIN, '--manifests', MANIFESTS, ...process.argv.slice(2)], { stdio: 'inherit' });
+  // In a terminal, Ctrl-C reaches the whole process group (portico too); forwarding
+  // covers `kill <pid of npm start>` as well. portico ignores a second signal.
+  const forward = (signal: NodeJS.Signals) => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+  };
+  process.on('SIGINT', forward);
+  process.on('SIGTERM', forward);
+
+  const code = await new Promise<number>((resolve) => {
+    child.once('error', (err) => {
+      process.stderr.write(`start: cannot run portico: ${err.message}\n`);
+      resolve(1);
+    });
+    child.once('exit', (exitCode, signal) => {
+      // Shell convention: killed by signal N exits 128+N.
+      const signo = signal ? constants.signals[signal] : 0;
+      resolve(exitCode ?? 128 + signo);
+    });
+  });
+  await closeEchoes();
+  process.exit(code);
+}
+
+if (import.meta.main) await main();
