@@ -12,6 +12,39 @@ import type { RequestContext } from './context.ts';
  */
 export type AccessLogHook = (ctx: RequestContext, status: number, bytes: number, upstreamMs: number, upstreamAddress: string) => void;
 
+/** One access-log line as a plain object (the shape src/util/log.ts' access logger takes). */
+export interface AccessLogFields {
+  method: string;
+  host: string;
+  path: string;
+  status: number;
+  bytes: number;
+  durationMs: number;
+  upstreamMs: number;
+  upstream: string;
+  route: string;
+  clientIp: string;
+  requestId: string;
+}
+
+/** Adapts a logger of AccessLogFields to the proxy's hook. */
+export function accessLogHook(log: (fields: AccessLogFields) => void): AccessLogHook {
+  return (ctx, status, bytes, upstreamMs, upstreamAddress) =>
+    log({
+      method: ctx.req.method ?? '',
+      host: ctx.host,
+      path: ctx.path,
+      status,
+      bytes,
+      durationMs: performance.now() - ctx.startTime,
+      upstreamMs,
+      upstream: upstreamAddress,
+      route: ctx.route.config.id,
+      clientIp: ctx.clientIp,
+      requestId: ctx.requestId,
+    });
+}
+
 export type UpstreamErrorKind = 'connect' | 'reset' | 'timeout' | 'no_endpoints' | 'service_unavailable';
 
 /** Seconds; from sub-millisecond pod answers to the default 60 s response timeout. */

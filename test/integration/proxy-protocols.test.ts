@@ -1,7 +1,9 @@
 // WebSocket upgrades are tunnelled to the pod; h2c routes speak HTTP/2 to the pod.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import https from 'node:https';
 import http2 from 'node:http2';
+import { generate } from 'selfsigned';
 import type { AddressInfo } from 'node:net';
 import WebSocket, { WebSocketServer } from 'ws';
 import { get, send } from '../support/http.ts';
@@ -9,6 +11,7 @@ import type { UpstreamProfile } from '../../src/proxy/context.ts';
 import { backend, closedPort, route, routing, startBackend, startProxy, type Backend, type Proxy } from './proxy-harness.ts';
 
 const H2C: UpstreamProfile = { key: 'h2c', protocol: 'h2c' };
+const INSECURE: UpstreamProfile = { key: 'https-insecure', protocol: 'https', insecureSkipVerify: true };
 
 describe('proxy: WebSocket and HTTP/2 upstreams', () => {
   let wsBackend: Backend;
@@ -17,6 +20,9 @@ describe('proxy: WebSocket and HTTP/2 upstreams', () => {
   let h2Port: number;
   let deadPort: number;
   let proxy: Proxy;
+  let tlsServer: https.Server;
+  let h2s: http2.Http2SecureServer;
+  let profiles: Record<string, UpstreamProfile>;
   const upgradeHeaders: Record<string, string | string[] | undefined>[] = [];
 
   before(async () => {
@@ -36,16 +42,46 @@ describe('proxy: WebSocket and HTTP/2 upstreams', () => {
     });
     h2Port = await new Promise<number>((resolve) => h2.listen(0, '127.0.0.1', () => resolve((h2.address() as AddressInfo).port)));
     deadPort = await closedPort();
+
+    // A pod with a certificate for its Service's cluster name, which portico sends as SNI.
+    const pems = await generate([{ name: 'commonName', value: 'secure.default.svc' }], { keyType: 'ec' });
+    const describeTls = (req: http2.Http2ServerRequest | import('node:http').IncomingMessage, res: { writeHead(s: number, h: Record<string, string>): unknown; end(b: string): unknown }) => {
+      const socket = req.socket as import('node:tls').TLSSocket;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ httpVersion: req.httpVersion, servername: (socket as unknown as { servername?: string }).servername, host: req.headers.host ?? req.headers[':authority'] }));
+    };
+    tlsServer = https.createServer({ cert: pems.cert, key: pems.private }, describeTls);
+    const tlsPort = await new Promise<number>((resolve) => tlsServer.listen(0, '127.0.0.1', () => resolve((tlsServer.address() as AddressInfo).port)));
+    h2s = http2.createSecureServer({ cert: pems.cert, key: pems.private, allowHTTP1: true }, describeTls);
+    const h2sPort = await new Promise<number>((resolve) => h2s.listen(0, '127.0.0.1', () => resolve((h2s.address() as AddressInfo).port)));
+    profiles = {
+      'tls.test': { key: 'https-ca', protocol: 'https', ca: pems.cert },
+      'tls-wrong-name.test': { key: 'https-ca', protocol: 'https', ca: pems.cert },
+      'tls-insecure.test': INSECURE,
+      'tls-untrusted.test': { key: 'https-verify', protocol: 'https' },
+      'h2.test': { key: 'h2-ca', protocol: 'h2', ca: pems.cert },
+    };
+    const tlsRoutes = [
+      route('tls.test', '/', backend('secure', [tlsPort])),
+      route('tls-wrong-name.test', '/', backend('other', [tlsPort])),
+      route('tls-insecure.test', '/', backend('other', [tlsPort])),
+      route('tls-untrusted.test', '/', backend('secure', [tlsPort])),
+      route('h2.test', '/', backend('secure', [h2sPort])),
+    ];
+
     proxy = await startProxy(
       routing([
         route('ws.test', '/', backend('ws', [wsBackend.port])),
         route('ws-dead.test', '/', backend('dead', [deadPort])),
         route('ws-none.test', '/', backend('none', [])),
         route('h2c.test', '/', backend('grpcish', [h2Port])),
+        ...tlsRoutes,
       ]),
       {
         before: (ctx) => {
           if (ctx.host === 'h2c.test') ctx.upstream = H2C;
+          const profile = profiles[ctx.host];
+          if (profile) ctx.upstream = profile;
           if (ctx.path === '/forbidden') {
             ctx.res.writeHead(403, { 'content-type': 'text/plain' });
             ctx.res.end('no\n');
@@ -61,6 +97,9 @@ describe('proxy: WebSocket and HTTP/2 upstreams', () => {
     wss?.close();
     await wsBackend?.close();
     await new Promise<void>((resolve) => (h2 ? h2.close(() => resolve()) : resolve()));
+    tlsServer?.closeAllConnections();
+    await new Promise<void>((resolve) => (tlsServer ? tlsServer.close(() => resolve()) : resolve()));
+    await new Promise<void>((resolve) => (h2s ? h2s.close(() => resolve()) : resolve()));
   });
 
   test('a WebSocket echo works through the proxy', async () => {
@@ -127,5 +166,27 @@ describe('proxy: WebSocket and HTTP/2 upstreams', () => {
     assert.equal(body.body, 'ping');
     assert.equal(body.xff, '127.0.0.1');
     assert.equal((await get(proxy.port, 'h2c.test', '/again')).json().httpVersion, '2.0');
+  });
+
+  test('https to a pod: SNI is the Service name, the certificate is checked against the CA', async () => {
+    const ok = await get(proxy.port, 'tls.test', '/');
+    assert.equal(ok.status, 200);
+    assert.equal(ok.json().servername, 'secure.default.svc');
+    assert.equal(ok.json().host, 'tls.test');
+
+    const wrongName = await get(proxy.port, 'tls-wrong-name.test', '/');
+    assert.equal(wrongName.status, 502, 'certificate is not for other.default.svc');
+    const untrusted = await get(proxy.port, 'tls-untrusted.test', '/');
+    assert.equal(untrusted.status, 502, 'no CA given: the self-signed certificate is not trusted');
+    assert.match(untrusted.text, /pod 127\.0\.0\.1:\d+/);
+
+    const insecure = await get(proxy.port, 'tls-insecure.test', '/');
+    assert.equal(insecure.status, 200, 'insecureSkipVerify accepts it');
+  });
+
+  test('h2 to a pod negotiates HTTP/2 over TLS', async () => {
+    const r = await get(proxy.port, 'h2.test', '/');
+    assert.equal(r.status, 200);
+    assert.equal(r.json().httpVersion, '2.0');
   });
 });
