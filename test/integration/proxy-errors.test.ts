@@ -108,6 +108,77 @@ describe('proxy: upstream failures', () => {
   });
 });
 
+describe('proxy: connections closing under the request', () => {
+  test('a GET that meets a closed keep-alive connection is retried; a POST is not', async () => {
+    // Answers the first GET on each connection, then drops the connection on the next
+    // request without answering: what a pod closing an idle connection looks like to the
+    // proxy. POSTs are always dropped.
+    let posts = 0;
+    const flaky = await startBackend('flaky', (req, res) => {
+      const socket = req.socket as typeof req.socket & { served?: boolean };
+      if (req.method === 'POST') posts++;
+      if (socket.served || req.method === 'POST') return void socket.destroy();
+      socket.served = true;
+      res.end('ok');
+    });
+    const p = await startProxy(routing([route('flaky.test', '/', backend('flaky', [flaky.port]))]));
+    try {
+      assert.equal((await get(p.port, 'flaky.test')).text, 'ok');
+      assert.equal((await get(p.port, 'flaky.test')).text, 'ok', 'retried on a new connection');
+      const post = await send(p.port, { method: 'POST', host: 'flaky.test', body: 'x' });
+      assert.equal(post.status, 502);
+      assert.match(post.text, /closed the connection before answering/);
+      assert.equal(posts, 1, 'a request with a body is not replayed');
+    } finally {
+      await p.close();
+      await flaky.close();
+    }
+  });
+
+  test('a client that goes away aborts the request to the pod', async () => {
+    let podSawClose!: () => void;
+    const closed = new Promise<void>((resolve) => (podSawClose = resolve));
+    let arrived!: () => void;
+    const started = new Promise<void>((resolve) => (arrived = resolve));
+    const hang = await startBackend('hang', (_req, res) => {
+      res.on('close', () => podSawClose());
+      arrived();
+    });
+    const p = await startProxy(routing([route('hang.test', '/', backend('hang', [hang.port]))]));
+    try {
+      const req = http.get({ hostname: '127.0.0.1', port: p.port, path: '/', headers: { host: 'hang.test' }, agent: false });
+      req.on('error', () => {});
+      await started;
+      req.destroy();
+      await closed;
+      assert.ok(true, 'the pod saw its request closed');
+    } finally {
+      await p.close();
+      await hang.close();
+    }
+  });
+
+  test('pools of addresses that left the table are closed after the grace period', async () => {
+    const one = await startBackend('one');
+    const two = await startBackend('two');
+    const p = await startProxy(routing([route('pool.test', '/', backend('one', [one.port]))]));
+    try {
+      assert.equal((await get(p.port, 'pool.test')).json().service, 'one');
+      assert.equal(p.pools.size, 1);
+      p.install(routing([route('pool.test', '/', backend('two', [two.port]))]));
+      assert.equal((await get(p.port, 'pool.test')).json().service, 'two');
+      assert.equal(p.pools.size, 2);
+      await new Promise((r) => setTimeout(r, 400)); // harness grace: 200 ms
+      assert.equal(p.pools.size, 1);
+      assert.equal((await get(p.port, 'pool.test')).json().service, 'two');
+    } finally {
+      await p.close();
+      await one.close();
+      await two.close();
+    }
+  });
+});
+
 /** POSTs `chunks` chunks of `size` bytes with Transfer-Encoding: chunked, a few ms apart. */
 function chunkedPost(port: number, host: string, chunks: number, size: number): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
