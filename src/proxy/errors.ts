@@ -34,6 +34,7 @@ export function sendError(res: ServerResponse, status: number, message: string, 
     'content-type', 'text/plain; charset=utf-8',
     'content-length', String(Buffer.byteLength(body)),
     'cache-control', 'no-store',
+    'x-content-type-options', 'nosniff',
   ];
   if (options?.headers) for (const [name, value] of options.headers) headers.push(name, value);
   if (options?.close) {

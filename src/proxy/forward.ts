@@ -215,10 +215,11 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamRequestHead {
     try {
       endpoint.pool(profile, ctx.timeouts.connect).dispatch(options, this);
     } catch (err) {
-      // undici refused the request itself (a header value it does not accept...).
       this.closeAttempt();
       this.done = true;
-      sendError(ctx.res, 400, `request cannot be forwarded: ${(err as Error).message}`);
+      // undici refuses some requests outright (a header value or path it does not accept).
+      if ((err as { code?: string }).code === 'UND_ERR_INVALID_ARG') sendError(ctx.res, 400, `request cannot be forwarded: ${(err as Error).message}`);
+      else sendError(ctx.res, 502, `cannot send the request to pod ${endpoint.key}`);
     }
   }
 
@@ -293,6 +294,12 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamRequestHead {
     if (err instanceof ProxyAbort && err.reason === 'body-too-large') {
       this.done = true;
       if (!sendError(res, 413, `request body is larger than the limit of ${ctx.maxBodyBytes} bytes`, { close: true })) res.destroy();
+      return;
+    }
+    if ((err as { code?: string }).code === 'UND_ERR_INVALID_ARG' && !res.headersSent) {
+      // undici refused the request itself (a path or header value it does not accept): not the pod's fault.
+      this.done = true;
+      sendError(res, 400, `request cannot be forwarded: ${err.message}`);
       return;
     }
     const endpoint = this.endpoint!;

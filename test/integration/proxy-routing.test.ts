@@ -84,6 +84,10 @@ describe('proxy: routing and forwarding', () => {
     // A raw request with an authority-form target (only valid for CONNECT).
     const raw = await rawRequest(proxy.port, 'GET web.test:80 HTTP/1.1\r\nHost: web.test\r\nConnection: close\r\n\r\n');
     assert.match(raw, /^HTTP\/1\.1 400 /);
+    // OPTIONS * matches the default backend; undici cannot send "*": a 400, not a crash.
+    const star = await rawRequest(proxy.port, 'OPTIONS * HTTP/1.1\r\nHost: other.test\r\nConnection: close\r\n\r\n');
+    assert.match(star, /^HTTP\/1\.1 400 /);
+    assert.equal((await get(proxy.port, 'web.test', '/')).status, 200, 'still serving');
   });
 
   test('method, path, query and Host are forwarded unchanged', async () => {
