@@ -1,0 +1,207 @@
+// Ingress backends -> BackendConfig: the Service port named by the Ingress, and the
+// ready addresses of that port in the Service's EndpointSlices.
+//
+// Results are memoized per Service: an entry stays valid while the Service object
+// and its EndpointSlice objects are the same objects (the store replaces objects on
+// change, never mutates them). A recomputed result that equals the previous one is
+// replaced by the previous object, so routes keep their identity when a slice changes
+// without changing the ready addresses.
+import type { BackendConfig, BackendError, Severity, Snapshot, TranslateOptions, UpstreamAddress } from '../model/config.ts';
+import type { EndpointSlice, IngressBackend, Service, ServicePort } from '../model/k8s.ts';
+
+/** What is wrong with a backend, relative to the backend's field path (e.g. ".service.port.name"). */
+export interface BackendIssue {
+  readonly severity: Severity;
+  readonly reason: BackendError;
+  readonly field: string;
+  readonly detail: string;
+}
+
+export interface BackendResult {
+  readonly config: BackendConfig;
+  readonly issue?: BackendIssue;
+}
+
+interface ServiceEntry {
+  service: Service | undefined;
+  slices: EndpointSlice[];
+  /** Last rebuild this entry was checked against the snapshot. */
+  epoch: number;
+  results: Map<string, BackendResult>;
+  /** Results before the last change, to reuse equal ones. */
+  previous: Map<string, BackendResult> | undefined;
+}
+
+export class BackendResolver {
+  private readonly services = new Map<string, ServiceEntry>();
+  /** Results that depend on nothing but the Ingress (resource backends, malformed refs). */
+  private readonly fixed = new Map<string, BackendResult>();
+  private epoch = 0;
+  private snapshot: Snapshot | undefined;
+  private options: TranslateOptions | undefined;
+
+  /** Call once per rebuild, before any resolve(). */
+  begin(snapshot: Snapshot, options: TranslateOptions): void {
+    this.epoch++;
+    this.snapshot = snapshot;
+    this.options = options;
+  }
+
+  /** Forget Services no rebuild asked about since begin(); call after a rebuild. */
+  prune(): void {
+    for (const [key, entry] of this.services) if (entry.epoch !== this.epoch) this.services.delete(key);
+  }
+
+  resolve(namespace: string, backend: IngressBackend): BackendResult {
+    const svc = backend.service;
+    if (!svc) {
+      const res = backend.resource;
+      const key = res ? `${namespace}/${res.kind}:${res.name}` : `${namespace}/:`;
+      return this.fixedResult(key, () =>
+        invalid(key, namespace, '', '', res ? '.resource' : '', res ? 'resource backends are not supported; use a Service backend' : 'backend has no service'),
+      );
+    }
+    const portRef = svc.port;
+    const port = portRef?.number !== undefined ? String(portRef.number) : portRef?.name;
+    if (port === undefined || port === '') {
+      const key = `${namespace}/${svc.name}:`;
+      return this.fixedResult(key, () => invalid(key, namespace, svc.name, '', '.service.port', 'must give a port number or a port name'));
+    }
+    const entry = this.serviceEntry(namespace, svc.name);
+    let result = entry.results.get(port);
+    if (!result) {
+      result = computeBackend(namespace, svc.name, portRef!.number, portRef!.name, entry, this.options!);
+      const before = entry.previous?.get(port);
+      if (before && sameBackend(before, result)) result = before;
+      entry.results.set(port, result);
+    }
+    return result;
+  }
+
+  private fixedResult(key: string, make: () => BackendResult): BackendResult {
+    let result = this.fixed.get(key);
+    if (!result) this.fixed.set(key, (result = make()));
+    return result;
+  }
+
+  private serviceEntry(namespace: string, name: string): ServiceEntry {
+    const key = `${namespace}/${name}`;
+    let entry = this.services.get(key);
+    if (entry?.epoch === this.epoch) return entry;
+    const snapshot = this.snapshot!;
+    const service = snapshot.services.get(key);
+    const sliceMap = snapshot.endpointSlicesByService.get(key);
+    const slices = sliceMap ? [...sliceMap.values()] : [];
+    if (!entry) {
+      entry = { service, slices, epoch: this.epoch, results: new Map(), previous: undefined };
+      this.services.set(key, entry);
+      return entry;
+    }
+    entry.epoch = this.epoch;
+    if (entry.service !== service || !sameObjects(entry.slices, slices)) {
+      entry.service = service;
+      entry.slices = slices;
+      entry.previous = entry.results;
+      entry.results = new Map();
+    }
+    return entry;
+  }
+}
+
+function sameObjects<T>(a: readonly T[], b: readonly T[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+function sameBackend(a: BackendResult, b: BackendResult): boolean {
+  const x = a.config;
+  const y = b.config;
+  if (x.key !== y.key || x.error !== y.error || x.appProtocol !== y.appProtocol || x.addresses.length !== y.addresses.length) return false;
+  for (let i = 0; i < x.addresses.length; i++) {
+    if (x.addresses[i]!.host !== y.addresses[i]!.host || x.addresses[i]!.port !== y.addresses[i]!.port) return false;
+  }
+  const p = a.issue;
+  const q = b.issue;
+  return p === q || (p !== undefined && q !== undefined && p.reason === q.reason && p.field === q.field && p.detail === q.detail && p.severity === q.severity);
+}
+
+function invalid(key: string, namespace: string, service: string, port: string, field: string, detail: string): BackendResult {
+  return {
+    config: { key, namespace, service, port, addresses: [], error: 'InvalidBackend' },
+    issue: { severity: 'error', reason: 'InvalidBackend', field, detail },
+  };
+}
+
+function computeBackend(
+  namespace: string,
+  name: string,
+  portNumber: number | undefined,
+  portName: string | undefined,
+  entry: ServiceEntry,
+  options: TranslateOptions,
+): BackendResult {
+  const port = portNumber !== undefined ? String(portNumber) : portName!;
+  const key = `${namespace}/${name}:${port}`;
+  const svcName = `Service ${namespace}/${name}`;
+  const fail = (error: BackendError, field: string, detail: string, severity: Severity = 'error', appProtocol?: string): BackendResult => ({
+    config: { key, namespace, service: name, port, addresses: [], error, ...(appProtocol ? { appProtocol } : {}) },
+    issue: { severity, reason: error, field, detail },
+  });
+
+  const service = entry.service;
+  if (!service) return fail('ServiceNotFound', '.service.name', `${svcName} not found`);
+
+  const portField = portNumber !== undefined ? '.service.port.number' : '.service.port.name';
+  const servicePort: ServicePort | undefined =
+    portNumber !== undefined ? service.spec?.ports?.find((p) => p.port === portNumber) : service.spec?.ports?.find((p) => p.name === portName);
+  const appProtocol = servicePort?.appProtocol;
+
+  if (service.spec?.type === 'ExternalName') {
+    if (!options.allowExternalName) {
+      return fail('ExternalNameDisabled', '.service.name', `${svcName} is of type ExternalName, which portico only routes to with --allow-external-name`);
+    }
+    // ExternalName Services often list no ports: a port number from the Ingress is used as is.
+    const target = servicePort?.port ?? portNumber;
+    if (target === undefined) return fail('PortNotFound', portField, `${svcName} has no port named ${JSON.stringify(portName)}`);
+    const externalName = service.spec.externalName;
+    if (!externalName) return fail('NoEndpoints', '.service.name', `${svcName} is of type ExternalName but has no spec.externalName`, 'warning');
+    return {
+      config: { key, namespace, service: name, port, addresses: [{ host: externalName.toLowerCase(), port: target }], ...(appProtocol ? { appProtocol } : {}) },
+    };
+  }
+
+  if (!servicePort) {
+    return fail('PortNotFound', portField, portNumber !== undefined ? `${svcName} has no port ${portNumber}` : `${svcName} has no port named ${JSON.stringify(portName)}`);
+  }
+  const addresses = readyAddresses(entry.slices, servicePort.name ?? '');
+  if (addresses.length === 0) {
+    return fail('NoEndpoints', '.service', `${svcName} port ${servicePort.port} has no ready endpoints`, 'warning', appProtocol);
+  }
+  return { config: { key, namespace, service: name, port, addresses, ...(appProtocol ? { appProtocol } : {}) } };
+}
+
+/** Ready endpoint addresses on the slice port named like the Service port, deduplicated and sorted. */
+export function readyAddresses(slices: readonly EndpointSlice[], portName: string): UpstreamAddress[] {
+  const seen = new Set<string>();
+  const out: UpstreamAddress[] = [];
+  for (const slice of slices) {
+    if (slice.addressType === 'FQDN') continue;
+    const slicePort = slice.ports?.find((p) => (p.name ?? '') === portName && p.port !== undefined);
+    if (!slicePort) continue;
+    const port = slicePort.port!;
+    for (const endpoint of slice.endpoints ?? []) {
+      // Absent "ready" means ready (EndpointSlice API); a terminating endpoint is reported not ready.
+      if (endpoint.conditions?.ready === false) continue;
+      // The addresses of one endpoint are fungible (same pod): use the first, as kube-proxy does.
+      const host = endpoint.addresses?.[0];
+      if (!host) continue;
+      const id = `${host}|${port}`;
+      if (seen.has(id)) continue;
+      seen.add(id);
+      out.push({ host, port });
+    }
+  }
+  out.sort((a, b) => (a.host < b.host ? -1 : a.host > b.host ? 1 : a.port - b.port));
+  return out;
+}

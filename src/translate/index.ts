@@ -1,0 +1,94 @@
+// Translation: Kubernetes objects -> what to serve (RoutingConfig), plus the problems
+// found per object. Pure: no I/O, no clock; the output depends only on the snapshot
+// and the options. Modelled on Contour's internal/dag: one processor per kind
+// (ingress-class.ts, ingress.ts, backends.ts, tls.ts), then conflicts.ts settles
+// what several Ingresses claim at once.
+//
+// createTranslator() memoizes by object identity (the store replaces objects on
+// change, never mutates them), so after one change only the touched Ingresses and
+// Services are recomputed and unchanged RouteConfig objects keep their identity.
+import type { Problem, RouteConfig, RoutingConfig, Snapshot, TranslateOptions } from '../model/config.ts';
+import { BackendResolver } from './backends.ts';
+import { compareEntries, resolveConflicts } from './conflicts.ts';
+import { buildIngressEntry, isCurrent, type IngressContext, type IngressEntry } from './ingress.ts';
+import { selectClasses } from './ingress-class.ts';
+import { SecretParser } from './tls.ts';
+
+export type Translator = (snapshot: Snapshot, options: TranslateOptions) => RoutingConfig;
+
+/** One-shot translation, without memoization across calls. */
+export function translate(snapshot: Snapshot, options: TranslateOptions): RoutingConfig {
+  return createTranslator()(snapshot, options);
+}
+
+interface TranslatorState {
+  readonly options: TranslateOptions;
+  readonly backends: BackendResolver;
+  readonly secrets: SecretParser;
+  /** By snapshot key of the Ingress; an entry is reused while it is current (see isCurrent). */
+  entries: Map<string, IngressEntry>;
+}
+
+function sameOptions(a: TranslateOptions, b: TranslateOptions): boolean {
+  return a.ingressClass === b.ingressClass && a.controllerName === b.controllerName && a.allowExternalName === b.allowExternalName;
+}
+
+/** A translate function that remembers its previous work; keep one per controller. */
+export function createTranslator(): Translator {
+  let state: TranslatorState | undefined;
+
+  return (snapshot, options) => {
+    if (!state || !sameOptions(state.options, options)) {
+      state = { options, backends: new BackendResolver(), secrets: new SecretParser(), entries: new Map() };
+    }
+    state.backends.begin(snapshot, options);
+    const ctx: IngressContext = { snapshot, backends: state.backends, secrets: state.secrets };
+    const classes = selectClasses(snapshot, options);
+
+    const entries = new Map<string, IngressEntry>();
+    const served: { key: string; entry: IngressEntry }[] = [];
+    for (const [key, ingress] of snapshot.ingresses) {
+      if (!classes.serves(ingress)) continue;
+      const previous = state.entries.get(key);
+      const entry = previous && isCurrent(previous, ingress, ctx) ? previous : buildIngressEntry(ingress, ctx, previous);
+      entries.set(key, entry);
+      served.push({ key, entry });
+    }
+    state.entries = entries;
+    state.backends.prune();
+
+    served.sort((a, b) => compareEntries(a.entry, b.entry));
+    const ordered = served.map((s) => s.entry);
+    const resolved = resolveConflicts(ordered);
+
+    const problems: Problem[] = [...classes.problems];
+    for (const entry of ordered) for (const p of entry.problems) problems.push(p);
+    for (const p of resolved.problems) problems.push(p);
+    // Stable: an object's problems stay in the order they were found (spec order, then conflicts).
+    problems.sort(compareProblemObjects);
+
+    return {
+      routes: resolved.routes.sort(compareRoutes),
+      ...(resolved.defaultBackend ? { defaultBackend: resolved.defaultBackend } : {}),
+      certificates: resolved.certificates,
+      servedIngresses: served.map((s) => s.key).sort(compareStrings),
+      problems,
+    };
+  };
+}
+
+function compareStrings(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function compareRoutes(a: RouteConfig, b: RouteConfig): number {
+  return compareStrings(a.host, b.host) || compareStrings(a.path, b.path) || compareStrings(a.pathType, b.pathType) || compareStrings(a.id, b.id);
+}
+
+function compareProblemObjects(a: Problem, b: Problem): number {
+  return (
+    compareStrings(a.object.kind, b.object.kind) ||
+    compareStrings(a.object.namespace ?? '', b.object.namespace ?? '') ||
+    compareStrings(a.object.name, b.object.name)
+  );
+}

@@ -1,0 +1,53 @@
+// Which Ingresses are portico's: by spec.ingressClassName, else by the legacy
+// kubernetes.io/ingress.class annotation, else by the default IngressClass.
+// Ingresses of other controllers are ignored silently: they are not our business.
+import type { Problem, Snapshot, TranslateOptions } from '../model/config.ts';
+import { DEFAULT_CLASS_ANNOTATION, LEGACY_CLASS_ANNOTATION, type Ingress, type IngressClass } from '../model/k8s.ts';
+
+export interface ClassSelection {
+  /** true when portico serves this Ingress. */
+  serves(ingress: Ingress): boolean;
+  /** Problems with the IngressClasses themselves (several defaults...). */
+  readonly problems: readonly Problem[];
+}
+
+function isDefaultClass(cls: IngressClass): boolean {
+  return cls.metadata.annotations?.[DEFAULT_CLASS_ANNOTATION] === 'true';
+}
+
+export function selectClasses(snapshot: Snapshot, options: TranslateOptions): ClassSelection {
+  const ours = new Set<string>();
+  const defaults: IngressClass[] = [];
+  for (const cls of snapshot.ingressClasses.values()) {
+    if (cls.spec?.controller === options.controllerName) ours.add(cls.metadata.name);
+    if (isDefaultClass(cls)) defaults.push(cls);
+  }
+  defaults.sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0));
+  const ourDefaults = defaults.filter((cls) => ours.has(cls.metadata.name));
+  const hasOurDefault = ourDefaults.length > 0;
+
+  const problems: Problem[] = [];
+  if (defaults.length > 1 && hasOurDefault) {
+    const names = defaults.map((cls) => cls.metadata.name).join(', ');
+    for (const cls of ourDefaults) {
+      problems.push({
+        object: { kind: 'IngressClass', name: cls.metadata.name },
+        severity: 'warning',
+        reason: 'MultipleDefaultClasses',
+        message: `metadata.annotations[${DEFAULT_CLASS_ANNOTATION}]: several IngressClasses are marked default (${names}); portico still serves Ingresses without a class`,
+      });
+    }
+  }
+
+  return {
+    problems,
+    serves(ingress: Ingress): boolean {
+      const className = ingress.spec?.ingressClassName;
+      if (className !== undefined && className !== '') return ours.has(className);
+      const legacy = ingress.metadata.annotations?.[LEGACY_CLASS_ANNOTATION];
+      // ingress-nginx honours the legacy annotation for its own class name even without an IngressClass object.
+      if (legacy !== undefined) return ours.has(legacy) || legacy === options.ingressClass;
+      return hasOurDefault;
+    },
+  };
+}
