@@ -1,0 +1,132 @@
+// nginx configurations for the comparison: one instance as the upstream (a fixed
+// small body from C, so it is never the bottleneck), one as the reverse proxy that
+// portico is measured against.
+import { join } from 'node:path';
+
+/** Directives every instance needs to run unprivileged out of its own directory. */
+function common(dir: string, name: string): string {
+  return `worker_processes 1;
+daemon off;
+master_process on;
+pid ${join(dir, `${name}.pid`)};
+error_log ${join(dir, `${name}-error.log`)} warn;
+events { worker_connections 4096; }
+`;
+}
+
+function tempPaths(dir: string): string {
+  return ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((t) => `  ${t}_temp_path ${join(dir, `tmp-${t}`)};`).join('\n');
+}
+
+export const UPSTREAM_BODY = 'hello from the bench upstream\n';
+
+export function upstreamConfig(dir: string, port: number): string {
+  return `${common(dir, 'upstream')}
+http {
+  access_log off;
+${tempPaths(dir)}
+  # Both proxies hold keep-alive connections to this server; never close them
+  # after N requests (nginx's default is 1000) so neither pays for reconnects.
+  keepalive_requests 10000000;
+  keepalive_timeout 300s;
+  server {
+    listen 127.0.0.1:${port} backlog=4096;
+    location / {
+      default_type text/plain;
+      return 200 ${JSON.stringify(UPSTREAM_BODY)};
+    }
+  }
+}
+`;
+}
+
+export function proxyConfig(dir: string, port: number, upstreamPort: number): string {
+  return `${common(dir, 'proxy')}
+http {
+  access_log off;
+${tempPaths(dir)}
+  # portico never closes a client connection after N requests; match that.
+  keepalive_requests 10000000;
+  keepalive_timeout 300s;
+  upstream bench_upstream {
+    server 127.0.0.1:${upstreamPort};
+    keepalive 64;
+    keepalive_requests 10000000;
+  }
+  server {
+    listen 127.0.0.1:${port} backlog=4096;
+    server_name bench.local;
+    location / {
+      proxy_pass http://bench_upstream;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      # The headers an ingress controller sets (and portico sets), so both
+      # proxies do comparable work per request.
+      proxy_set_header Host $host;
+      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+      proxy_set_header X-Forwarded-Proto $scheme;
+      proxy_set_header X-Forwarded-Host $host;
+      proxy_set_header X-Request-ID $request_id;
+    }
+  }
+}
+`;
+}
+
+/** Manifests routing bench.local to the upstream, for portico's standalone mode. */
+export function porticoManifests(upstreamPort: number): string {
+  return `apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata:
+  name: portico
+spec:
+  controller: portico.dev/ingress-controller
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: bench
+  namespace: default
+spec:
+  ingressClassName: portico
+  rules:
+    - host: bench.local
+      http:
+        paths:
+          - path: /
+            pathType: Prefix
+            backend:
+              service:
+                name: bench-upstream
+                port:
+                  name: http
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: bench-upstream
+  namespace: default
+spec:
+  ports:
+    - name: http
+      port: 80
+      targetPort: http
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: bench-upstream
+  namespace: default
+  labels:
+    kubernetes.io/service-name: bench-upstream
+addressType: IPv4
+ports:
+  - name: http
+    port: ${upstreamPort}
+    protocol: TCP
+endpoints:
+  - addresses: ["127.0.0.1"]
+    conditions:
+      ready: true
+`;
+}

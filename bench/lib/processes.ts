@@ -1,0 +1,99 @@
+// Child processes the bench starts, optionally pinned to a CPU core, all stopped
+// at the end (or on Ctrl-C) whatever happened in between.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
+import { availableParallelism } from 'node:os';
+
+export interface Managed {
+  name: string;
+  child: ChildProcess;
+  /** Resolves with the exit code (or 128+signal) once the process is gone. */
+  exited: Promise<number>;
+}
+
+const running = new Set<Managed>();
+
+let tasksetUsable: boolean | undefined;
+/** taskset exists and the machine has the two cores the layout needs. */
+export function canPin(): boolean {
+  tasksetUsable ??= availableParallelism() >= 2 && spawnSync('taskset', ['-c', '0', 'true']).status === 0;
+  return tasksetUsable;
+}
+
+/** Prefixes `taskset -c <core>` when pinning is possible. */
+export function pinned(core: number | undefined, command: string, args: string[]): [string, string[]] {
+  return core !== undefined && canPin() ? ['taskset', ['-c', String(core), command, ...args]] : [command, args];
+}
+
+/**
+ * Starts a long-running process; its stdout and stderr go to `logFile`.
+ * taskset execs the command, so the pid is the command's own.
+ */
+export function startProcess(name: string, command: string, args: string[], opts: { core?: number; logFile: string; env?: NodeJS.ProcessEnv }): Managed {
+  const [cmd, argv] = pinned(opts.core, command, args);
+  const child = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: opts.env ?? process.env });
+  const log = createWriteStream(opts.logFile);
+  child.stdout!.pipe(log, { end: false });
+  child.stderr!.pipe(log, { end: false });
+  const managed: Managed = {
+    name,
+    child,
+    exited: new Promise((resolve) => {
+      child.once('error', (err) => {
+        log.write(`${name}: ${err.message}\n`);
+        resolve(127);
+      });
+      child.once('exit', (code, signal) => resolve(code ?? 128 + (signal ? 15 : 0)));
+    }),
+  };
+  void managed.exited.then(() => {
+    running.delete(managed);
+    log.end();
+  });
+  running.add(managed);
+  return managed;
+}
+
+/** Runs a command to completion, collecting its output. */
+export async function run(command: string, args: string[], core?: number): Promise<{ code: number; stdout: string; stderr: string }> {
+  const [cmd, argv] = pinned(core, command, args);
+  const child = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  const managed: Managed = {
+    name: command,
+    child,
+    exited: new Promise((resolve) => {
+      child.once('error', (err) => {
+        stderr += err.message;
+        resolve(127);
+      });
+      child.once('close', (code, signal) => resolve(code ?? 128 + (signal ? 15 : 0)));
+    }),
+  };
+  running.add(managed);
+  const code = await managed.exited;
+  running.delete(managed);
+  return { code, stdout, stderr };
+}
+
+/** SIGTERM (a fast, clean stop for nginx, wrk and portico alike), then SIGKILL after a grace period. */
+export async function stopProcess(m: Managed, graceMs = 3000): Promise<void> {
+  if (m.child.exitCode !== null || m.child.signalCode !== null) return;
+  m.child.kill('SIGTERM');
+  let timer: NodeJS.Timeout | undefined;
+  const killed = new Promise<void>((resolve) => {
+    timer = setTimeout(() => {
+      m.child.kill('SIGKILL');
+      resolve();
+    }, graceMs);
+  });
+  await Promise.race([m.exited, killed]);
+  clearTimeout(timer);
+}
+
+export async function stopAll(): Promise<void> {
+  await Promise.all([...running].map((m) => stopProcess(m)));
+}
