@@ -1,0 +1,105 @@
+// Controller metrics and the registry /metrics serves. The proxy registers its
+// request metrics on the same registry (src/proxy/metrics.ts takes it as a parameter).
+import { collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { Problem } from '../model/config.ts';
+import type { RouteTable } from '../routing/table.ts';
+
+export interface Metrics {
+  readonly registry: Registry;
+  /** After each rebuild: table size, timing, version and the current problems. */
+  recordRebuild(table: RouteTable, translateMs: number, problems: readonly Problem[]): void;
+  /** Cluster mode: whether the watch on the Kubernetes API is up. */
+  setApiConnected(connected: boolean): void;
+  /** Sets portico_ready explicitly (a rebuild sets it to 1 unless trackReadiness was called). */
+  setReady(ready: boolean): void;
+  /** Reads readiness at scrape time instead, e.g. `() => holder.ready`. */
+  trackReadiness(isReady: () => boolean): void;
+}
+
+/** Seconds; a rebuild takes from well under a millisecond to a few seconds for very large clusters. */
+const REBUILD_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+export function createMetrics(): Metrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const registers = [registry];
+
+  const routes = new Gauge({ name: 'portico_route_table_routes', help: 'Path rules in the live route table', registers });
+  const hosts = new Gauge({ name: 'portico_route_table_hosts', help: 'Distinct hosts in the live route table (rules without host count as one)', registers });
+  const rebuildSeconds = new Histogram({
+    name: 'portico_route_table_rebuild_seconds',
+    help: 'Time to rebuild the route table: translation plus building the table',
+    buckets: REBUILD_BUCKETS,
+    registers,
+  });
+  const version = new Gauge({ name: 'portico_route_table_version', help: 'Version of the live route table', registers });
+  const lastRebuild = new Gauge({
+    name: 'portico_route_table_last_rebuild_timestamp_seconds',
+    help: 'Unix time of the last route table rebuild',
+    registers,
+  });
+  const problemsGauge = new Gauge({
+    name: 'portico_config_problems',
+    help: 'Current configuration problems, by object kind, reason and severity',
+    labelNames: ['kind', 'reason', 'severity'] as const,
+    registers,
+  });
+  const apiConnected = new Gauge({
+    name: 'portico_kubernetes_api_connected',
+    help: '1 while the watch on the Kubernetes API is connected (cluster mode)',
+    registers,
+  });
+
+  let readiness: (() => boolean) | undefined;
+  const ready = new Gauge({
+    name: 'portico_ready',
+    help: '1 once the first route table built from real sources is served',
+    registers,
+    collect() {
+      if (readiness) this.set(readiness() ? 1 : 0);
+    },
+  });
+  ready.set(0);
+
+  return {
+    registry,
+    recordRebuild(table, translateMs, problems) {
+      routes.set(table.config.routes.length);
+      hosts.set(countHosts(table));
+      rebuildSeconds.observe((translateMs + table.buildMillis) / 1000);
+      version.set(table.version);
+      lastRebuild.set(Date.now() / 1000);
+      // Reset first: a problem that was fixed must disappear, not stay at its old count.
+      problemsGauge.reset();
+      for (const [key, count] of countProblems(problems)) {
+        const [kind, reason, severity] = key.split('\0');
+        problemsGauge.set({ kind, reason, severity }, count);
+      }
+      if (!readiness) ready.set(1);
+    },
+    setApiConnected(connected) {
+      apiConnected.set(connected ? 1 : 0);
+    },
+    setReady(value) {
+      ready.set(value ? 1 : 0);
+    },
+    trackReadiness(isReady) {
+      readiness = isReady;
+    },
+  };
+}
+
+function countHosts(table: RouteTable): number {
+  const seen = new Set<string>();
+  for (const route of table.config.routes) seen.add(route.host);
+  return seen.size;
+}
+
+function countProblems(problems: readonly Problem[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const p of problems) {
+    const key = `${p.object.kind}\0${p.reason}\0${p.severity}`;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  return counts;
+}

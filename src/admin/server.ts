@@ -1,0 +1,87 @@
+// The admin listener: probes for the kubelet, metrics for Prometheus, and the
+// live route table for people. Kept off the proxy ports (see --admin-port).
+import http from 'node:http';
+import type { Registry } from 'prom-client';
+import type { RouteTable, RouteTableHolder } from '../routing/table.ts';
+import { buildRoutesView } from './routes-view.ts';
+
+export interface AdminServerOptions {
+  readonly holder: RouteTableHolder;
+  readonly registry: Registry;
+  /** Liveness; /healthz answers 503 when it returns false. Default: alive while the process runs. */
+  readonly isAlive?: () => boolean;
+}
+
+const TEXT = 'text/plain; charset=utf-8';
+
+/** Creates (but does not start) the admin server; the caller listens. */
+export function createAdminServer(options: AdminServerOptions): http.Server {
+  const { holder, registry } = options;
+  const isAlive = options.isAlive ?? (() => true);
+  const routesJson = new RoutesJsonCache();
+
+  const server = http.createServer((req, res) => {
+    const method = req.method ?? 'GET';
+    if (method !== 'GET' && method !== 'HEAD') {
+      send(req, res, 405, TEXT, 'method not allowed\n', { allow: 'GET, HEAD' });
+      return;
+    }
+    const url = req.url ?? '/';
+    const query = url.indexOf('?');
+    const path = query === -1 ? url : url.slice(0, query);
+    switch (path) {
+      case '/healthz':
+        if (isAlive()) send(req, res, 200, TEXT, 'ok\n');
+        else send(req, res, 503, TEXT, 'not alive\n');
+        return;
+      case '/readyz':
+        if (holder.ready) send(req, res, 200, TEXT, 'ready\n');
+        else send(req, res, 503, TEXT, 'not ready: waiting for the first route table\n');
+        return;
+      case '/metrics':
+        registry.metrics().then(
+          (text) => send(req, res, 200, registry.contentType, text),
+          (err: unknown) => send(req, res, 500, TEXT, `cannot collect metrics: ${err instanceof Error ? err.message : String(err)}\n`),
+        );
+        return;
+      case '/routes':
+        send(req, res, 200, 'application/json; charset=utf-8', routesJson.get(holder.current));
+        return;
+      default:
+        send(req, res, 404, TEXT, 'not found: try /healthz, /readyz, /metrics or /routes\n');
+    }
+  });
+  return server;
+}
+
+function send(
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  status: number,
+  contentType: string,
+  body: string | Buffer,
+  extraHeaders?: Record<string, string>,
+): void {
+  const length = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+  res.writeHead(status, { 'content-type': contentType, 'content-length': length, 'cache-control': 'no-store', ...extraHeaders });
+  if (req.method === 'HEAD') res.end();
+  else res.end(body);
+}
+
+/**
+ * The /routes body for the latest table, serialized once per table: with tens of
+ * thousands of routes, building it costs tens of milliseconds, and scrapers poll.
+ */
+class RoutesJsonCache {
+  private table: RouteTable | undefined;
+  private body: Buffer | undefined;
+
+  get(table: RouteTable): Buffer {
+    if (this.table !== table || this.body === undefined) {
+      const view = buildRoutesView(table.version, table.config);
+      this.body = Buffer.from(JSON.stringify(view) + '\n');
+      this.table = table;
+    }
+    return this.body;
+  }
+}

@@ -1,0 +1,180 @@
+// Certificates served on the HTTPS listener, chosen per connection by SNI.
+// update() swaps them live after each rebuild; an unchanged Secret reuses its
+// SecureContext, so a rebuild that touches no certificate costs a hash per host.
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import tls from 'node:tls';
+import { generate } from 'selfsigned';
+import type { CertificateConfig, Problem } from '../model/config.ts';
+
+const MIN_VERSION: tls.SecureVersion = 'TLSv1.2';
+
+export const DEFAULT_CERTIFICATE_CN = 'portico default certificate';
+
+interface Entry {
+  readonly context: tls.SecureContext | undefined;
+  /** why createSecureContext refused the PEM, when it did */
+  readonly error: string | undefined;
+}
+
+export class CertificateStore {
+  private readonly defaultKey: string;
+  private readonly defaultCert: string;
+  private readonly defaultContext: tls.SecureContext;
+  /** lowercase host or "*.suffix" -> context */
+  private byHost = new Map<string, tls.SecureContext>();
+  /** fingerprint of cert+key -> built context (or the error), reused across updates */
+  private byPem = new Map<string, Entry>();
+
+  /** Takes a PEM key and certificate (chain) served to clients whose SNI matches no host. */
+  constructor(defaultKey: string, defaultCert: string) {
+    this.defaultKey = defaultKey;
+    this.defaultCert = defaultCert;
+    this.defaultContext = tls.createSecureContext({ key: defaultKey, cert: defaultCert, minVersion: MIN_VERSION });
+    this.sniCallback = this.sniCallback.bind(this);
+  }
+
+  /**
+   * Loads the default certificate from files, or, without paths, generates a
+   * self-signed one (clients see it for unknown names, as with other ingress controllers).
+   */
+  static async create(defaultCertPath?: string, defaultKeyPath?: string): Promise<CertificateStore> {
+    if (defaultCertPath === undefined && defaultKeyPath === undefined) {
+      const { cert, key } = await generateSelfSigned();
+      return new CertificateStore(key, cert);
+    }
+    if (defaultCertPath === undefined || defaultKeyPath === undefined) {
+      throw new Error('the default certificate needs both a certificate file and a key file');
+    }
+    const cert = await readPem(defaultCertPath, 'default certificate');
+    const key = await readPem(defaultKeyPath, 'default key');
+    try {
+      return new CertificateStore(key, cert);
+    } catch (err) {
+      throw new Error(`invalid default certificate ${defaultCertPath} with key ${defaultKeyPath}: ${errorMessage(err)}`, { cause: err });
+    }
+  }
+
+  /**
+   * Installs the certificates of a new routing config. Returns a problem per Secret
+   * whose PEM TLS refuses; its hosts get the default certificate, others are unaffected.
+   */
+  update(certificates: ReadonlyMap<string, CertificateConfig>): Problem[] {
+    const byHost = new Map<string, tls.SecureContext>();
+    const byPem = new Map<string, Entry>();
+    const problems: Problem[] = [];
+    const reported = new Set<string>();
+    for (const [host, certificate] of certificates) {
+      const fingerprint = pemFingerprint(certificate);
+      let entry = byPem.get(fingerprint) ?? this.byPem.get(fingerprint);
+      if (entry === undefined) entry = buildEntry(certificate);
+      byPem.set(fingerprint, entry);
+      if (entry.context) {
+        byHost.set(normalizeHost(host), entry.context);
+      } else if (!reported.has(certificate.secret)) {
+        reported.add(certificate.secret);
+        problems.push(invalidCertificate(certificate.secret, entry.error ?? 'unknown error'));
+      }
+    }
+    // Swap whole maps: a handshake in progress sees either the old or the new set.
+    this.byHost = byHost;
+    this.byPem = byPem;
+    return problems;
+  }
+
+  /** Picks the context for a handshake: exact host, then "*.parent", then the default. */
+  sniCallback(servername: string, callback: (err: Error | null, context?: tls.SecureContext) => void): void {
+    callback(null, this.contextFor(servername));
+  }
+
+  /** The context a handshake for servername gets (exported for tests and diagnostics). */
+  contextFor(servername: string): tls.SecureContext {
+    const host = normalizeHost(servername);
+    const exact = this.byHost.get(host);
+    if (exact) return exact;
+    const dot = host.indexOf('.');
+    if (dot > 0 && dot < host.length - 1) {
+      const wildcard = this.byHost.get(`*${host.slice(dot)}`);
+      if (wildcard) return wildcard;
+    }
+    return this.defaultContext;
+  }
+
+  /** Hosts with a usable certificate (for diagnostics). */
+  get hosts(): number {
+    return this.byHost.size;
+  }
+
+  /** Options for https.createServer (or tls.createServer). */
+  httpsServerOptions(): tls.TlsOptions {
+    return {
+      key: this.defaultKey,
+      cert: this.defaultCert,
+      SNICallback: this.sniCallback,
+      minVersion: MIN_VERSION,
+      ALPNProtocols: ['http/1.1'],
+    };
+  }
+}
+
+function normalizeHost(name: string): string {
+  const lower = name.toLowerCase();
+  return lower.endsWith('.') ? lower.slice(0, -1) : lower;
+}
+
+function pemFingerprint(certificate: CertificateConfig): string {
+  return createHash('sha256').update(certificate.cert).update('\0').update(certificate.key).digest('base64');
+}
+
+function buildEntry(certificate: CertificateConfig): Entry {
+  try {
+    const context = tls.createSecureContext({ key: certificate.key, cert: certificate.cert, minVersion: MIN_VERSION });
+    return { context, error: undefined };
+  } catch (err) {
+    return { context: undefined, error: errorMessage(err) };
+  }
+}
+
+function invalidCertificate(secret: string, error: string): Problem {
+  const slash = secret.indexOf('/');
+  const object = slash === -1 ? { kind: 'Secret', name: secret } : { kind: 'Secret', namespace: secret.slice(0, slash), name: secret.slice(slash + 1) };
+  return {
+    object,
+    severity: 'error',
+    reason: 'InvalidCertificate',
+    message: `TLS rejected the certificate or key (${error}); its hosts are served the default certificate`,
+  };
+}
+
+async function readPem(path: string, what: string): Promise<string> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    throw new Error(`cannot read the ${what} file ${path}: ${errorMessage(err)}`, { cause: err });
+  }
+  if (!text.includes('-----BEGIN ')) throw new Error(`the ${what} file ${path} is not PEM (no "-----BEGIN" line)`);
+  return text;
+}
+
+async function generateSelfSigned(): Promise<{ cert: string; key: string }> {
+  const notBeforeDate = new Date();
+  const notAfterDate = new Date(notBeforeDate.getTime() + 365 * 24 * 3600 * 1000);
+  const pems = await generate([{ name: 'commonName', value: DEFAULT_CERTIFICATE_CN }], {
+    keyType: 'ec',
+    curve: 'P-256',
+    algorithm: 'sha256',
+    notBeforeDate,
+    notAfterDate,
+    extensions: [
+      { name: 'basicConstraints', cA: false },
+      { name: 'keyUsage', digitalSignature: true, critical: true },
+      { name: 'extKeyUsage', serverAuth: true },
+    ],
+  });
+  return { cert: pems.cert, key: pems.private };
+}
+
+function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

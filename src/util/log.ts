@@ -1,0 +1,50 @@
+// Structured logging: one JSON object per line on stdout, the format log
+// collectors in a cluster (Fluent Bit, Vector, Loki) read without configuration.
+import { pino, type DestinationStream, type Logger } from 'pino';
+
+export type { Logger } from 'pino';
+
+const LEVELS = new Set(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']);
+
+/**
+ * A pino logger at `level`. destination defaults to stdout; tests pass a stream
+ * to read the lines back.
+ */
+export function createLogger(level: string, destination?: DestinationStream): Logger {
+  if (!LEVELS.has(level)) {
+    throw new Error(`unknown log level "${level}": use one of ${[...LEVELS].join(', ')}`);
+  }
+  const options = {
+    level,
+    base: { pid: process.pid },
+    // ISO time and level names: readable by people and collectors alike.
+    timestamp: pino.stdTimeFunctions.isoTime,
+    formatters: { level: (label: string) => ({ level: label }) },
+  };
+  // Without a destination pino writes to stdout through sonic-boom and flushes on exit.
+  return destination ? pino(options, destination) : pino(options);
+}
+
+/** One finished request, as the proxy reports it (see AccessLogFields in src/proxy/metrics.ts). */
+export interface AccessLogEntry {
+  method: string;
+  host: string;
+  path: string;
+  status: number;
+  bytes: number;
+  durationMs: number;
+  upstreamMs: number;
+  upstream: string;
+  route: string;
+  clientIp: string;
+  requestId: string;
+}
+
+/**
+ * The access log: one info line per request with msg "access" and kind "access".
+ * The child logger serializes {kind} once; each call only serializes the fields.
+ */
+export function createAccessLogger(logger: Logger): (fields: AccessLogEntry) => void {
+  const access = logger.child({ kind: 'access' });
+  return (fields) => access.info(fields, 'access');
+}
