@@ -1,0 +1,64 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { buildRoutesView } from '../../../src/admin/routes-view.ts';
+import { emptyRoutingConfig } from '../../../src/routing/table.ts';
+import { sampleConfig, sampleProblem } from './fixtures.ts';
+
+describe('routes view', () => {
+  const view = buildRoutesView(7, sampleConfig());
+
+  test('reports the version and the number of routes', () => {
+    assert.equal(view.version, 7);
+    assert.equal(view.routes, 6);
+  });
+
+  test('groups routes by host, with "*" for rules without host and wildcards as written', () => {
+    assert.deepEqual(Object.keys(view.hosts).sort(), ['*', '*.example.com', 'shop.example.com']);
+    assert.deepEqual(Object.keys(view.hosts['*']!), ['/status']);
+  });
+
+  test('describes each path: type, Ingress, backend endpoints and policies', () => {
+    assert.deepEqual(view.hosts['shop.example.com']!['/'], {
+      pathType: 'Prefix',
+      ingress: 'shop/web',
+      backend: { service: 'shop/web', port: '80', endpoints: ['10.0.0.1:8080', '10.0.0.2:8080'], state: 'ok' },
+      policies: [],
+    });
+    assert.deepEqual(view.hosts['shop.example.com']!['/api']!.policies, ['rate-limit', 'cors']);
+  });
+
+  test('brackets IPv6 endpoints', () => {
+    assert.deepEqual(view.hosts['shop.example.com']!['/api']!.backend.endpoints, ['[fd00::5]:9000']);
+  });
+
+  test('shows why a backend cannot take traffic', () => {
+    const old = view.hosts['shop.example.com']!['/old']!;
+    assert.equal(old.backend.state, 'ServiceNotFound');
+    assert.deepEqual(old.backend.endpoints, []);
+  });
+
+  test('keeps both the Exact and the Prefix rule of the same path', () => {
+    const shop = view.hosts['shop.example.com']!;
+    assert.equal(shop['/api']!.pathType, 'Prefix');
+    assert.equal(shop['/api (Exact)']!.pathType, 'Exact');
+  });
+
+  test('includes the default backend, certificates and problems', () => {
+    assert.equal(view.defaultBackend?.ingress, 'default/catch-all');
+    assert.deepEqual(view.defaultBackend?.backend.endpoints, ['10.0.9.9:8080']);
+    assert.deepEqual({ ...view.certificates }, { 'shop.example.com': 'shop/shop-tls', '*.example.com': 'shop/wild-tls' });
+    assert.deepEqual(view.problems, [sampleProblem]);
+  });
+
+  test('an empty config has no hosts and a null default backend', () => {
+    const empty = buildRoutesView(0, emptyRoutingConfig());
+    assert.deepEqual(JSON.parse(JSON.stringify(empty)), { version: 0, routes: 0, hosts: {}, defaultBackend: null, certificates: {}, problems: [] });
+  });
+
+  test('a host named __proto__ is data, not a prototype', () => {
+    const config = sampleConfig();
+    const routes = config.routes.map((r, i) => (i === 0 ? { ...r, host: '__proto__' } : r));
+    const odd = buildRoutesView(1, { ...config, routes });
+    assert.ok(JSON.parse(JSON.stringify(odd)).hosts.__proto__);
+  });
+});
