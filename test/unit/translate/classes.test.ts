@@ -1,0 +1,114 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ingress, ingressClass, problemLines, run, service, slice, svcBackend } from './fixtures.ts';
+
+const backendObjects = [service('web'), slice('web-1', 'web', [{ ip: '10.0.0.1' }])];
+const rules = [{ host: 'a.example.com', http: { paths: [{ path: '/', pathType: 'Prefix' as const, backend: svcBackend('web') }] } }];
+
+describe('ingress class selection', () => {
+  test('spec.ingressClassName naming a portico class is served', () => {
+    const config = run([ingressClass('portico'), ingress('a', { ingressClassName: 'portico', rules }), ...backendObjects]);
+    assert.deepEqual(config.servedIngresses, ['default/a']);
+    assert.equal(config.routes.length, 1);
+    assert.deepEqual(config.problems, []);
+  });
+
+  test('any class whose controller is portico counts, whatever its name', () => {
+    const config = run([ingressClass('internal'), ingress('a', { ingressClassName: 'internal', rules }), ...backendObjects]);
+    assert.deepEqual(config.servedIngresses, ['default/a']);
+  });
+
+  test("a class of another controller is not served, silently", () => {
+    const config = run([
+      ingressClass('portico'),
+      ingressClass('nginx', { controller: 'k8s.io/ingress-nginx' }),
+      ingress('a', { ingressClassName: 'nginx', rules }),
+      ...backendObjects,
+    ]);
+    assert.deepEqual(config.servedIngresses, []);
+    assert.deepEqual(config.routes, []);
+    assert.deepEqual(config.problems, []);
+  });
+
+  test('a class that does not exist is not served, even when named like our class', () => {
+    const config = run([ingress('a', { ingressClassName: 'portico', rules }), ...backendObjects]);
+    assert.deepEqual(config.servedIngresses, []);
+    assert.deepEqual(config.problems, []);
+  });
+
+  test('without class: the legacy annotation naming a portico class is served', () => {
+    const config = run([
+      ingressClass('internal'),
+      ingress('a', { rules }, { noClass: true, annotations: { 'kubernetes.io/ingress.class': 'internal' } }),
+      ...backendObjects,
+    ]);
+    assert.deepEqual(config.servedIngresses, ['default/a']);
+  });
+
+  test('without class: the legacy annotation equal to --ingress-class is served even without an IngressClass object', () => {
+    const config = run([ingress('a', { rules }, { noClass: true, annotations: { 'kubernetes.io/ingress.class': 'portico' } }), ...backendObjects]);
+    assert.deepEqual(config.servedIngresses, ['default/a']);
+    const other = run([ingress('a', { rules }, { noClass: true, annotations: { 'kubernetes.io/ingress.class': 'edge' } }), ...backendObjects], { ingressClass: 'edge' });
+    assert.deepEqual(other.servedIngresses, ['default/a']);
+  });
+
+  test('without class: a legacy annotation naming another class is not served, even with a portico default class', () => {
+    const config = run([
+      ingressClass('portico', { isDefault: true }),
+      ingress('a', { rules }, { noClass: true, annotations: { 'kubernetes.io/ingress.class': 'nginx' } }),
+      ...backendObjects,
+    ]);
+    assert.deepEqual(config.servedIngresses, []);
+  });
+
+  test('without class or annotation: served when a portico class is the default', () => {
+    const config = run([ingressClass('portico', { isDefault: true }), ingress('a', { rules }, { noClass: true }), ...backendObjects]);
+    assert.deepEqual(config.servedIngresses, ['default/a']);
+    assert.deepEqual(config.problems, []);
+  });
+
+  test('without class or annotation: not served when the default class belongs to another controller, or there is none', () => {
+    const otherDefault = run([
+      ingressClass('portico'),
+      ingressClass('nginx', { controller: 'k8s.io/ingress-nginx', isDefault: true }),
+      ingress('a', { rules }, { noClass: true }),
+      ...backendObjects,
+    ]);
+    assert.deepEqual(otherDefault.servedIngresses, []);
+    const noDefault = run([ingressClass('portico'), ingress('a', { rules }, { noClass: true }), ...backendObjects]);
+    assert.deepEqual(noDefault.servedIngresses, []);
+  });
+
+  test('several default classes: reported on the portico class, which still serves Ingresses without class', () => {
+    const config = run([
+      ingressClass('portico', { isDefault: true }),
+      ingressClass('nginx', { controller: 'k8s.io/ingress-nginx', isDefault: true }),
+      ingress('a', { rules }, { noClass: true }),
+      ...backendObjects,
+    ]);
+    assert.deepEqual(config.servedIngresses, ['default/a']);
+    assert.deepEqual(problemLines(config), [
+      'IngressClass portico warning MultipleDefaultClasses: metadata.annotations[ingressclass.kubernetes.io/is-default-class]: several IngressClasses are marked default (nginx, portico); portico still serves Ingresses without a class',
+    ]);
+  });
+
+  test('several default classes of other controllers only: not our business', () => {
+    const config = run([
+      ingressClass('portico'),
+      ingressClass('nginx', { controller: 'k8s.io/ingress-nginx', isDefault: true }),
+      ingressClass('traefik', { controller: 'traefik.io/ingress-controller', isDefault: true }),
+    ]);
+    assert.deepEqual(config.problems, []);
+  });
+
+  test('servedIngresses is sorted', () => {
+    const config = run([
+      ingressClass('portico'),
+      ingress('b', { rules }, { namespace: 'z' }),
+      ingress('a', { rules: [] }, { namespace: 'z' }),
+      ingress('c', { rules: [] }, { namespace: 'a' }),
+      ...backendObjects,
+    ]);
+    assert.deepEqual(config.servedIngresses, ['a/c', 'z/a', 'z/b']);
+  });
+});
