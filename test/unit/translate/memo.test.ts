@@ -1,0 +1,142 @@
+import { before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { RoutingConfig, TranslateOptions } from '../../../src/model/config.ts';
+import type { KubeObject } from '../../../src/model/k8s.ts';
+import { createTranslator, translate } from '../../../src/translate/index.ts';
+import { OPTIONS, ingress, ingressClass, service, simpleIngress, slice, snapshotOf, svcBackend, testCerts, tlsSecret, type TestCerts } from './fixtures.ts';
+
+let certs: TestCerts;
+before(async () => {
+  certs = await testCerts();
+});
+
+/** A small world with every kind, named so tests can replace single objects. */
+function world(): Map<string, KubeObject> {
+  const objects: KubeObject[] = [
+    ingressClass('portico'),
+    service('a'),
+    slice('a-1', 'a', [{ ip: '10.0.0.1' }, { ip: '10.0.0.2' }]),
+    service('b'),
+    slice('b-1', 'b', [{ ip: '10.0.1.1' }]),
+    slice('b-2', 'b', [{ ip: '10.0.1.2', ready: false }]),
+    tlsSecret('foo-tls', certs.foo.cert, certs.foo.key),
+    simpleIngress('one', 'foo.example.com', [['/', 'a'], ['/b', 'b']], { created: '2024-01-01T00:00:00Z' }),
+    ingress('two', { tls: [{ hosts: ['foo.example.com'], secretName: 'foo-tls' }], defaultBackend: svcBackend('b'), rules: simpleIngress('x', 'bar.example.com', [['/', 'b'], ['/missing', 'nope']]).spec!.rules! }, { created: '2024-02-01T00:00:00Z' }),
+    simpleIngress('three', 'foo.example.com', [['/', 'b']], { created: '2024-03-01T00:00:00Z' }),
+  ];
+  return new Map(objects.map((o) => [`${o.kind}/${o.metadata.name}`, o]));
+}
+
+function byId(config: RoutingConfig) {
+  return new Map(config.routes.map((r) => [r.id, r]));
+}
+
+describe('memoized translator', () => {
+  test('gives the same output as a fresh translation through a series of changes', () => {
+    const memo = createTranslator();
+    const objects = world();
+    const steps: [string, (o: Map<string, KubeObject>) => void, Partial<TranslateOptions>?][] = [
+      ['initial', () => {}],
+      ['an Ingress changes', (o) => o.set('Ingress/one', simpleIngress('one', 'foo.example.com', [['/', 'a'], ['/c', 'b']], { created: '2024-01-01T00:00:00Z' }))],
+      ['an endpoint becomes ready', (o) => o.set('EndpointSlice/b-2', slice('b-2', 'b', [{ ip: '10.0.1.2' }]))],
+      ['a slice goes away', (o) => o.delete('EndpointSlice/a-1')],
+      ['a Service goes away', (o) => o.delete('Service/b')],
+      ['the missing Service appears', (o) => o.set('Service/nope', service('nope', [{ name: 'http', port: 80 }]))],
+      ['a Secret becomes invalid', (o) => o.set('Secret/foo-tls', tlsSecret('foo-tls', certs.foo.cert, certs.bar.key))],
+      ['the Secret is fixed with a wildcard', (o) => o.set('Secret/foo-tls', tlsSecret('foo-tls', certs.wildcard.cert, certs.wildcard.key))],
+      ['ExternalName allowed', (o) => o.set('Service/a', service('a', [{ name: 'http', port: 80 }], 'default', { type: 'ExternalName', externalName: 'a.example.org' })), { allowExternalName: true }],
+      ['the class goes away', (o) => o.delete('IngressClass/portico')],
+      ['the class comes back', (o) => o.set('IngressClass/portico', ingressClass('portico'))],
+      ['an Ingress is deleted', (o) => o.delete('Ingress/one')],
+    ];
+    let options: TranslateOptions = OPTIONS;
+    for (const [name, change, opts] of steps) {
+      change(objects);
+      options = { ...options, ...opts };
+      const snapshot = snapshotOf([...objects.values()]);
+      assert.deepEqual(memo(snapshot, options), translate(snapshot, options), name);
+      // And once more without any change.
+      assert.deepEqual(memo(snapshot, options), translate(snapshot, options), `${name}, unchanged`);
+    }
+  });
+
+  test('changing one Ingress keeps the identity of every other route', () => {
+    const memo = createTranslator();
+    const objects = world();
+    const first = memo(snapshotOf([...objects.values()]), OPTIONS);
+    objects.set('Ingress/three', simpleIngress('three', 'baz.example.com', [['/', 'b']], { created: '2024-03-01T00:00:00Z' }));
+    const second = memo(snapshotOf([...objects.values()]), OPTIONS);
+    const before = byId(first);
+    for (const route of second.routes) {
+      if (route.ingress.name === 'three') assert.equal(before.has(route.id), false);
+      else assert.equal(route, before.get(route.id), route.id);
+    }
+    assert.equal(second.defaultBackend, first.defaultBackend);
+  });
+
+  test('changing one path of an Ingress keeps the identity of its other routes', () => {
+    const memo = createTranslator();
+    const objects = world();
+    const first = memo(snapshotOf([...objects.values()]), OPTIONS);
+    objects.set('Ingress/one', simpleIngress('one', 'foo.example.com', [['/', 'a'], ['/b', 'a']], { created: '2024-01-01T00:00:00Z' }));
+    const second = memo(snapshotOf([...objects.values()]), OPTIONS);
+    const before = byId(first);
+    const after = byId(second);
+    assert.equal(after.get('default/one|foo.example.com|Prefix|/'), before.get('default/one|foo.example.com|Prefix|/'));
+    assert.notEqual(after.get('default/one|foo.example.com|Prefix|/b'), before.get('default/one|foo.example.com|Prefix|/b'));
+    assert.equal(after.get('default/one|foo.example.com|Prefix|/b')!.backend.key, 'default/a:80');
+  });
+
+  test('an EndpointSlice change renews only the routes of that Service', () => {
+    const memo = createTranslator();
+    const objects = world();
+    const first = memo(snapshotOf([...objects.values()]), OPTIONS);
+    objects.set('EndpointSlice/a-1', slice('a-1', 'a', [{ ip: '10.0.0.1' }, { ip: '10.0.0.3' }]));
+    const second = memo(snapshotOf([...objects.values()]), OPTIONS);
+    const before = byId(first);
+    for (const route of second.routes) {
+      if (route.backend.service === 'a') {
+        assert.notEqual(route, before.get(route.id));
+        assert.deepEqual(route.backend.addresses, [{ host: '10.0.0.1', port: 8080 }, { host: '10.0.0.3', port: 8080 }]);
+      } else {
+        assert.equal(route, before.get(route.id), route.id);
+      }
+    }
+  });
+
+  test('a new EndpointSlice object with the same ready addresses changes no route', () => {
+    const memo = createTranslator();
+    const objects = world();
+    const first = memo(snapshotOf([...objects.values()]), OPTIONS);
+    objects.set('EndpointSlice/a-1', slice('a-1', 'a', [{ ip: '10.0.0.2' }, { ip: '10.0.0.1' }, { ip: '10.0.0.9', ready: false }]));
+    objects.set('EndpointSlice/b-2', slice('b-2', 'b', [{ ip: '10.0.1.7', ready: false }]));
+    const second = memo(snapshotOf([...objects.values()]), OPTIONS);
+    const before = byId(first);
+    for (const route of second.routes) assert.equal(route, before.get(route.id), route.id);
+  });
+
+  test('a Secret change is noticed by the Ingresses that use it', () => {
+    const memo = createTranslator();
+    const objects = world();
+    const first = memo(snapshotOf([...objects.values()]), OPTIONS);
+    assert.equal(first.certificates.get('foo.example.com')!.cert, certs.foo.cert);
+    objects.set('Secret/foo-tls', tlsSecret('foo-tls', certs.wildcard.cert, certs.wildcard.key));
+    const second = memo(snapshotOf([...objects.values()]), OPTIONS);
+    assert.equal(second.certificates.get('foo.example.com')!.cert, certs.wildcard.cert);
+    objects.delete('Secret/foo-tls');
+    const third = memo(snapshotOf([...objects.values()]), OPTIONS);
+    assert.equal(third.certificates.size, 0);
+    assert.ok(third.problems.some((p) => p.reason === 'TLSSecretNotFound' && p.object.name === 'two'));
+  });
+
+  test('the same snapshot twice gives identical routes and equal problems', () => {
+    const memo = createTranslator();
+    const snapshot = snapshotOf([...world().values()]);
+    const first = memo(snapshot, OPTIONS);
+    const second = memo(snapshot, OPTIONS);
+    assert.equal(second.routes.length, first.routes.length);
+    second.routes.forEach((r, i) => assert.equal(r, first.routes[i]));
+    assert.deepEqual(second.problems, first.problems);
+    assert.ok(first.problems.length > 0);
+  });
+});

@@ -1,0 +1,147 @@
+import { before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { KubeObject } from '../../../src/model/k8s.ts';
+import { ingress, ingressClass, problemLines, run, service, slice, svcBackend, testCerts, tlsSecret, type TestCerts } from './fixtures.ts';
+
+const base: KubeObject[] = [ingressClass('portico'), service('web'), slice('web-1', 'web', [{ ip: '10.0.0.1' }])];
+const rule = (host: string) => ({ host, http: { paths: [{ path: '/', pathType: 'Prefix' as const, backend: svcBackend('web') }] } });
+
+let certs: TestCerts;
+before(async () => {
+  certs = await testCerts();
+});
+
+describe('TLS', () => {
+  test('each tls host gets the certificate, from base64 data or stringData; routes of those hosts are tls', () => {
+    for (const encoding of ['data', 'stringData'] as const) {
+      const config = run([
+        ...base,
+        tlsSecret('foo-tls', certs.foo.cert, certs.foo.key, { encoding }),
+        ingress('site', { tls: [{ hosts: ['FOO.example.com'], secretName: 'foo-tls' }], rules: [rule('foo.example.com'), rule('plain.example.com')] }),
+      ]);
+      assert.deepEqual([...config.certificates], [['foo.example.com', { secret: 'default/foo-tls', cert: certs.foo.cert, key: certs.foo.key }]]);
+      assert.deepEqual(config.routes.map((r) => [r.host, r.tls]), [['foo.example.com', true], ['plain.example.com', false]]);
+      assert.deepEqual(config.problems, []);
+    }
+  });
+
+  test('a wildcard tls host gets a wildcard certificate and makes the routes under it tls', () => {
+    const config = run([
+      ...base,
+      tlsSecret('wild', certs.wildcard.cert, certs.wildcard.key),
+      ingress('site', { tls: [{ hosts: ['*.example.com'], secretName: 'wild' }], rules: [rule('*.example.com'), rule('a.example.com'), rule('a.b.example.com')] }),
+    ]);
+    assert.deepEqual([...config.certificates.keys()], ['*.example.com']);
+    assert.deepEqual(config.routes.map((r) => [r.host, r.tls]), [['*.example.com', true], ['a.b.example.com', false], ['a.example.com', true]]);
+    assert.deepEqual(config.problems, []);
+  });
+
+  test('a wildcard certificate covers exact hosts under it; a tls entry without hosts covers every rule host', () => {
+    const config = run([
+      ...base,
+      tlsSecret('wild', certs.wildcard.cert, certs.wildcard.key),
+      ingress('site', { tls: [{ secretName: 'wild' }], rules: [rule('a.example.com'), rule('b.example.com'), rule('a.example.com'), { http: rule('x').http }] }),
+    ]);
+    assert.deepEqual([...config.certificates.keys()], ['a.example.com', 'b.example.com']);
+    assert.equal(config.certificates.get('a.example.com')!.secret, 'default/wild');
+    assert.ok(config.routes.filter((r) => r.host !== '').every((r) => r.tls));
+    assert.equal(config.routes.find((r) => r.host === '')!.tls, false);
+    assert.ok(config.problems.every((p) => p.reason === 'DuplicatePath'));
+  });
+
+  test('a certificate that does not cover the host is used, with a warning', () => {
+    const config = run([
+      ...base,
+      tlsSecret('foo-tls', certs.foo.cert, certs.foo.key),
+      tlsSecret('wild', certs.wildcard.cert, certs.wildcard.key),
+      ingress('site', {
+        tls: [{ hosts: ['bar.example.com', '*.example.com'], secretName: 'foo-tls' }, { hosts: ['*.other.com', 'a.b.example.com'], secretName: 'wild' }],
+        rules: [rule('bar.example.com')],
+      }),
+    ]);
+    assert.deepEqual([...config.certificates.keys()], ['bar.example.com', '*.example.com', '*.other.com', 'a.b.example.com']);
+    assert.equal(config.routes[0]!.tls, true);
+    assert.deepEqual(problemLines(config), [
+      'Ingress default/site warning CertificateHostMismatch: spec.tls[0].hosts[0]: the certificate in Secret default/foo-tls does not cover "bar.example.com"; it is used anyway',
+      'Ingress default/site warning CertificateHostMismatch: spec.tls[0].hosts[1]: the certificate in Secret default/foo-tls does not cover "*.example.com"; it is used anyway',
+      'Ingress default/site warning CertificateHostMismatch: spec.tls[1].hosts[0]: the certificate in Secret default/wild does not cover "*.other.com"; it is used anyway',
+      'Ingress default/site warning CertificateHostMismatch: spec.tls[1].hosts[1]: the certificate in Secret default/wild does not cover "a.b.example.com"; it is used anyway',
+    ]);
+  });
+
+  test('missing and invalid Secrets are reported and skipped; routes stay served without tls', () => {
+    const noCrt = tlsSecret('no-crt', '', certs.foo.key);
+    const badCert = tlsSecret('bad-cert', 'not a certificate', certs.foo.key);
+    const badKey = tlsSecret('bad-key', certs.foo.cert, '-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n');
+    const config = run([
+      ...base,
+      tlsSecret('opaque', certs.foo.cert, certs.foo.key, { type: 'Opaque' }),
+      noCrt,
+      tlsSecret('no-key', certs.foo.cert, ''),
+      badCert,
+      badKey,
+      tlsSecret('mismatch', certs.foo.cert, certs.bar.key),
+      tlsSecret('elsewhere', certs.foo.cert, certs.foo.key, { namespace: 'other' }),
+      ingress('site', {
+        tls: ['missing', 'opaque', 'no-crt', 'no-key', 'bad-cert', 'bad-key', 'mismatch', 'elsewhere'].map((secretName) => ({ hosts: ['foo.example.com'], secretName })).concat([{ hosts: ['foo.example.com'] } as { hosts: string[]; secretName: string }]),
+        rules: [rule('foo.example.com')],
+      }),
+    ]);
+    assert.equal(config.certificates.size, 0);
+    assert.deepEqual(config.routes.map((r) => [r.host, r.tls]), [['foo.example.com', false]]);
+    const lines = problemLines(config);
+    assert.equal(lines.length, 9);
+    assert.equal(lines[0], 'Ingress default/site error TLSSecretNotFound: spec.tls[0].secretName: Secret default/missing not found; its hosts get the default certificate');
+    assert.equal(lines[1], 'Ingress default/site error InvalidTLSSecret: spec.tls[1].secretName: Secret default/opaque has type "Opaque", expected "kubernetes.io/tls"; its hosts get the default certificate');
+    assert.equal(lines[2], 'Ingress default/site error InvalidTLSSecret: spec.tls[2].secretName: Secret default/no-crt has no tls.crt; its hosts get the default certificate');
+    assert.equal(lines[3], 'Ingress default/site error InvalidTLSSecret: spec.tls[3].secretName: Secret default/no-key has no tls.key; its hosts get the default certificate');
+    assert.match(lines[4]!, /^Ingress default\/site error InvalidTLSSecret: spec\.tls\[4\]\.secretName: Secret default\/bad-cert: tls\.crt is not a PEM certificate \(.+\); its hosts get the default certificate$/);
+    assert.match(lines[5]!, /^Ingress default\/site error InvalidTLSSecret: spec\.tls\[5\]\.secretName: Secret default\/bad-key: tls\.key is not a PEM private key \(.+\); its hosts get the default certificate$/);
+    assert.equal(lines[6], 'Ingress default/site error InvalidTLSSecret: spec.tls[6].secretName: Secret default/mismatch: tls.key does not match the certificate in tls.crt; its hosts get the default certificate');
+    assert.equal(lines[7], 'Ingress default/site error TLSSecretNotFound: spec.tls[7].secretName: Secret default/elsewhere not found; its hosts get the default certificate');
+    assert.equal(lines[8], 'Ingress default/site warning TLSSecretNotFound: spec.tls[8].secretName: not set; these hosts get the default certificate');
+  });
+
+  test('an invalid tls host is reported and skipped', () => {
+    const config = run([
+      ...base,
+      tlsSecret('foo-tls', certs.foo.cert, certs.foo.key),
+      ingress('site', { tls: [{ hosts: ['10.1.2.3', 'foo.example.com'], secretName: 'foo-tls' }], rules: [rule('foo.example.com')] }),
+    ]);
+    assert.deepEqual([...config.certificates.keys()], ['foo.example.com']);
+    assert.deepEqual(problemLines(config), [
+      'Ingress default/site error InvalidHost: spec.tls[0].hosts[0]: "10.1.2.3" is an IP address; Ingress hosts must be DNS names',
+    ]);
+  });
+
+  test('conflicting certificates for a host: the oldest Ingress wins, the other is told', () => {
+    const objects = [
+      ...base,
+      tlsSecret('foo-tls', certs.foo.cert, certs.foo.key),
+      tlsSecret('wild', certs.wildcard.cert, certs.wildcard.key),
+      ingress('new', { tls: [{ hosts: ['foo.example.com'], secretName: 'wild' }], rules: [rule('foo.example.com')] }, { created: '2024-05-01T00:00:00Z' }),
+      ingress('old', { tls: [{ hosts: ['foo.example.com'], secretName: 'foo-tls' }], rules: [] }, { created: '2024-01-01T00:00:00Z' }),
+      ingress('same', { tls: [{ hosts: ['foo.example.com'], secretName: 'foo-tls' }], rules: [] }, { created: '2024-06-01T00:00:00Z' }),
+    ];
+    const config = run(objects);
+    assert.equal(config.certificates.get('foo.example.com')!.secret, 'default/foo-tls');
+    // The loser's host is still served over HTTPS, with the winner's certificate.
+    assert.equal(config.routes[0]!.tls, true);
+    assert.deepEqual(problemLines(config), [
+      'Ingress default/new error TLSConflict: spec.tls[0].hosts[0]: host "foo.example.com" already has a certificate from Secret default/foo-tls (Ingress default/old, which is older); Secret default/wild is not used for it',
+    ]);
+  });
+
+  test('conflicting certificates inside one Ingress: the first entry wins', () => {
+    const config = run([
+      ...base,
+      tlsSecret('foo-tls', certs.foo.cert, certs.foo.key),
+      tlsSecret('wild', certs.wildcard.cert, certs.wildcard.key),
+      ingress('site', { tls: [{ hosts: ['foo.example.com'], secretName: 'foo-tls' }, { hosts: ['foo.example.com'], secretName: 'wild' }], rules: [rule('foo.example.com')] }),
+    ]);
+    assert.equal(config.certificates.get('foo.example.com')!.secret, 'default/foo-tls');
+    assert.deepEqual(problemLines(config), [
+      'Ingress default/site error TLSConflict: spec.tls[1].hosts[0]: host "foo.example.com" already has a certificate from Secret default/foo-tls (spec.tls[0].hosts[0] of this Ingress); Secret default/wild is not used for it',
+    ]);
+  });
+});
