@@ -1,0 +1,272 @@
+// The one table of routing cases every Matcher implementation must pass
+// (run by matchers.test.ts). Values name the backend a user would reach;
+// expect: undefined means "no rule matches" (the proxy then uses the default backend).
+import type { MatchType } from '../../../src/model/config.ts';
+
+export interface CaseRoute {
+  host: string;
+  path: string;
+  pathType: MatchType;
+  value: string;
+}
+
+export interface CaseRequest {
+  host: string;
+  path: string;
+  expect: string | undefined;
+}
+
+export interface MatcherCase {
+  name: string;
+  routes: CaseRoute[];
+  requests: CaseRequest[];
+}
+
+const prefix = (path: string, value: string, host = ''): CaseRoute => ({ host, path, pathType: 'Prefix', value });
+const exact = (path: string, value: string, host = ''): CaseRoute => ({ host, path, pathType: 'Exact', value });
+/** A request to any host; hostless routes serve it. */
+const get = (path: string, expect: string | undefined, host = 'example.com'): CaseRequest => ({ host, path, expect });
+const at = (host: string, path: string, expect: string | undefined): CaseRequest => ({ host, path, expect });
+
+/** Every row of the "Examples" table under "Path types" in the Kubernetes Ingress docs. */
+const KUBERNETES_DOCS_EXAMPLES: MatcherCase[] = [
+  {
+    name: 'docs: Prefix / matches all paths',
+    routes: [prefix('/', 'root')],
+    requests: [get('/', 'root'), get('/foo', 'root'), get('/foo/', 'root'), get('/aaa/bbb/ccc', 'root'), get('//', 'root')],
+  },
+  {
+    name: 'docs: Exact /foo matches /foo only',
+    routes: [exact('/foo', 'foo')],
+    requests: [get('/foo', 'foo'), get('/bar', undefined), get('/foo/', undefined)],
+  },
+  {
+    name: 'docs: Exact /foo/ does not match /foo',
+    routes: [exact('/foo/', 'foo-slash')],
+    requests: [get('/foo', undefined), get('/foo/', 'foo-slash')],
+  },
+  {
+    name: 'docs: Prefix /foo matches /foo and /foo/',
+    routes: [prefix('/foo', 'foo')],
+    requests: [get('/foo', 'foo'), get('/foo/', 'foo')],
+  },
+  {
+    name: 'docs: Prefix /foo/ matches /foo and /foo/',
+    routes: [prefix('/foo/', 'foo-slash')],
+    requests: [get('/foo', 'foo-slash'), get('/foo/', 'foo-slash')],
+  },
+  {
+    name: 'docs: Prefix /aaa/bb does not match /aaa/bbb',
+    routes: [prefix('/aaa/bb', 'bb')],
+    requests: [get('/aaa/bbb', undefined)],
+  },
+  {
+    name: 'docs: Prefix /aaa/bbb matches /aaa/bbb',
+    routes: [prefix('/aaa/bbb', 'bbb')],
+    requests: [get('/aaa/bbb', 'bbb')],
+  },
+  {
+    name: 'docs: Prefix /aaa/bbb/ matches /aaa/bbb (ignores trailing slash)',
+    routes: [prefix('/aaa/bbb/', 'bbb-slash')],
+    requests: [get('/aaa/bbb', 'bbb-slash')],
+  },
+  {
+    name: 'docs: Prefix /aaa/bbb matches /aaa/bbb/ and /aaa/bbb/ccc, not /aaa/bbbxyz',
+    routes: [prefix('/aaa/bbb', 'bbb')],
+    requests: [get('/aaa/bbb/', 'bbb'), get('/aaa/bbb/ccc', 'bbb'), get('/aaa/bbbxyz', undefined)],
+  },
+  {
+    name: 'docs: Prefix /, /aaa with /aaa/ccc matches /aaa',
+    routes: [prefix('/', 'root'), prefix('/aaa', 'aaa')],
+    requests: [get('/aaa/ccc', 'aaa')],
+  },
+  {
+    name: 'docs: Prefix /, /aaa, /aaa/bbb',
+    routes: [prefix('/', 'root'), prefix('/aaa', 'aaa'), prefix('/aaa/bbb', 'bbb')],
+    requests: [get('/aaa/bbb', 'bbb'), get('/ccc', 'root')],
+  },
+  {
+    name: 'docs: Prefix /aaa does not match /ccc (default backend)',
+    routes: [prefix('/aaa', 'aaa')],
+    requests: [get('/ccc', undefined)],
+  },
+  {
+    name: 'docs: mixed Prefix /foo and Exact /foo prefer Exact',
+    routes: [prefix('/foo', 'foo-prefix'), exact('/foo', 'foo-exact')],
+    requests: [get('/foo', 'foo-exact'), get('/foo/', 'foo-prefix'), get('/foo/x', 'foo-prefix')],
+  },
+  {
+    name: 'docs: mixed, listed Exact first, still prefer Exact',
+    routes: [exact('/foo', 'foo-exact'), prefix('/foo', 'foo-prefix')],
+    requests: [get('/foo', 'foo-exact'), get('/foo/', 'foo-prefix')],
+  },
+];
+
+/** kubernetes-sigs/ingress-controller-conformance: features/path_rules.feature and host_rules.feature. */
+const CONFORMANCE: MatcherCase[] = [
+  {
+    name: 'conformance: path rules',
+    routes: [
+      exact('/foo', 'foo-exact', 'exact-path-rules'),
+      prefix('/foo', 'foo-prefix', 'prefix-path-rules'),
+      prefix('/aaa/bbb', 'aaa-slash-bbb-prefix', 'prefix-path-rules'),
+      prefix('/aaa', 'aaa-prefix', 'prefix-path-rules'),
+      prefix('/foo', 'foo-prefix', 'mixed-path-rules'),
+      exact('/foo', 'foo-exact', 'mixed-path-rules'),
+      prefix('/aaa/bbb/', 'aaa-slash-bbb-slash-prefix', 'trailing-slash-path-rules'),
+      exact('/foo/', 'foo-slash-exact', 'trailing-slash-path-rules'),
+    ],
+    requests: [
+      at('exact-path-rules', '/foo', 'foo-exact'),
+      at('exact-path-rules', '/foo/', undefined),
+      at('exact-path-rules', '/FOO', undefined),
+      at('exact-path-rules', '/bar', undefined),
+      at('prefix-path-rules', '/foo', 'foo-prefix'),
+      at('prefix-path-rules', '/foo/', 'foo-prefix'),
+      at('prefix-path-rules', '/FOO', undefined),
+      at('prefix-path-rules', '/aaa/bbb', 'aaa-slash-bbb-prefix'),
+      at('prefix-path-rules', '/aaa/bbb/ccc', 'aaa-slash-bbb-prefix'),
+      at('prefix-path-rules', '/aaa/ccc', 'aaa-prefix'),
+      at('prefix-path-rules', '/aaaccc', undefined),
+      at('mixed-path-rules', '/foo', 'foo-exact'),
+      at('trailing-slash-path-rules', '/aaa/bbb', 'aaa-slash-bbb-slash-prefix'),
+      at('trailing-slash-path-rules', '/aaa/bbb/', 'aaa-slash-bbb-slash-prefix'),
+      at('trailing-slash-path-rules', '/foo', undefined),
+      at('trailing-slash-path-rules', '/foo/', 'foo-slash-exact'),
+    ],
+  },
+  {
+    name: 'conformance: host rules with a wildcard',
+    routes: [prefix('/', 'wildcard-foo-com', '*.foo.com'), prefix('/', 'foo-bar-com', 'foo.bar.com')],
+    requests: [
+      at('foo.bar.com', '/', 'foo-bar-com'),
+      at('subdomain.bar.com', '/', undefined),
+      at('bar.foo.com', '/', 'wildcard-foo-com'),
+      at('baz.bar.foo.com', '/', undefined),
+      at('foo.com', '/', undefined),
+    ],
+  },
+];
+
+const HOSTS: MatcherCase[] = [
+  {
+    name: 'hosts: an exact host beats a wildcard covering it',
+    routes: [prefix('/', 'wildcard', '*.foo.com'), prefix('/', 'bar', 'bar.foo.com')],
+    requests: [at('bar.foo.com', '/', 'bar'), at('baz.foo.com', '/x', 'wildcard')],
+  },
+  {
+    name: 'hosts: rules without host catch every other host',
+    routes: [prefix('/', 'a', 'a.com'), prefix('/', 'catch-all'), prefix('/', 'wildcard', '*.b.com')],
+    requests: [
+      at('a.com', '/', 'a'),
+      at('b.com', '/', 'catch-all'),
+      at('x.b.com', '/', 'wildcard'),
+      at('y.x.b.com', '/', 'catch-all'),
+      at('', '/', 'catch-all'),
+      at('127.0.0.1', '/', 'catch-all'),
+    ],
+  },
+  {
+    name: 'hosts: no fall-through from an exact host to the rules without host',
+    routes: [prefix('/api', 'a-api', 'a.com'), prefix('/', 'catch-all')],
+    requests: [at('a.com', '/api/x', 'a-api'), at('a.com', '/other', undefined), at('b.com', '/other', 'catch-all')],
+  },
+  {
+    name: 'hosts: no fall-through from a wildcard to the rules without host',
+    routes: [prefix('/api', 'wild-api', '*.foo.com'), prefix('/', 'catch-all')],
+    requests: [at('x.foo.com', '/api', 'wild-api'), at('x.foo.com', '/other', undefined), at('foo.com', '/other', 'catch-all')],
+  },
+  {
+    name: 'hosts: no fall-through from an exact host to its wildcard',
+    routes: [exact('/api', 'bar-api', 'bar.foo.com'), prefix('/', 'wildcard', '*.foo.com')],
+    requests: [at('bar.foo.com', '/api', 'bar-api'), at('bar.foo.com', '/x', undefined), at('baz.foo.com', '/x', 'wildcard')],
+  },
+  {
+    name: 'hosts: a wildcard covers exactly one non-empty label',
+    routes: [prefix('/', 'star-com', '*.com')],
+    requests: [at('foo.com', '/', 'star-com'), at('a.foo.com', '/', undefined), at('com', '/', undefined), at('.com', '/', undefined)],
+  },
+  {
+    name: 'hosts: no rules at all',
+    routes: [],
+    requests: [at('a.com', '/', undefined), at('', '/', undefined)],
+  },
+  {
+    name: 'hosts: only host rules, request without host',
+    routes: [prefix('/', 'a', 'a.com'), prefix('/', 'wildcard', '*.a.com')],
+    requests: [at('', '/', undefined), at('b.com', '/', undefined)],
+  },
+];
+
+const PATHS: MatcherCase[] = [
+  {
+    name: 'paths: case-sensitive',
+    routes: [prefix('/Foo', 'Foo'), exact('/bar', 'bar')],
+    requests: [get('/Foo', 'Foo'), get('/Foo/x', 'Foo'), get('/foo', undefined), get('/FOO/x', undefined), get('/BAR', undefined), get('/bar', 'bar')],
+  },
+  {
+    name: 'paths: empty segments under a Prefix',
+    routes: [prefix('/foo', 'foo'), prefix('/foo/bar', 'foo-bar')],
+    requests: [
+      get('/foo//bar', 'foo'),
+      get('/foo/bar', 'foo-bar'),
+      get('/foo/bar//', 'foo-bar'),
+      get('/foo//', 'foo'),
+      get('//foo', undefined),
+    ],
+  },
+  {
+    name: 'paths: root Prefix / and Exact /',
+    routes: [exact('/', 'root-exact'), prefix('/', 'root-prefix')],
+    requests: [get('/', 'root-exact'), get('/a', 'root-prefix'), get('//', 'root-prefix')],
+  },
+  {
+    name: 'paths: Exact / alone matches only /',
+    routes: [exact('/', 'root-exact')],
+    requests: [get('/', 'root-exact'), get('/a', undefined), get('//', undefined)],
+  },
+  {
+    name: 'paths: the longest match wins across types',
+    routes: [exact('/foo', 'foo-exact'), prefix('/foo/bar', 'foo-bar'), prefix('/', 'root'), exact('/foo/bar/baz', 'baz-exact')],
+    requests: [
+      get('/foo', 'foo-exact'),
+      get('/foo/bar', 'foo-bar'),
+      get('/foo/bar/baz', 'baz-exact'),
+      get('/foo/bar/baz/', 'foo-bar'),
+      get('/foo/baz', 'root'),
+    ],
+  },
+  {
+    name: 'paths: Exact with trailing slash beats the Prefix of the same name',
+    routes: [prefix('/foo', 'foo-prefix'), exact('/foo/', 'foo-slash-exact')],
+    requests: [get('/foo/', 'foo-slash-exact'), get('/foo', 'foo-prefix'), get('/foo//', 'foo-prefix')],
+  },
+  {
+    name: 'paths: duplicates keep the first entry',
+    routes: [prefix('/foo', 'first'), prefix('/foo/', 'second'), exact('/x', 'x-first'), exact('/x', 'x-second')],
+    requests: [get('/foo', 'first'), get('/foo/a', 'first'), get('/x', 'x-first')],
+  },
+  {
+    name: 'paths: deep requests under a short prefix',
+    routes: [prefix('/a', 'a'), prefix('/ab', 'ab')],
+    requests: [
+      get('/a/bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb/c/d/e/f', 'a'),
+      get('/abcdefghijklmnopqrstuvwxyz/x', undefined),
+      get('/ab/cdefghijklmnopqrstuvwxyz', 'ab'),
+      get('/a//', 'a'),
+      get('/abc', undefined),
+    ],
+  },
+  {
+    name: 'paths: dots and percent signs are plain characters to the matcher',
+    routes: [prefix('/v1.2', 'v1.2'), exact('/a%2Fb', 'encoded')],
+    requests: [get('/v1.2/x', 'v1.2'), get('/v1x2', undefined), get('/a%2Fb', 'encoded'), get('/a/b', undefined)],
+  },
+  {
+    name: 'paths: only paths starting with / can match',
+    routes: [prefix('/', 'root')],
+    requests: [get('*', undefined), get('', undefined), get('foo', undefined)],
+  },
+];
+
+export const MATCHER_CASES: readonly MatcherCase[] = [...KUBERNETES_DOCS_EXAMPLES, ...CONFORMANCE, ...HOSTS, ...PATHS];
