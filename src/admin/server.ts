@@ -3,7 +3,7 @@
 import http from 'node:http';
 import type { Registry } from 'prom-client';
 import type { RouteTable, RouteTableHolder } from '../routing/table.ts';
-import { buildRoutesView } from './routes-view.ts';
+import { serializeRoutesView } from './routes-view.ts';
 
 export interface AdminServerOptions {
   readonly holder: RouteTableHolder;
@@ -45,7 +45,10 @@ export function createAdminServer(options: AdminServerOptions): http.Server {
         );
         return;
       case '/routes':
-        send(req, res, 200, 'application/json; charset=utf-8', routesJson.get(holder.current));
+        routesJson.get(holder.current).then(
+          (body) => send(req, res, 200, 'application/json; charset=utf-8', body),
+          (err: unknown) => send(req, res, 500, TEXT, `cannot describe routes: ${err instanceof Error ? err.message : String(err)}\n`),
+        );
         return;
       default:
         send(req, res, 404, TEXT, 'not found: try /healthz, /readyz, /metrics or /routes\n');
@@ -69,18 +72,23 @@ function send(
 }
 
 /**
- * The /routes body for the latest table, serialized once per table: with tens of
- * thousands of routes, building it costs tens of milliseconds, and scrapers poll.
+ * The /routes body for the latest table, serialized once per table (and shared by
+ * requests that arrive while it is being built): with tens of thousands of routes
+ * it costs about 100 ms of CPU, and scrapers poll.
  */
 class RoutesJsonCache {
   private table: RouteTable | undefined;
-  private body: Buffer | undefined;
+  private body: Promise<Buffer> | undefined;
 
-  get(table: RouteTable): Buffer {
+  get(table: RouteTable): Promise<Buffer> {
     if (this.table !== table || this.body === undefined) {
-      const view = buildRoutesView(table.version, table.config);
-      this.body = Buffer.from(JSON.stringify(view) + '\n');
+      const body = serializeRoutesView(table.version, table.config);
       this.table = table;
+      this.body = body;
+      // Never keep a failure: the next request tries again.
+      body.catch(() => {
+        if (this.body === body) this.body = undefined;
+      });
     }
     return this.body;
   }

@@ -1,8 +1,8 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { buildRoutesView } from '../../../src/admin/routes-view.ts';
+import { buildRoutesView, serializeRoutesView } from '../../../src/admin/routes-view.ts';
 import { emptyRoutingConfig } from '../../../src/routing/table.ts';
-import { sampleConfig, sampleProblem } from './fixtures.ts';
+import { largeConfig, sampleConfig, sampleProblem } from './fixtures.ts';
 
 describe('routes view', () => {
   const view = buildRoutesView(7, sampleConfig());
@@ -60,5 +60,12 @@ describe('routes view', () => {
     const routes = config.routes.map((r, i) => (i === 0 ? { ...r, host: '__proto__' } : r));
     const odd = buildRoutesView(1, { ...config, routes });
     assert.ok(JSON.parse(JSON.stringify(odd)).hosts.__proto__);
+  });
+
+  test('the sliced serializer writes the same document as JSON.stringify', async () => {
+    for (const config of [sampleConfig(), emptyRoutingConfig(), largeConfig(95)]) {
+      const sliced = await serializeRoutesView(3, config, 7);
+      assert.equal(sliced.toString('utf8'), JSON.stringify(buildRoutesView(3, config)) + '\n');
+    }
   });
 });
