@@ -1,0 +1,73 @@
+{{/* Chart name, overridable. */}}
+{{- define "portico.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Prefix of every object name: <release>-portico, or the release name if it already says portico. */}}
+{{- define "portico.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "portico.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "portico.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "portico.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "portico.labels" -}}
+helm.sh/chart: {{ include "portico.chart" . }}
+{{ include "portico.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/component: controller
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "portico.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "portico.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* The Kubernetes object kinds portico watches in namespaces, and what it does with them. Shared by the ClusterRole and the namespaced Role. */}}
+{{- define "portico.namespacedRules" -}}
+# Routing inputs: listed and watched; Services also read one by one (--publish-service).
+- apiGroups: ["networking.k8s.io"]
+  resources: ["ingresses"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: [""]
+  resources: ["services", "secrets"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["discovery.k8s.io"]
+  resources: ["endpointslices"]
+  verbs: ["get", "list", "watch"]
+# The leader writes the load-balancer address into Ingress status (a merge patch).
+- apiGroups: ["networking.k8s.io"]
+  resources: ["ingresses/status"]
+  verbs: ["patch"]
+# Configuration problems become Warning Events on the Ingress (core v1 Events:
+# created, then patched to count repeats).
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+{{- end }}
+
+{{/* Cluster-scoped: IngressClasses decide which Ingresses portico serves. */}}
+{{- define "portico.clusterRules" -}}
+- apiGroups: ["networking.k8s.io"]
+  resources: ["ingressclasses"]
+  verbs: ["get", "list", "watch"]
+{{- end }}
