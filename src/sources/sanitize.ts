@@ -1,0 +1,452 @@
+// Wire JSON (from the API server or a manifest file) -> the trimmed, frozen objects
+// the store keeps. Only the fields routing and status need survive; everything else
+// (managedFields, other Secret keys, last-applied annotations...) is dropped so memory
+// holds only what routing reads. Objects come out deeply frozen: translation memoizes
+// by object identity, so nothing may change an object once it is stored.
+import {
+  TLS_SECRET_TYPE,
+  type Endpoint,
+  type EndpointPort,
+  type EndpointSlice,
+  type HTTPIngressPath,
+  type Ingress,
+  type IngressBackend,
+  type IngressClass,
+  type IngressRule,
+  type IngressTLS,
+  type LoadBalancerIngress,
+  type ObjectMeta,
+  type PathType,
+  type RoutingKind,
+  type Secret,
+  type Service,
+  type ServicePort,
+} from '../model/k8s.ts';
+
+export type RoutingObject = Ingress | IngressClass | Service | EndpointSlice | Secret;
+
+export interface SanitizeResult {
+  /** The object to store, when it is one of the kinds portico routes from and well-formed. */
+  object?: RoutingObject;
+  /** Set for kinds portico does not read (Deployments, ConfigMaps, non-TLS Secrets...): not an error. */
+  ignored?: true;
+  /** Why a known kind is malformed: "spec.rules[0].host: must be a string". */
+  error?: string;
+  /** Which object failed, when its kind and name could be read (lets a source keep its last good version). */
+  ref?: { kind: RoutingKind; namespace?: string; name: string };
+}
+
+/** apiVersion of each kind portico reads. */
+export const ROUTING_API_VERSIONS: Readonly<Record<RoutingKind, string>> = {
+  Ingress: 'networking.k8s.io/v1',
+  IngressClass: 'networking.k8s.io/v1',
+  Service: 'v1',
+  EndpointSlice: 'discovery.k8s.io/v1',
+  Secret: 'v1',
+};
+
+/** API versions Kubernetes no longer serves: reported, since silently ignoring them would hide routes. */
+const REMOVED_API_VERSIONS: Readonly<Record<string, readonly string[]>> = {
+  Ingress: ['extensions/v1beta1', 'networking.k8s.io/v1beta1'],
+  IngressClass: ['networking.k8s.io/v1beta1'],
+  EndpointSlice: ['discovery.k8s.io/v1beta1'],
+};
+
+const NAMESPACED: ReadonlySet<string> = new Set(['Ingress', 'Service', 'EndpointSlice', 'Secret']);
+
+/** Huge and useless for routing; for a Secret it would even hold a second copy of every key. */
+const DROPPED_ANNOTATIONS: ReadonlySet<string> = new Set(['kubectl.kubernetes.io/last-applied-configuration']);
+
+const TLS_KEYS = ['tls.crt', 'tls.key'] as const;
+
+type Json = Record<string, unknown>;
+
+class Invalid extends Error {}
+
+function fail(field: string, detail: string): never {
+  throw new Invalid(`${field}: ${detail}`);
+}
+
+function isPlainObject(v: unknown): v is Json {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+// Readers: null counts as absent (YAML "key:" with no value), a wrong type is an error.
+
+function optObject(v: unknown, field: string): Json | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (!isPlainObject(v)) fail(field, 'must be an object');
+  return v;
+}
+
+function reqObject(v: unknown, field: string): Json {
+  return optObject(v, field) ?? fail(field, 'is required');
+}
+
+function optArray(v: unknown, field: string): unknown[] | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (!Array.isArray(v)) fail(field, 'must be a list');
+  return v;
+}
+
+function optString(v: unknown, field: string): string | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'string') fail(field, `must be a string, not ${describe(v)}`);
+  return v;
+}
+
+function reqString(v: unknown, field: string): string {
+  const s = optString(v, field);
+  if (s === undefined || s === '') fail(field, 'is required');
+  return s;
+}
+
+function optBool(v: unknown, field: string): boolean | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'boolean') fail(field, `must be true or false, not ${describe(v)}`);
+  return v;
+}
+
+function optInt(v: unknown, field: string): number | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'number' || !Number.isInteger(v)) fail(field, `must be an integer, not ${describe(v)}`);
+  return v;
+}
+
+function optPort(v: unknown, field: string): number | undefined {
+  const n = optInt(v, field);
+  if (n !== undefined && (n < 1 || n > 65535)) fail(field, `must be between 1 and 65535, not ${n}`);
+  return n;
+}
+
+function reqPort(v: unknown, field: string): number {
+  return optPort(v, field) ?? fail(field, 'is required');
+}
+
+function optStringList(v: unknown, field: string): string[] | undefined {
+  return optArray(v, field)?.map((item, i) => reqString(item, `${field}[${i}]`));
+}
+
+function optStringMap(v: unknown, field: string, drop?: ReadonlySet<string>): Record<string, string> | undefined {
+  const obj = optObject(v, field);
+  if (!obj) return undefined;
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(obj)) {
+    if (drop?.has(key)) continue;
+    // The API server rejects `key: true` in labels and annotations; so do we, with the fix in the message.
+    if (typeof value !== 'string') fail(`${field}[${JSON.stringify(key)}]`, `must be a string, not ${describe(value)} (quote the value)`);
+    out[key] = value;
+  }
+  return out;
+}
+
+function describe(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'a list';
+  if (typeof v === 'object') return 'an object';
+  if (typeof v === 'string') return JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}...` : v);
+  return String(v);
+}
+
+/** Copies `obj` without its undefined fields, so stored objects compare and print cleanly. */
+function compact<T extends object>(obj: T): T {
+  for (const key of Object.keys(obj) as (keyof T)[]) if (obj[key] === undefined) delete obj[key];
+  return obj;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value)) deepFreeze(child);
+  }
+  return value;
+}
+
+// ---- common ----
+
+function sanitizeMeta(raw: unknown, kind: RoutingKind): ObjectMeta {
+  const m = reqObject(raw, 'metadata');
+  const namespaced = NAMESPACED.has(kind);
+  return compact<ObjectMeta>({
+    name: reqString(m.name, 'metadata.name'),
+    // Cluster-scoped kinds have no namespace, whatever a manifest says.
+    namespace: namespaced ? (optString(m.namespace, 'metadata.namespace') || 'default') : undefined,
+    uid: optString(m.uid, 'metadata.uid'),
+    resourceVersion: optString(m.resourceVersion, 'metadata.resourceVersion'),
+    generation: optInt(m.generation, 'metadata.generation'),
+    creationTimestamp: optTimestamp(m.creationTimestamp, 'metadata.creationTimestamp'),
+    labels: optStringMap(m.labels, 'metadata.labels'),
+    annotations: optStringMap(m.annotations, 'metadata.annotations', DROPPED_ANNOTATIONS),
+  });
+}
+
+function optTimestamp(v: unknown, field: string): string | undefined {
+  if (v instanceof Date) return v.toISOString(); // YAML 1.1 loaders turn unquoted timestamps into dates
+  return optString(v, field);
+}
+
+function sanitizeLoadBalancer(raw: unknown, field: string): { loadBalancer?: { ingress?: LoadBalancerIngress[] } } | undefined {
+  const status = optObject(raw, field);
+  const lb = optObject(status?.loadBalancer, `${field}.loadBalancer`);
+  const entries = optArray(lb?.ingress, `${field}.loadBalancer.ingress`);
+  if (!entries) return undefined;
+  return {
+    loadBalancer: {
+      ingress: entries.map((e, i) => {
+        const f = `${field}.loadBalancer.ingress[${i}]`;
+        const o = reqObject(e, f);
+        return compact<LoadBalancerIngress>({
+          ip: optString(o.ip, `${f}.ip`),
+          hostname: optString(o.hostname, `${f}.hostname`),
+          ports: optArray(o.ports, `${f}.ports`)?.map((p, j) => {
+            const pf = `${f}.ports[${j}]`;
+            const po = reqObject(p, pf);
+            return compact({
+              port: reqPort(po.port, `${pf}.port`),
+              protocol: optString(po.protocol, `${pf}.protocol`) ?? 'TCP',
+              error: optString(po.error, `${pf}.error`),
+            });
+          }),
+        });
+      }),
+    },
+  };
+}
+
+// ---- networking.k8s.io/v1 ----
+
+function sanitizeBackend(raw: unknown, field: string): IngressBackend {
+  const b = reqObject(raw, field);
+  const svc = optObject(b.service, `${field}.service`);
+  const res = optObject(b.resource, `${field}.resource`);
+  const port = optObject(svc?.port, `${field}.service.port`);
+  return compact<IngressBackend>({
+    service: svc
+      ? compact({
+          name: reqString(svc.name, `${field}.service.name`),
+          port: port
+            ? compact({ number: optPort(port.number, `${field}.service.port.number`), name: optString(port.name, `${field}.service.port.name`) })
+            : undefined,
+        })
+      : undefined,
+    resource: res
+      ? compact({
+          apiGroup: optString(res.apiGroup, `${field}.resource.apiGroup`),
+          kind: reqString(res.kind, `${field}.resource.kind`),
+          name: reqString(res.name, `${field}.resource.name`),
+        })
+      : undefined,
+  });
+}
+
+function sanitizePath(raw: unknown, field: string): HTTPIngressPath {
+  const p = reqObject(raw, field);
+  return compact<HTTPIngressPath>({
+    path: optString(p.path, `${field}.path`),
+    // Any string: translation reports an unknown pathType against the Ingress, with its field.
+    pathType: optString(p.pathType, `${field}.pathType`) as PathType | undefined,
+    backend: sanitizeBackend(p.backend, `${field}.backend`),
+  });
+}
+
+function sanitizeRule(raw: unknown, field: string): IngressRule {
+  const r = reqObject(raw, field);
+  const http = optObject(r.http, `${field}.http`);
+  const paths = http ? optArray(http.paths, `${field}.http.paths`) ?? fail(`${field}.http.paths`, 'is required') : undefined;
+  return compact<IngressRule>({
+    host: optString(r.host, `${field}.host`),
+    http: paths ? { paths: paths.map((p, i) => sanitizePath(p, `${field}.http.paths[${i}]`)) } : undefined,
+  });
+}
+
+function sanitizeIngress(o: Json, metadata: ObjectMeta): Ingress {
+  const spec = optObject(o.spec, 'spec');
+  return compact<Ingress>({
+    apiVersion: ROUTING_API_VERSIONS.Ingress,
+    kind: 'Ingress',
+    metadata,
+    spec: spec
+      ? compact({
+          ingressClassName: optString(spec.ingressClassName, 'spec.ingressClassName'),
+          defaultBackend: spec.defaultBackend == null ? undefined : sanitizeBackend(spec.defaultBackend, 'spec.defaultBackend'),
+          tls: optArray(spec.tls, 'spec.tls')?.map((t, i) => {
+            const entry = reqObject(t, `spec.tls[${i}]`);
+            return compact<IngressTLS>({
+              hosts: optStringList(entry.hosts, `spec.tls[${i}].hosts`),
+              secretName: optString(entry.secretName, `spec.tls[${i}].secretName`),
+            });
+          }),
+          rules: optArray(spec.rules, 'spec.rules')?.map((r, i) => sanitizeRule(r, `spec.rules[${i}]`)),
+        })
+      : undefined,
+    status: sanitizeLoadBalancer(o.status, 'status'),
+  });
+}
+
+function sanitizeIngressClass(o: Json, metadata: ObjectMeta): IngressClass {
+  const spec = optObject(o.spec, 'spec');
+  return compact<IngressClass>({
+    apiVersion: ROUTING_API_VERSIONS.IngressClass,
+    kind: 'IngressClass',
+    metadata,
+    // spec.parameters is for other controllers' configuration; portico does not read it.
+    spec: spec ? compact({ controller: optString(spec.controller, 'spec.controller') }) : undefined,
+  });
+}
+
+// ---- core/v1 ----
+
+const SERVICE_TYPES: ReadonlySet<string> = new Set(['ClusterIP', 'NodePort', 'LoadBalancer', 'ExternalName']);
+
+function sanitizeService(o: Json, metadata: ObjectMeta): Service {
+  const spec = optObject(o.spec, 'spec');
+  const type = optString(spec?.type, 'spec.type');
+  if (type !== undefined && !SERVICE_TYPES.has(type)) fail('spec.type', `must be one of ClusterIP, NodePort, LoadBalancer, ExternalName, not ${describe(type)}`);
+  return compact<Service>({
+    apiVersion: ROUTING_API_VERSIONS.Service,
+    kind: 'Service',
+    metadata,
+    spec: spec
+      ? compact({
+          type: type as NonNullable<Service['spec']>['type'],
+          clusterIP: optString(spec.clusterIP, 'spec.clusterIP'),
+          externalName: optString(spec.externalName, 'spec.externalName'),
+          ports: optArray(spec.ports, 'spec.ports')?.map((p, i) => {
+            const f = `spec.ports[${i}]`;
+            const port = reqObject(p, f);
+            const target = port.targetPort;
+            return compact<ServicePort>({
+              name: optString(port.name, `${f}.name`),
+              protocol: optString(port.protocol, `${f}.protocol`),
+              port: reqPort(port.port, `${f}.port`),
+              targetPort: typeof target === 'string' ? target : optPort(target, `${f}.targetPort`),
+              appProtocol: optString(port.appProtocol, `${f}.appProtocol`),
+            });
+          }),
+        })
+      : undefined,
+    status: sanitizeLoadBalancer(o.status, 'status'),
+  });
+}
+
+/** Base64 as the API server accepts it (Go's decoder skips line breaks). */
+function base64Value(v: unknown, field: string): string | undefined {
+  const s = optString(v, field);
+  if (s === undefined) return undefined;
+  const clean = s.replace(/[\r\n]/g, '');
+  if (clean.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(clean)) fail(field, 'must be base64 (use stringData for plain text)');
+  return clean;
+}
+
+function sanitizeSecret(o: Json, metadata: ObjectMeta): Secret {
+  const data = optObject(o.data, 'data');
+  const stringData = optObject(o.stringData, 'stringData');
+  const kept: Record<string, string> = {};
+  for (const key of TLS_KEYS) {
+    const plain = optString(stringData?.[key], `stringData[${JSON.stringify(key)}]`);
+    // stringData wins over data, as when the API server merges them on write.
+    const encoded = plain !== undefined ? Buffer.from(plain, 'utf8').toString('base64') : base64Value(data?.[key], `data[${JSON.stringify(key)}]`);
+    if (encoded !== undefined) kept[key] = encoded;
+  }
+  return { apiVersion: ROUTING_API_VERSIONS.Secret, kind: 'Secret', metadata, type: TLS_SECRET_TYPE, data: kept };
+}
+
+// ---- discovery.k8s.io/v1 ----
+
+const ADDRESS_TYPES: ReadonlySet<string> = new Set(['IPv4', 'IPv6', 'FQDN']);
+
+function sanitizeEndpoint(raw: unknown, field: string): Endpoint {
+  const e = reqObject(raw, field);
+  const conditions = optObject(e.conditions, `${field}.conditions`);
+  const ref = optObject(e.targetRef, `${field}.targetRef`);
+  return compact<Endpoint>({
+    addresses: optStringList(e.addresses, `${field}.addresses`) ?? fail(`${field}.addresses`, 'is required'),
+    conditions: conditions
+      ? compact({
+          ready: optBool(conditions.ready, `${field}.conditions.ready`),
+          serving: optBool(conditions.serving, `${field}.conditions.serving`),
+          terminating: optBool(conditions.terminating, `${field}.conditions.terminating`),
+        })
+      : undefined,
+    hostname: optString(e.hostname, `${field}.hostname`),
+    nodeName: optString(e.nodeName, `${field}.nodeName`),
+    zone: optString(e.zone, `${field}.zone`),
+    targetRef: ref
+      ? compact({
+          kind: optString(ref.kind, `${field}.targetRef.kind`),
+          namespace: optString(ref.namespace, `${field}.targetRef.namespace`),
+          name: optString(ref.name, `${field}.targetRef.name`),
+          uid: optString(ref.uid, `${field}.targetRef.uid`),
+        })
+      : undefined,
+  });
+}
+
+function sanitizeEndpointSlice(o: Json, metadata: ObjectMeta): EndpointSlice {
+  const addressType = reqString(o.addressType, 'addressType');
+  if (!ADDRESS_TYPES.has(addressType)) fail('addressType', `must be IPv4, IPv6 or FQDN, not ${describe(addressType)}`);
+  return compact<EndpointSlice>({
+    apiVersion: ROUTING_API_VERSIONS.EndpointSlice,
+    kind: 'EndpointSlice',
+    metadata,
+    addressType: addressType as EndpointSlice['addressType'],
+    endpoints: optArray(o.endpoints, 'endpoints')?.map((e, i) => sanitizeEndpoint(e, `endpoints[${i}]`)),
+    ports: optArray(o.ports, 'ports')?.map((p, i) => {
+      const f = `ports[${i}]`;
+      const port = reqObject(p, f);
+      return compact<EndpointPort>({
+        name: optString(port.name, `${f}.name`),
+        port: optPort(port.port, `${f}.port`),
+        protocol: optString(port.protocol, `${f}.protocol`),
+        appProtocol: optString(port.appProtocol, `${f}.appProtocol`),
+      });
+    }),
+  });
+}
+
+const SANITIZERS: Record<RoutingKind, (o: Json, metadata: ObjectMeta) => RoutingObject> = {
+  Ingress: sanitizeIngress,
+  IngressClass: sanitizeIngressClass,
+  Service: sanitizeService,
+  EndpointSlice: sanitizeEndpointSlice,
+  Secret: sanitizeSecret,
+};
+
+function routingKindOf(kind: string): RoutingKind | undefined {
+  return Object.hasOwn(ROUTING_API_VERSIONS, kind) ? (kind as RoutingKind) : undefined;
+}
+
+/** Recognizes, validates, trims and freezes one object. Never throws. */
+export function sanitize(raw: unknown): SanitizeResult {
+  if (!isPlainObject(raw)) return { error: `not a Kubernetes object: expected a mapping, got ${describe(raw)}` };
+  const { apiVersion, kind: kindName } = raw;
+  if (typeof kindName !== 'string' || kindName === '') {
+    return { error: typeof apiVersion === 'string' ? 'kind is required' : 'not a Kubernetes object: apiVersion and kind are required' };
+  }
+  const kind = routingKindOf(kindName);
+  if (!kind) return { ignored: true };
+  if (apiVersion !== ROUTING_API_VERSIONS[kind]) {
+    if (typeof apiVersion !== 'string' || apiVersion === '') return { error: `apiVersion is required (${ROUTING_API_VERSIONS[kind]} for ${kind})` };
+    if (REMOVED_API_VERSIONS[kind]?.includes(apiVersion)) {
+      return { error: `${apiVersion} ${kind} is no longer served by Kubernetes; use apiVersion ${ROUTING_API_VERSIONS[kind]}` };
+    }
+    return { ignored: true }; // a same-named kind of another API group (a Knative Service...)
+  }
+  // Only TLS Secrets matter; cluster mode does not even list the others.
+  if (kind === 'Secret' && raw.type !== TLS_SECRET_TYPE) return { ignored: true };
+
+  let metadata: ObjectMeta;
+  try {
+    metadata = sanitizeMeta(raw.metadata, kind);
+  } catch (err) {
+    if (err instanceof Invalid) return { error: err.message };
+    throw err;
+  }
+  const ref = compact({ kind, namespace: metadata.namespace, name: metadata.name });
+  try {
+    return { object: deepFreeze(SANITIZERS[kind](raw, metadata)) };
+  } catch (err) {
+    if (err instanceof Invalid) return { error: err.message, ref };
+    throw err;
+  }
+}
