@@ -1,0 +1,157 @@
+// Hot-path helpers that turn a request's Host header and request-target into the
+// (host, path) pair the route table matches on, and spot paths that must be refused.
+// No regexes and no split(): these run once or twice per request.
+
+const SLASH = 0x2f; // /
+const COLON = 0x3a; // :
+const DOT = 0x2e; // .
+const PERCENT = 0x25; // %
+const BACKSLASH = 0x5c; // \
+const SEMICOLON = 0x3b; // ;
+const QUESTION = 0x3f; // ?
+const HASH = 0x23; // #
+const OPEN_BRACKET = 0x5b; // [
+
+/**
+ * The host to route on: lowercase, without port, without one trailing dot.
+ * "Foo.COM:8080" -> "foo.com", "foo.com." -> "foo.com", "[::1]:8080" -> "[::1]",
+ * undefined or "" -> "" (which only rules without host can match).
+ */
+export function normalizeHost(hostHeader: string | undefined): string {
+  if (hostHeader === undefined || hostHeader.length === 0) return '';
+  if (isAlreadyNormal(hostHeader)) return hostHeader;
+
+  let host = hostHeader.toLowerCase();
+  if (host.charCodeAt(0) === OPEN_BRACKET) {
+    // IPv6 literal: the port, if any, comes after the closing bracket.
+    const close = host.indexOf(']');
+    return close === -1 ? host : host.slice(0, close + 1);
+  }
+  const colon = host.indexOf(':');
+  if (colon !== -1) host = host.slice(0, colon);
+  if (host.charCodeAt(host.length - 1) === DOT) host = host.slice(0, -1);
+  return host;
+}
+
+/** The common case: already lowercase ASCII, no port, no trailing dot. */
+function isAlreadyNormal(host: string): boolean {
+  for (let i = 0; i < host.length; i++) {
+    const c = host.charCodeAt(i);
+    // A-Z, ':' and anything non-ASCII (toLowerCase decides) take the slow path.
+    if ((c >= 0x41 && c <= 0x5a) || c === COLON || c > 0x7f) return false;
+  }
+  return host.charCodeAt(host.length - 1) !== DOT;
+}
+
+export interface RequestTarget {
+  /** Starts with "/", or is "*" for the asterisk-form (OPTIONS *). */
+  readonly path: string;
+  /** "" or starting with "?". */
+  readonly query: string;
+}
+
+const ASTERISK_TARGET: RequestTarget = { path: '*', query: '' };
+
+/**
+ * Splits a request-target (RFC 9112 section 3.2) into path and query.
+ * origin-form "/a/b?x=1" -> { path: "/a/b", query: "?x=1" };
+ * absolute-form "http://host:8080/a?x" -> { path: "/a", query: "?x" } (the authority is
+ * dropped: routing uses the Host header either way), "http://host" -> { path: "/" };
+ * asterisk-form "*" -> { path: "*" }. Anything else (authority-form, garbage) -> undefined,
+ * which the proxy answers with 400.
+ * Returns a small object rather than two indexes: one short-lived allocation per request
+ * is noise next to what node:http allocates, and it keeps the call site obvious.
+ */
+export function splitTarget(url: string): RequestTarget | undefined {
+  const first = url.charCodeAt(0);
+  if (first === SLASH) return splitAt(url, 0);
+  if (url === '*') return ASTERISK_TARGET;
+  const afterScheme = schemeLength(url);
+  if (afterScheme === 0) return undefined;
+  // The authority runs to the first '/', '?' or '#'.
+  let i = afterScheme;
+  while (i < url.length) {
+    const c = url.charCodeAt(i);
+    if (c === SLASH || c === QUESTION || c === HASH) break;
+    i++;
+  }
+  if (i === afterScheme) return undefined; // "http:///path" has no authority
+  if (i === url.length || url.charCodeAt(i) !== SLASH) {
+    // No path: "http://host" or "http://host?x" means "/".
+    const query = i < url.length && url.charCodeAt(i) === QUESTION ? url.slice(i) : '';
+    return { path: '/', query };
+  }
+  return splitAt(url, i);
+}
+
+function splitAt(url: string, pathStart: number): RequestTarget {
+  const q = url.indexOf('?', pathStart);
+  if (q === -1) return { path: pathStart === 0 ? url : url.slice(pathStart), query: '' };
+  return { path: url.slice(pathStart, q), query: url.slice(q) };
+}
+
+/** Length of a leading "http://" or "https://" (any case), else 0. Absolute-form is rare: allocating is fine. */
+function schemeLength(url: string): number {
+  const head = url.slice(0, 8).toLowerCase();
+  if (head.startsWith('http://')) return 7;
+  if (head === 'https://') return 8;
+  return 0;
+}
+
+/**
+ * True when the path has a "." or ".." segment, plain or percent-encoded ("%2e", "%2E",
+ * ".%2e", ...). Routing matches the raw path, but a backend normalizes it, so
+ * "/public/../admin" would pass a Prefix /public rule and reach /admin: refuse it.
+ * Besides '/', a backslash and an encoded slash ("%2f", "%5c") also delimit segments,
+ * and ";params" are ignored ("/..;/"), because some backends decode or honour them
+ * before resolving dot segments.
+ */
+export function hasDotSegment(path: string): boolean {
+  if (path.indexOf('.') === -1 && path.indexOf('%') === -1) return false;
+  let segmentStart = 0;
+  let i = 0;
+  while (i <= path.length) {
+    const delimiter = i === path.length ? 1 : delimiterLength(path, i);
+    if (delimiter === 0) {
+      i++;
+      continue;
+    }
+    if (isDotSegment(path, segmentStart, i)) return true;
+    i += delimiter;
+    segmentStart = i;
+  }
+  return false;
+}
+
+/** 1 for '/' or '\', 3 for "%2f" / "%5c" (any case), 0 when path[i] starts no delimiter. */
+function delimiterLength(path: string, i: number): number {
+  const c = path.charCodeAt(i);
+  if (c === SLASH || c === BACKSLASH) return 1;
+  if (c !== PERCENT) return 0;
+  const high = path.charCodeAt(i + 1);
+  const low = path.charCodeAt(i + 2) | 0x20;
+  if ((high === 0x32 && low === 0x66) || (high === 0x35 && low === 0x63)) return 3; // 2f, 5c
+  return 0;
+}
+
+/**
+ * path[start, end) is "." or "..", each dot plain or as "%2e" / "%2E". A ';' ends the
+ * segment early: servlet containers drop ";params", so "..;x" resolves like "..".
+ */
+function isDotSegment(path: string, start: number, end: number): boolean {
+  let dots = 0;
+  let i = start;
+  while (i < end) {
+    const c = path.charCodeAt(i);
+    if (c === SEMICOLON) break;
+    if (c === DOT) i++;
+    else if (i + 3 <= end && isEncodedDot(path, i)) i += 3;
+    else return false;
+    if (++dots > 2) return false;
+  }
+  return dots > 0;
+}
+
+function isEncodedDot(path: string, i: number): boolean {
+  return path.charCodeAt(i) === PERCENT && path.charCodeAt(i + 1) === 0x32 && (path.charCodeAt(i + 2) | 0x20) === 0x65;
+}

@@ -1,0 +1,118 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { hasDotSegment, normalizeHost, splitTarget } from '../../../src/routing/request-target.ts';
+
+describe('normalizeHost', () => {
+  const cases: [input: string | undefined, expected: string][] = [
+    [undefined, ''],
+    ['', ''],
+    ['foo.com', 'foo.com'],
+    ['Foo.COM', 'foo.com'],
+    ['foo.com:8080', 'foo.com'],
+    ['FOO.com:443', 'foo.com'],
+    ['foo.com.', 'foo.com'],
+    ['foo.com.:8080', 'foo.com'],
+    ['foo.com..', 'foo.com.'],
+    ['127.0.0.1', '127.0.0.1'],
+    ['127.0.0.1:80', '127.0.0.1'],
+    ['[::1]', '[::1]'],
+    ['[::1]:8080', '[::1]'],
+    ['[FE80::1]:443', '[fe80::1]'],
+    ['localhost', 'localhost'],
+  ];
+  for (const [input, expected] of cases) {
+    test(`${JSON.stringify(input)} -> ${JSON.stringify(expected)}`, () => {
+      assert.equal(normalizeHost(input), expected);
+    });
+  }
+
+  test('returns an already normal host unchanged (the same string)', () => {
+    const host = 'api.example.com';
+    assert.equal(normalizeHost(host), host);
+  });
+});
+
+describe('splitTarget', () => {
+  const cases: [url: string, expected: { path: string; query: string } | undefined][] = [
+    ['/', { path: '/', query: '' }],
+    ['/a/b', { path: '/a/b', query: '' }],
+    ['/a/b?x=1', { path: '/a/b', query: '?x=1' }],
+    ['/a?', { path: '/a', query: '?' }],
+    ['/a?x=1?y=2', { path: '/a', query: '?x=1?y=2' }],
+    ['//double/slash', { path: '//double/slash', query: '' }],
+    ['/a%2Fb?q=%3F', { path: '/a%2Fb', query: '?q=%3F' }],
+    ['http://host:8080/a?x', { path: '/a', query: '?x' }],
+    ['http://host/a/b', { path: '/a/b', query: '' }],
+    ['HTTPS://Host/a', { path: '/a', query: '' }],
+    ['https://[::1]:8443/p?q', { path: '/p', query: '?q' }],
+    ['http://host', { path: '/', query: '' }],
+    ['http://host?x=1', { path: '/', query: '?x=1' }],
+    ['*', { path: '*', query: '' }],
+    ['', undefined],
+    ['host:443', undefined],
+    ['example.com/a', undefined],
+    ['ftp://host/a', undefined],
+    ['http:///a', undefined],
+    ['http:/a', undefined],
+    ['a/b', undefined],
+    ['**', undefined],
+  ];
+  for (const [url, expected] of cases) {
+    test(`${JSON.stringify(url)}`, () => {
+      const target = splitTarget(url);
+      assert.deepEqual(target === undefined ? undefined : { path: target.path, query: target.query }, expected);
+    });
+  }
+});
+
+describe('hasDotSegment', () => {
+  const refused = [
+    '/.',
+    '/..',
+    '/./',
+    '/../',
+    '/public/../admin',
+    '/public/./admin',
+    '/public/..',
+    '/a/%2e%2e/b',
+    '/a/%2E%2E/b',
+    '/a/%2e/b',
+    '/a/.%2e/b',
+    '/a/%2E./b',
+    '/public/..%2fadmin',
+    '/public/..%2Fadmin',
+    '/public%2f..%2fadmin',
+    '/public\\..\\admin',
+    '/public/..%5cadmin',
+    '/public/..;/admin',
+    '/public/..;jsessionid=1/admin',
+    '/public/.;/admin',
+  ];
+  const allowed = [
+    '/',
+    '',
+    '/public/admin',
+    '/a.b/c',
+    '/.well-known/acme-challenge/x',
+    '/...',
+    '/a/.../b',
+    '/a..b',
+    '/file.',
+    '/..a',
+    '/a/%2e%2e%2e',
+    '/%2ex',
+    '/100%',
+    '/a%2',
+    '/a%',
+    '/v1.2/items',
+    '/a;b/c',
+    '/;/x',
+    '/...;/x',
+  ];
+  for (const path of refused) {
+    test(`refuses ${JSON.stringify(path)}`, () => assert.equal(hasDotSegment(path), true));
+  }
+  for (const path of allowed) {
+    test(`allows ${JSON.stringify(path)}`, () => assert.equal(hasDotSegment(path), false));
+  }
+});
