@@ -10,7 +10,7 @@ import { createTestPki, type TestPki } from '../unit/admin/fixtures.ts';
 interface Handshake {
   subject: string;
   subjectAltName: string;
-  alpn: string | false;
+  alpn: string | false | null;
   protocol: string | null;
 }
 
