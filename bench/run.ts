@@ -33,6 +33,9 @@ const HOST = 'bench.local';
 
 type Target = 'nginx' | 'portico';
 
+/** Ctrl-C or SIGTERM: what fails afterwards is the stopping, not an error to report. */
+let interrupted = false;
+
 interface BenchOptions {
   durationS: number;
   connections: number;
@@ -157,6 +160,7 @@ async function main(): Promise<void> {
       rmSync(dir, { recursive: true, force: true });
     }));
   const onSignal = (signal: NodeJS.Signals) => {
+    interrupted = true;
     console.log(`\n${signal}: stopping everything`);
     void cleanup().then(() => process.exit(130));
   };
@@ -262,6 +266,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
+  if (interrupted) return;
   console.error(`bench: ${(err as Error).message}`);
   process.exitCode = 1;
 });

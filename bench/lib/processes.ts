@@ -12,6 +12,12 @@ export interface Managed {
 }
 
 const running = new Set<Managed>();
+/** Set by stopAll: nothing new starts while (or after) everything is being stopped. */
+let stopping = false;
+
+function refuseWhileStopping(name: string): void {
+  if (stopping) throw new Error(`not starting ${name}: stopping`);
+}
 
 let tasksetUsable: boolean | undefined;
 /** taskset exists and the machine has the two cores the layout needs. */
@@ -30,6 +36,7 @@ export function pinned(core: number | undefined, command: string, args: string[]
  * taskset execs the command, so the pid is the command's own.
  */
 export function startProcess(name: string, command: string, args: string[], opts: { core?: number; logFile: string; env?: NodeJS.ProcessEnv }): Managed {
+  refuseWhileStopping(name);
   const [cmd, argv] = pinned(opts.core, command, args);
   const child = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: opts.env ?? process.env });
   const log = createWriteStream(opts.logFile);
@@ -56,6 +63,7 @@ export function startProcess(name: string, command: string, args: string[], opts
 
 /** Runs a command to completion, collecting its output. */
 export async function run(command: string, args: string[], core?: number): Promise<{ code: number; stdout: string; stderr: string }> {
+  refuseWhileStopping(command);
   const [cmd, argv] = pinned(core, command, args);
   const child = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
@@ -95,5 +103,6 @@ export async function stopProcess(m: Managed, graceMs = 3000): Promise<void> {
 }
 
 export async function stopAll(): Promise<void> {
+  stopping = true;
   await Promise.all([...running].map((m) => stopProcess(m)));
 }
