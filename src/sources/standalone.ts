@@ -26,6 +26,8 @@ export interface ManifestDirectorySourceOptions {
   debounceMs?: number;
   /** Interval of the safety-net rescan, in ms. */
   rescanMs?: number;
+  /** Use fs.watch (default true); without it, only the periodic rescan notices changes. */
+  watch?: boolean;
 }
 
 /** Manifests larger than this are refused rather than read into memory. */
@@ -93,7 +95,7 @@ export class ManifestDirectorySource {
   private settleReady!: (err?: Error) => void;
 
   constructor(options: ManifestDirectorySourceOptions) {
-    this.o = { debounceMs: 100, rescanMs: 2000, ...options };
+    this.o = { debounceMs: 100, rescanMs: 2000, watch: true, ...options };
     this.ready = new Promise<void>((resolve, reject) => {
       this.settleReady = (err) => (err ? reject(err) : resolve());
     });
@@ -151,7 +153,7 @@ export class ManifestDirectorySource {
   // ---- change detection ----
 
   private startWatcher(): void {
-    if (this.watcher || this.stopped) return;
+    if (this.watcher || this.stopped || !this.o.watch) return;
     try {
       const watcher = watch(this.o.dir, { recursive: true, persistent: false }, (_event, filename) => {
         if (filename) this.dirty.add(String(filename).split(sep).join('/'));

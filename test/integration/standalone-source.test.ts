@@ -1,0 +1,274 @@
+// ManifestDirectorySource against real temp directories: initial load, live changes
+// through fs.watch and rescans, broken files, deletions, duplicates.
+import { after, afterEach, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, mkdir, rm, symlink, writeFile, rename, unlink } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { stringify } from 'yaml';
+import { ManifestDirectorySource } from '../../src/sources/standalone.ts';
+import { ObjectStore } from '../../src/sources/store.ts';
+import type { Problem } from '../../src/model/config.ts';
+import type { Ingress, Service } from '../../src/model/k8s.ts';
+
+const dirs: string[] = [];
+const sources: ManifestDirectorySource[] = [];
+
+after(async () => {
+  for (const d of dirs) await rm(d, { recursive: true, force: true });
+});
+afterEach(() => {
+  for (const s of sources.splice(0)) s.stop();
+});
+
+async function tempDir(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'portico-standalone-'));
+  dirs.push(dir);
+  return dir;
+}
+
+async function put(dir: string, rel: string, content: string | object[]): Promise<void> {
+  const path = join(dir, rel);
+  await mkdir(dirname(path), { recursive: true });
+  const text = typeof content === 'string' ? content : content.map((o) => stringify(o)).join('---\n');
+  await writeFile(path, text);
+}
+
+function service(name: string, port = 80, namespace?: string): object {
+  return { apiVersion: 'v1', kind: 'Service', metadata: { name, ...(namespace ? { namespace } : {}) }, spec: { ports: [{ name: 'http', port }] } };
+}
+
+function ingress(name: string, host: string): object {
+  return {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'Ingress',
+    metadata: { name },
+    spec: { rules: [{ host, http: { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name: 'web', port: { number: 80 } } } }] } }] },
+  };
+}
+
+interface Harness {
+  dir: string;
+  store: ObjectStore;
+  source: ManifestDirectorySource;
+  problems: () => readonly Problem[];
+}
+
+async function start(dir: string, options: { rescanMs?: number; watch?: boolean } = {}): Promise<Harness> {
+  const store = new ObjectStore();
+  let problems: readonly Problem[] = [];
+  const source = new ManifestDirectorySource({ dir, store, onProblems: (p) => (problems = p), rescanMs: 500, ...options });
+  sources.push(source);
+  await source.start();
+  return { dir, store, source, problems: () => problems };
+}
+
+/** Waits until `check` holds; the long deadline only turns a hang into a failure, it is not the expectation. */
+async function eventually(what: string, check: () => boolean): Promise<void> {
+  const deadline = Date.now() + 8000;
+  while (!check()) {
+    if (Date.now() > deadline) assert.fail(`never happened: ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+const servicePort = (store: ObjectStore, key: string) => (store.get('Service', key) as Service | undefined)?.spec?.ports?.[0]?.port;
+
+describe('ManifestDirectorySource: initial load', () => {
+  test('reads YAML and JSON recursively, skipping dotfiles, dot-directories and other extensions', async () => {
+    const dir = await tempDir();
+    await put(dir, 'a.yaml', [service('a'), { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'ignored' } }, ingress('a', 'a.local')]);
+    await put(dir, 'nested/deeper/b.yml', [service('b', 80, 'shop')]);
+    await put(dir, 'c.json', JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [service('c'), service('d')] }));
+    await put(dir, '.hidden.yaml', [service('hidden-file')]);
+    await put(dir, '.git/x.yaml', [service('hidden-dir')]);
+    await put(dir, 'notes.txt', 'apiVersion: v1\nkind: Service\nmetadata: {name: txt}\n');
+    const h = await start(dir);
+    await h.source.ready;
+    assert.deepEqual([...h.store.services.keys()].sort(), ['default/a', 'default/c', 'default/d', 'shop/b']);
+    assert.deepEqual([...h.store.ingresses.keys()], ['default/a']);
+    assert.deepEqual(h.problems(), []);
+  });
+
+  test('a missing directory is a clear error', async () => {
+    const dir = join(await tempDir(), 'nope');
+    const source = new ManifestDirectorySource({ dir, store: new ObjectStore() });
+    sources.push(source);
+    await assert.rejects(source.start(), { message: `--manifests ${dir}: no such directory` });
+    await assert.rejects(source.ready);
+  });
+
+  test('a file in place of the directory is a clear error', async () => {
+    const file = join(await tempDir(), 'file.yaml');
+    await writeFile(file, '');
+    const source = new ManifestDirectorySource({ dir: file, store: new ObjectStore() });
+    sources.push(source);
+    await assert.rejects(source.start(), /not a directory/);
+  });
+
+  test('a symlink loop does not hang the scan', async () => {
+    const dir = await tempDir();
+    await put(dir, 'sub/a.yaml', [service('a')]);
+    await symlink(dir, join(dir, 'sub', 'loop'));
+    const h = await start(dir);
+    assert.deepEqual([...h.store.services.keys()], ['default/a']);
+  });
+
+  test('invalid objects are reported as file problems with file:line, and the rest of the file is served', async () => {
+    const dir = await tempDir();
+    await put(dir, 'apps/mixed.yaml', 'apiVersion: v1\nkind: Service\nmetadata: {name: ok}\n---\napiVersion: v1\nkind: Service\nmetadata: {namespace: x}\n');
+    const h = await start(dir);
+    assert.ok(h.store.services.has('default/ok'));
+    assert.deepEqual(h.problems(), [
+      { object: { kind: 'File', name: 'apps/mixed.yaml' }, severity: 'error', reason: 'InvalidManifest', message: 'apps/mixed.yaml:5: metadata.name: is required' },
+    ]);
+  });
+});
+
+describe('ManifestDirectorySource: changes', () => {
+  test('an edited file is applied: changed objects updated, removed ones deleted, new ones added', async () => {
+    const dir = await tempDir();
+    await put(dir, 'apps.yaml', [service('web', 80), service('old')]);
+    const h = await start(dir);
+    await put(dir, 'apps.yaml', [service('web', 8080), service('new')]);
+    await eventually('the edit is applied', () => servicePort(h.store, 'default/web') === 8080 && h.store.services.has('default/new'));
+    assert.equal(h.store.services.has('default/old'), false);
+  });
+
+  test('an unchanged object keeps its identity when its file is rewritten', async () => {
+    const dir = await tempDir();
+    await put(dir, 'apps.yaml', [service('stable'), service('moving', 80)]);
+    const h = await start(dir);
+    const stable = h.store.get('Service', 'default/stable');
+    await put(dir, 'apps.yaml', [service('stable'), service('moving', 81)]);
+    await eventually('the edit is applied', () => servicePort(h.store, 'default/moving') === 81);
+    assert.equal(h.store.get('Service', 'default/stable'), stable);
+  });
+
+  test('fs.watch alone notices a change (the rescan is far off)', async () => {
+    const dir = await tempDir();
+    await put(dir, 'app.yaml', [service('web', 80)]);
+    const h = await start(dir, { rescanMs: 600_000 });
+    await put(dir, 'app.yaml', [service('web', 81)]);
+    await eventually('the change is applied', () => servicePort(h.store, 'default/web') === 81);
+    await put(dir, 'brand/new/dir/app.yaml', [service('deep')]);
+    await eventually('a file in a new directory is applied', () => h.store.services.has('default/deep'));
+  });
+
+  test('the periodic rescan alone notices changes (no watcher)', async () => {
+    const dir = await tempDir();
+    await put(dir, 'app.yaml', [service('web', 80)]);
+    const h = await start(dir, { watch: false, rescanMs: 100 });
+    await put(dir, 'app.yaml', [service('web', 81)]);
+    await put(dir, 'more/b.yaml', [service('b')]);
+    await eventually('the changes are applied', () => servicePort(h.store, 'default/web') === 81 && h.store.services.has('default/b'));
+  });
+
+  test('a new file in a new subdirectory is picked up', async () => {
+    const dir = await tempDir();
+    const h = await start(dir);
+    await put(dir, 'team/new/app.yaml', [ingress('late', 'late.local')]);
+    await eventually('the new Ingress is loaded', () => h.store.ingresses.has('default/late'));
+  });
+
+  test('a deleted file removes its objects, and only its objects', async () => {
+    const dir = await tempDir();
+    await put(dir, 'a.yaml', [service('a')]);
+    await put(dir, 'b.yaml', [service('b')]);
+    const h = await start(dir);
+    await unlink(join(dir, 'a.yaml'));
+    await eventually('the objects of a.yaml are gone', () => !h.store.services.has('default/a'));
+    assert.ok(h.store.services.has('default/b'));
+  });
+
+  test('a file replaced by rename (as editors save) is applied', async () => {
+    const dir = await tempDir();
+    await put(dir, 'app.yaml', [service('web', 80)]);
+    const h = await start(dir);
+    await put(dir, '.app.yaml.tmp', [service('web', 9090)]);
+    await rename(join(dir, '.app.yaml.tmp'), join(dir, 'app.yaml'));
+    await eventually('the replaced file is applied', () => servicePort(h.store, 'default/web') === 9090);
+  });
+
+  test('a broken file keeps its last good objects and reports file:line; other files are unaffected; fixing it applies the new content', async () => {
+    const dir = await tempDir();
+    await put(dir, 'fragile.yaml', [service('fragile', 80), service('sibling', 80)]);
+    await put(dir, 'other.yaml', [service('other', 80)]);
+    const h = await start(dir);
+    const fragile = h.store.get('Service', 'default/fragile');
+
+    await put(dir, 'fragile.yaml', 'apiVersion: v1\nkind: Service\nmetadata:\n  name: fragile\n  labels: [unclosed\n');
+    await eventually('the broken file is reported', () => h.problems().some((p) => p.object.name === 'fragile.yaml'));
+    const problem = h.problems().find((p) => p.object.name === 'fragile.yaml')!;
+    assert.equal(problem.severity, 'error');
+    assert.match(problem.message, /^fragile\.yaml:5: Flow sequence/);
+    assert.equal(h.store.get('Service', 'default/fragile'), fragile, 'last good version still served');
+    assert.ok(h.store.services.has('default/sibling'), 'the rest of the broken file too');
+
+    await put(dir, 'other.yaml', [service('other', 81)]);
+    await eventually('other files still apply', () => servicePort(h.store, 'default/other') === 81);
+    assert.equal(h.store.get('Service', 'default/fragile'), fragile);
+
+    await put(dir, 'fragile.yaml', [service('fragile', 8443)]);
+    await eventually('the fixed file is applied', () => servicePort(h.store, 'default/fragile') === 8443);
+    assert.equal(h.store.services.has('default/sibling'), false, 'the fixed content is the new truth');
+    assert.deepEqual(h.problems(), []);
+  });
+
+  test('an object that becomes invalid keeps its last good version while the rest of its file is updated', async () => {
+    const dir = await tempDir();
+    await put(dir, 'apps.yaml', [service('web', 80), ingress('web', 'web.local')]);
+    const h = await start(dir);
+    const good = h.store.get('Ingress', 'default/web');
+    const broken = { ...ingress('web', 'web.local'), spec: { rules: 'oops' } };
+    await put(dir, 'apps.yaml', [service('web', 81), broken]);
+    await eventually('the valid part is applied', () => servicePort(h.store, 'default/web') === 81);
+    assert.equal(h.store.get('Ingress', 'default/web'), good);
+    // The Service takes lines 1-8, then "---": the Ingress starts on line 10.
+    assert.deepEqual(h.problems().map((p) => p.message), ['apps.yaml:10: spec.rules: must be a list']);
+  });
+
+  test('a file that breaks while new is not served until it parses', async () => {
+    const dir = await tempDir();
+    const h = await start(dir);
+    await put(dir, 'new.json', '{"apiVersion": "v1", "kind": "Service",\n "metadata": {"name": "x"}');
+    await eventually('the broken file is reported', () => h.problems().length === 1);
+    assert.match(h.problems()[0]!.message, /^new\.json:2: /);
+    assert.equal(h.store.services.size, 0);
+  });
+
+  test('the same object in two files: the first in path order wins and the other is reported; removing the winner hands over', async () => {
+    const dir = await tempDir();
+    await put(dir, 'a/first.yaml', [ingress('dup', 'first.local')]);
+    await put(dir, 'b/second.yaml', [service('unrelated'), ingress('dup', 'second.local')]);
+    const h = await start(dir);
+    const host = () => (h.store.get('Ingress', 'default/dup') as Ingress | undefined)?.spec?.rules?.[0]?.host;
+    assert.equal(host(), 'first.local');
+    assert.deepEqual(h.problems(), [
+      {
+        object: { kind: 'File', name: 'b/second.yaml' },
+        severity: 'warning',
+        reason: 'DuplicateObject',
+        message: 'b/second.yaml:10: Ingress default/dup is already defined in a/first.yaml:1; this definition is ignored',
+      },
+    ]);
+    await unlink(join(dir, 'a/first.yaml'));
+    await eventually('the second definition takes over', () => host() === 'second.local');
+    assert.deepEqual(h.problems(), []);
+  });
+
+  test('store change events follow the files, and stop() stops them', async () => {
+    const dir = await tempDir();
+    await put(dir, 'a.yaml', [service('a')]);
+    const h = await start(dir);
+    const seen: string[] = [];
+    h.store.onChange((e) => seen.push(...e.changes.map((c) => `${c.type} ${c.key}`)));
+    await put(dir, 'a.yaml', [service('a'), service('b')]);
+    await eventually('the change is announced', () => seen.length > 0);
+    assert.deepEqual(seen, ['added default/b']);
+    h.source.stop();
+    await put(dir, 'a.yaml', [service('c')]);
+    await new Promise((r) => setTimeout(r, 700)); // longer than the debounce and the rescan interval
+    assert.deepEqual(seen, ['added default/b'], 'nothing applied after stop()');
+  });
+});
