@@ -20,6 +20,8 @@ export interface BackendIssue {
 export interface BackendResult {
   readonly config: BackendConfig;
   readonly issue?: BackendIssue;
+  /** "ns/service" this result was computed from; absent when it depends on the Ingress alone. */
+  readonly serviceKey?: string;
 }
 
 interface ServiceEntry {
@@ -67,15 +69,27 @@ export class BackendResolver {
       const key = `${namespace}/${svc.name}:`;
       return this.fixedResult(key, () => invalid(key, namespace, svc.name, '', '.service.port', 'must give a port number or a port name'));
     }
-    const entry = this.serviceEntry(namespace, svc.name);
+    const serviceKey = `${namespace}/${svc.name}`;
+    const entry = this.serviceEntry(serviceKey);
     let result = entry.results.get(port);
     if (!result) {
-      result = computeBackend(namespace, svc.name, portRef!.number, portRef!.name, entry, this.options!);
+      result = { ...computeBackend(namespace, svc.name, portRef!.number, portRef!.name, entry, this.options!), serviceKey };
       const before = entry.previous?.get(port);
       if (before && sameBackend(before, result)) result = before;
       entry.results.set(port, result);
     }
     return result;
+  }
+
+  /**
+   * resolve(namespace, backend) === result, but without building key strings in
+   * the common case: this runs for every backend of every Ingress on every rebuild.
+   */
+  isCurrent(namespace: string, backend: IngressBackend, result: BackendResult): boolean {
+    const serviceKey = result.serviceKey;
+    if (serviceKey === undefined) return this.resolve(namespace, backend) === result;
+    const current = this.serviceEntry(serviceKey).results.get(result.config.port);
+    return current !== undefined ? current === result : this.resolve(namespace, backend) === result;
   }
 
   private fixedResult(key: string, make: () => BackendResult): BackendResult {
@@ -84,23 +98,21 @@ export class BackendResolver {
     return result;
   }
 
-  private serviceEntry(namespace: string, name: string): ServiceEntry {
-    const key = `${namespace}/${name}`;
+  private serviceEntry(key: string): ServiceEntry {
     let entry = this.services.get(key);
     if (entry?.epoch === this.epoch) return entry;
     const snapshot = this.snapshot!;
     const service = snapshot.services.get(key);
     const sliceMap = snapshot.endpointSlicesByService.get(key);
-    const slices = sliceMap ? [...sliceMap.values()] : [];
     if (!entry) {
-      entry = { service, slices, epoch: this.epoch, results: new Map(), previous: undefined };
+      entry = { service, slices: sliceMap ? [...sliceMap.values()] : [], epoch: this.epoch, results: new Map(), previous: undefined };
       this.services.set(key, entry);
       return entry;
     }
     entry.epoch = this.epoch;
-    if (entry.service !== service || !sameObjects(entry.slices, slices)) {
+    if (entry.service !== service || !sameSlices(entry.slices, sliceMap)) {
       entry.service = service;
-      entry.slices = slices;
+      entry.slices = sliceMap ? [...sliceMap.values()] : [];
       entry.previous = entry.results;
       entry.results = new Map();
     }
@@ -108,9 +120,12 @@ export class BackendResolver {
   }
 }
 
-function sameObjects<T>(a: readonly T[], b: readonly T[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+/** The map holds exactly these slice objects, in this order (no allocation: this runs for every Service on every rebuild). */
+function sameSlices(known: readonly EndpointSlice[], current: ReadonlyMap<string, EndpointSlice> | undefined): boolean {
+  if (!current) return known.length === 0;
+  if (current.size !== known.length) return false;
+  let i = 0;
+  for (const slice of current.values()) if (slice !== known[i++]) return false;
   return true;
 }
 

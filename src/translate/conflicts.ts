@@ -21,7 +21,7 @@ export interface Resolved {
 export function resolveConflicts(entries: readonly IngressEntry[]): Resolved {
   const routes: RouteConfig[] = [];
   const problems: Problem[] = [];
-  const pathOwners = new Map<string, { entry: IngressEntry; candidate: CandidateRoute }>();
+  const pathOwners = new Map<string, CandidateRoute>();
   const certOwners = new Map<string, { entry: IngressEntry; claim: TlsClaim }>();
   const certificates = new Map<string, CertificateConfig>();
   let defaultOwner: IngressEntry | undefined;
@@ -45,16 +45,16 @@ export function resolveConflicts(entries: readonly IngressEntry[]): Resolved {
     for (const candidate of entry.routes) {
       const owner = pathOwners.get(candidate.matchKey);
       if (!owner) {
-        pathOwners.set(candidate.matchKey, { entry, candidate });
+        pathOwners.set(candidate.matchKey, candidate);
         routes.push(candidate.route);
         continue;
       }
-      const r = owner.candidate.route;
+      const r = owner.route;
       problems.push({
         object: entry.ref,
         severity: 'error',
         reason: 'PathConflict',
-        message: `${candidate.field}: host ${JSON.stringify(r.host)} ${r.pathType} path ${JSON.stringify(r.path)} is already served by Ingress ${owner.entry.order} (${owner.candidate.field}), which is older; this path is ignored`,
+        message: `${candidate.field}: host ${JSON.stringify(r.host)} ${r.pathType} path ${JSON.stringify(r.path)} is already served by Ingress ${r.ingress.namespace}/${r.ingress.name} (${owner.field}), which is older; this path is ignored`,
       });
     }
 

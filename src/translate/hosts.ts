@@ -9,12 +9,17 @@ export type HostResult = { readonly ok: true; readonly host: string } | { readon
 const LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const MAX_HOST_LENGTH = 253;
 
+/** Cheap pre-check so that ordinary names skip net.isIP's large IPv6 regular expression. */
+function looksLikeIP(host: string): boolean {
+  return host.includes(':') || /^[0-9.]+$/.test(host);
+}
+
 /** Lowercases and validates an Ingress host; "" (no host) is valid and means "any host". */
 export function normalizeHost(raw: string | undefined): HostResult {
   if (raw === undefined || raw === '') return { ok: true, host: '' };
   const host = raw.toLowerCase();
   const quoted = JSON.stringify(raw);
-  if (isIP(host) || isIP(host.replace(/^\[|\]$/g, ''))) {
+  if (looksLikeIP(host) && (isIP(host) || isIP(host.replace(/^\[|\]$/g, '')))) {
     return { ok: false, error: `${quoted} is an IP address; Ingress hosts must be DNS names` };
   }
   if (host.length > MAX_HOST_LENGTH) {

@@ -27,6 +27,8 @@ interface TranslatorState {
   readonly secrets: SecretParser;
   /** By snapshot key of the Ingress; an entry is reused while it is current (see isCurrent). */
   entries: Map<string, IngressEntry>;
+  /** The last output and what it was made from, returned again when nothing it depends on changed. */
+  last: { readonly ordered: readonly IngressEntry[]; readonly classProblems: readonly Problem[]; readonly config: RoutingConfig } | undefined;
 }
 
 function sameOptions(a: TranslateOptions, b: TranslateOptions): boolean {
@@ -39,7 +41,7 @@ export function createTranslator(): Translator {
 
   return (snapshot, options) => {
     if (!state || !sameOptions(state.options, options)) {
-      state = { options, backends: new BackendResolver(), secrets: new SecretParser(), entries: new Map() };
+      state = { options, backends: new BackendResolver(), secrets: new SecretParser(), entries: new Map(), last: undefined };
     }
     state.backends.begin(snapshot, options);
     const ctx: IngressContext = { snapshot, backends: state.backends, secrets: state.secrets };
@@ -59,6 +61,11 @@ export function createTranslator(): Translator {
 
     served.sort((a, b) => compareEntries(a.entry, b.entry));
     const ordered = served.map((s) => s.entry);
+    // Changes that touched no served Ingress (a slice update with the same ready
+    // addresses, an unrelated Secret...) need no conflict pass at all.
+    const last = state.last;
+    if (last && sameEntries(last.ordered, ordered) && sameProblems(last.classProblems, classes.problems)) return last.config;
+
     const resolved = resolveConflicts(ordered);
 
     const problems: Problem[] = [...classes.problems];
@@ -67,14 +74,32 @@ export function createTranslator(): Translator {
     // Stable: an object's problems stay in the order they were found (spec order, then conflicts).
     problems.sort(compareProblemObjects);
 
-    return {
+    const config: RoutingConfig = {
       routes: resolved.routes.sort(compareRoutes),
       ...(resolved.defaultBackend ? { defaultBackend: resolved.defaultBackend } : {}),
       certificates: resolved.certificates,
       servedIngresses: served.map((s) => s.key).sort(compareStrings),
       problems,
     };
+    state.last = { ordered, classProblems: classes.problems, config };
+    return config;
   };
+}
+
+function sameEntries(a: readonly IngressEntry[], b: readonly IngressEntry[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+function sameProblems(a: readonly Problem[], b: readonly Problem[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i]!;
+    const y = b[i]!;
+    if (x.object.kind !== y.object.kind || x.object.name !== y.object.name || x.reason !== y.reason || x.message !== y.message || x.severity !== y.severity) return false;
+  }
+  return true;
 }
 
 function compareStrings(a: string, b: string): number {

@@ -54,7 +54,7 @@ const PATH_TYPES: ReadonlySet<string> = new Set<PathType>(['Exact', 'Prefix', 'I
 export function isCurrent(entry: IngressEntry, ingress: Ingress, ctx: IngressContext): boolean {
   if (entry.ingress !== ingress) return false;
   const namespace = entry.ref.namespace!;
-  for (const dep of entry.backendDeps) if (ctx.backends.resolve(namespace, dep.backend) !== dep.result) return false;
+  for (const dep of entry.backendDeps) if (!ctx.backends.isCurrent(namespace, dep.backend, dep.result)) return false;
   for (const dep of entry.secretDeps) if (ctx.snapshot.secrets.get(dep.key) !== dep.secret) return false;
   return true;
 }
@@ -96,7 +96,14 @@ export function buildIngressEntry(ingress: Ingress, ctx: IngressContext, previou
     return result;
   };
 
-  let policies: readonly PolicyConfig[] = parsePolicies(ingress.metadata.annotations, ref, problems);
+  // Policies may read Secrets of the Ingress' namespace (upstream CA bundles): each read is a dependency.
+  const readSecret = (secretName: string) => {
+    const key = `${namespace}/${secretName}`;
+    const secret = ctx.snapshot.secrets.get(key);
+    secretDeps.push({ key, secret });
+    return secret && ctx.secrets.wireView(secret);
+  };
+  let policies: readonly PolicyConfig[] = parsePolicies(ingress.metadata.annotations, ref, problems, readSecret);
   if (previous && samePolicies(previous.policies, policies)) policies = previous.policies;
 
   // Keep the identity of routes that did not change, so the proxy can reuse what it compiled.

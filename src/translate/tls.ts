@@ -67,9 +67,24 @@ export function parseTlsSecret(secret: Secret): ParsedSecret {
   };
 }
 
-/** parseTlsSecret, memoized per Secret object. */
+/** A Secret's values as the API server serves them: base64 data, with stringData folded in. */
+export function wireData(secret: Secret): Record<string, string> {
+  const data: Record<string, string> = { ...secret.data };
+  for (const [key, value] of Object.entries(secret.stringData ?? {})) data[key] = Buffer.from(value, 'utf8').toString('base64');
+  return data;
+}
+
+/** parseTlsSecret and wireData, memoized per Secret object. */
 export class SecretParser {
   private readonly cache = new WeakMap<Secret, ParsedSecret>();
+  private readonly wire = new WeakMap<Secret, { readonly data: Readonly<Record<string, string>> }>();
+
+  /** Stable per Secret object, so policies parsed from it compare equal. */
+  wireView(secret: Secret): { readonly data: Readonly<Record<string, string>> } {
+    let view = this.wire.get(secret);
+    if (!view) this.wire.set(secret, (view = { data: wireData(secret) }));
+    return view;
+  }
 
   parse(secret: Secret): ParsedSecret {
     let parsed = this.cache.get(secret);

@@ -129,6 +129,38 @@ describe('memoized translator', () => {
     assert.ok(third.problems.some((p) => p.reason === 'TLSSecretNotFound' && p.object.name === 'two'));
   });
 
+  test('a Secret read by a policy annotation is a dependency of the Ingress', () => {
+    const memo = createTranslator();
+    const objects = world();
+    objects.set(
+      'Ingress/one',
+      simpleIngress('one', 'foo.example.com', [['/', 'a']], {
+        created: '2024-01-01T00:00:00Z',
+        annotations: { 'portico.dev/upstream-protocol': 'https', 'portico.dev/upstream-ca-secret': 'pods-ca' },
+      }),
+    );
+    const caOf = (config: RoutingConfig) => {
+      const route = config.routes.find((r) => r.id === 'default/one|foo.example.com|Prefix|/')!;
+      return route.policies.map((p) => (p.config as { ca?: string }).ca).find((ca) => ca !== undefined);
+    };
+    const check = () => {
+      const snapshot = snapshotOf([...objects.values()]);
+      const config = memo(snapshot, OPTIONS);
+      assert.deepEqual(config, translate(snapshot, OPTIONS));
+      return config;
+    };
+    const missing = check();
+    assert.equal(caOf(missing), undefined);
+    assert.ok(missing.problems.some((p) => p.object.name === 'one' && p.message.includes('Secret default/pods-ca not found')));
+
+    // A manifest Secret with stringData is seen as the API server would serve it (base64 data).
+    objects.set('Secret/pods-ca', { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'pods-ca', namespace: 'default' }, stringData: { 'ca.crt': certs.foo.cert } } as KubeObject);
+    assert.equal(caOf(check()), certs.foo.cert);
+
+    objects.set('Secret/pods-ca', { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'pods-ca', namespace: 'default' }, data: { 'ca.crt': Buffer.from(certs.bar.cert).toString('base64') } } as KubeObject);
+    assert.equal(caOf(check()), certs.bar.cert);
+  });
+
   test('the same snapshot twice gives identical routes and equal problems', () => {
     const memo = createTranslator();
     const snapshot = snapshotOf([...world().values()]);

@@ -1,0 +1,141 @@
+// Translation at scale: 10,000 Ingresses (1-2 hosts x 2 paths each), one Service and
+// one EndpointSlice of 3 pods per Ingress, TLS on every tenth. Times the first full
+// translation, then rebuilds after one Ingress or one EndpointSlice changed (the
+// controller's steady state), and prints heap used.
+//   node_modules/.bin/node bench/translate.ts [ingresses]
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { generate } from 'selfsigned';
+import { CONTROLLER_NAME, type Snapshot, type TranslateOptions } from '../src/model/config.ts';
+import { SERVICE_NAME_LABEL, type EndpointSlice, type Ingress, type IngressClass, type Secret, type Service } from '../src/model/k8s.ts';
+import { createTranslator } from '../src/translate/index.ts';
+
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+
+const COUNT = Number(process.argv[2] ?? 10_000);
+const RUNS = 7;
+const options: TranslateOptions = { ingressClass: 'portico', controllerName: CONTROLLER_NAME, allowExternalName: false };
+
+const pems = await generate([{ name: 'commonName', value: '*.bench.test' }], {
+  keyType: 'ec',
+  curve: 'P-256',
+  extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: '*.bench.test' }] }],
+});
+
+function makeIngress(i: number, version = 0): Ingress {
+  const hosts = i % 2 === 0 ? [`app${i}.bench.test`] : [`app${i}.bench.test`, `www${i}.bench.test`];
+  const backend = { service: { name: `svc${i}`, port: { number: 80 } } };
+  return {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'Ingress',
+    metadata: { name: `ing${i}`, namespace: `ns${i % 100}`, creationTimestamp: new Date(Date.UTC(2024, 0, 1) + i * 1000).toISOString(), resourceVersion: String(version) },
+    spec: {
+      ingressClassName: 'portico',
+      ...(i % 10 === 0 ? { tls: [{ hosts, secretName: `tls${i}` }] } : {}),
+      rules: hosts.map((host) => ({
+        host,
+        http: { paths: [{ path: '/', pathType: 'Prefix' as const, backend }, { path: `/api/v${version}`, pathType: 'Exact' as const, backend }] },
+      })),
+    },
+  };
+}
+
+function makeSlice(i: number, version = 0): EndpointSlice {
+  return {
+    apiVersion: 'discovery.k8s.io/v1',
+    kind: 'EndpointSlice',
+    metadata: { name: `svc${i}-abc`, namespace: `ns${i % 100}`, labels: { [SERVICE_NAME_LABEL]: `svc${i}` } },
+    addressType: 'IPv4',
+    ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
+    endpoints: [0, 1, 2].map((p) => ({ addresses: [`10.${(i >> 8) & 255}.${i & 255}.${p + 1 + version}`], conditions: { ready: true } })),
+  };
+}
+
+function buildSnapshot() {
+  const ingressClasses = new Map<string, IngressClass>([
+    ['portico', { apiVersion: 'networking.k8s.io/v1', kind: 'IngressClass', metadata: { name: 'portico' }, spec: { controller: CONTROLLER_NAME } }],
+  ]);
+  const ingresses = new Map<string, Ingress>();
+  const services = new Map<string, Service>();
+  const endpointSlices = new Map<string, EndpointSlice>();
+  const endpointSlicesByService = new Map<string, Map<string, EndpointSlice>>();
+  const secrets = new Map<string, Secret>();
+  for (let i = 0; i < COUNT; i++) {
+    const ns = `ns${i % 100}`;
+    ingresses.set(`${ns}/ing${i}`, makeIngress(i));
+    services.set(`${ns}/svc${i}`, { apiVersion: 'v1', kind: 'Service', metadata: { name: `svc${i}`, namespace: ns }, spec: { ports: [{ name: 'http', port: 80, targetPort: 8080 }] } });
+    const slice = makeSlice(i);
+    endpointSlices.set(`${ns}/${slice.metadata.name}`, slice);
+    endpointSlicesByService.set(`${ns}/svc${i}`, new Map([[`${ns}/${slice.metadata.name}`, slice]]));
+    if (i % 10 === 0) {
+      secrets.set(`${ns}/tls${i}`, { apiVersion: 'v1', kind: 'Secret', metadata: { name: `tls${i}`, namespace: ns }, type: 'kubernetes.io/tls', stringData: { 'tls.crt': pems.cert, 'tls.key': pems.private } });
+    }
+  }
+  return { ingressClasses, ingresses, services, endpointSlices, endpointSlicesByService, secrets };
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}
+
+function time(fn: () => void): number {
+  const t0 = performance.now();
+  fn();
+  return performance.now() - t0;
+}
+
+const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+
+gc();
+const heapBefore = process.memoryUsage().heapUsed;
+const store = buildSnapshot();
+const snapshot: Snapshot = store;
+gc();
+const heapObjects = process.memoryUsage().heapUsed;
+
+// First full translation: a fresh translator each run (Secrets parsed again each time).
+const firstRuns: number[] = [];
+let routes = 0;
+for (let r = 0; r < RUNS; r++) {
+  const translate = createTranslator();
+  firstRuns.push(time(() => (routes = translate(snapshot, options).routes.length)));
+}
+
+// Steady state: one translator, one object changed before each rebuild.
+const translate = createTranslator();
+let config = translate(snapshot, options);
+gc();
+const heapTranslated = process.memoryUsage().heapUsed;
+
+const noChange: number[] = [];
+for (let r = 0; r < RUNS; r++) noChange.push(time(() => (config = translate(snapshot, options))));
+
+const oneIngress: number[] = [];
+for (let r = 0; r < RUNS; r++) {
+  const i = (r * 1237) % COUNT;
+  const ing = makeIngress(i, r + 1);
+  store.ingresses.set(`${ing.metadata.namespace}/${ing.metadata.name}`, ing);
+  const before = config;
+  oneIngress.push(time(() => (config = translate(snapshot, options))));
+  const kept = config.routes.filter((route, idx) => before.routes[idx] === route).length;
+  if (r === 0) console.log(`  (after one Ingress changed, ${kept} of ${config.routes.length} routes kept their identity)`);
+}
+
+const oneSlice: number[] = [];
+for (let r = 0; r < RUNS; r++) {
+  const i = (r * 2749 + 5) % COUNT;
+  const slice = makeSlice(i, r + 1);
+  const key = `${slice.metadata.namespace}/${slice.metadata.name}`;
+  store.endpointSlices.set(key, slice);
+  store.endpointSlicesByService.set(`${slice.metadata.namespace}/svc${i}`, new Map([[key, slice]]));
+  oneSlice.push(time(() => (config = translate(snapshot, options))));
+}
+
+console.log(`translate: ${COUNT} Ingresses, ${routes} routes, ${config.certificates.size} certificates, ${config.problems.length} problems`);
+console.log(`  first full translation     ${median(firstRuns).toFixed(1)} ms (median of ${RUNS})`);
+console.log(`  rebuild, nothing changed   ${median(noChange).toFixed(1)} ms`);
+console.log(`  rebuild, one Ingress       ${median(oneIngress).toFixed(1)} ms`);
+console.log(`  rebuild, one EndpointSlice ${median(oneSlice).toFixed(1)} ms`);
+console.log(`  heap: objects ${mb(heapObjects - heapBefore)}, translator state + config ${mb(heapTranslated - heapObjects)}, total used ${mb(process.memoryUsage().heapUsed)}`);
