@@ -113,29 +113,32 @@ const noChange: number[] = [];
 for (let r = 0; r < RUNS; r++) noChange.push(time(() => (config = translate(snapshot, options))));
 
 const oneIngress: number[] = [];
+let keptAfterIngress = '';
 for (let r = 0; r < RUNS; r++) {
   const i = (r * 1237) % COUNT;
   const ing = makeIngress(i, r + 1);
   store.ingresses.set(`${ing.metadata.namespace}/${ing.metadata.name}`, ing);
-  const before = config;
+  const before = new Set(config.routes);
   oneIngress.push(time(() => (config = translate(snapshot, options))));
-  const kept = config.routes.filter((route, idx) => before.routes[idx] === route).length;
-  if (r === 0) console.log(`  (after one Ingress changed, ${kept} of ${config.routes.length} routes kept their identity)`);
+  if (r === 0) keptAfterIngress = `${config.routes.filter((route) => before.has(route)).length} of ${config.routes.length}`;
 }
 
 const oneSlice: number[] = [];
+let keptAfterSlice = '';
 for (let r = 0; r < RUNS; r++) {
   const i = (r * 2749 + 5) % COUNT;
   const slice = makeSlice(i, r + 1);
   const key = `${slice.metadata.namespace}/${slice.metadata.name}`;
   store.endpointSlices.set(key, slice);
   store.endpointSlicesByService.set(`${slice.metadata.namespace}/svc${i}`, new Map([[key, slice]]));
+  const before = new Set(config.routes);
   oneSlice.push(time(() => (config = translate(snapshot, options))));
+  if (r === 0) keptAfterSlice = `${config.routes.filter((route) => before.has(route)).length} of ${config.routes.length}`;
 }
 
 console.log(`translate: ${COUNT} Ingresses, ${routes} routes, ${config.certificates.size} certificates, ${config.problems.length} problems`);
 console.log(`  first full translation     ${median(firstRuns).toFixed(1)} ms (median of ${RUNS})`);
 console.log(`  rebuild, nothing changed   ${median(noChange).toFixed(1)} ms`);
-console.log(`  rebuild, one Ingress       ${median(oneIngress).toFixed(1)} ms`);
-console.log(`  rebuild, one EndpointSlice ${median(oneSlice).toFixed(1)} ms`);
+console.log(`  rebuild, one Ingress       ${median(oneIngress).toFixed(1)} ms (routes keeping their identity: ${keptAfterIngress})`);
+console.log(`  rebuild, one EndpointSlice ${median(oneSlice).toFixed(1)} ms (routes keeping their identity: ${keptAfterSlice})`);
 console.log(`  heap: objects ${mb(heapObjects - heapBefore)}, translator state + config ${mb(heapTranslated - heapObjects)}, total used ${mb(process.memoryUsage().heapUsed)}`);
