@@ -1,26 +1,51 @@
 // Every policy portico knows, and the two places they are used: parsing annotations
 // during translation, and composing a route's handler chain when the table is built.
 // Adding a policy means adding its module to POLICIES; the proxy core does not change.
-import type { PolicyConfig, Problem } from '../model/config.ts';
+import type { PolicyConfig, Problem, RouteConfig } from '../model/config.ts';
 import type { ObjectRef } from '../model/k8s.ts';
 import type { Handler } from '../proxy/context.ts';
-import type { PolicyDefinition, SharedState } from './types.ts';
+import type { PolicyDefinition, PolicyParseInput, SharedState } from './types.ts';
+import { corsPolicy } from './cors.ts';
+import { headersPolicy } from './headers.ts';
+import { ipAllowPolicy, ipDenyPolicy } from './ip-filter.ts';
+import { maxBodySizePolicy } from './max-body-size.ts';
+import { rateLimitPolicy } from './rate-limit.ts';
+import { rewriteTargetPolicy } from './rewrite-target.ts';
+import { timeoutsPolicy } from './timeouts.ts';
+import { tlsRedirectPolicy } from './tls-redirect.ts';
+import { upstreamProtocolPolicy } from './upstream-protocol.ts';
 
 export const ANNOTATION_PREFIX = 'portico.dev/';
 
 // Sorted by order when used; see each module for what it does.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export const POLICIES: readonly PolicyDefinition<any>[] = [];
+export const POLICIES: readonly PolicyDefinition<any>[] = [
+  ipDenyPolicy,
+  ipAllowPolicy,
+  rateLimitPolicy,
+  tlsRedirectPolicy,
+  corsPolicy,
+  maxBodySizePolicy,
+  rewriteTargetPolicy,
+  headersPolicy,
+  timeoutsPolicy,
+  upstreamProtocolPolicy,
+];
 
 const byName = new Map(POLICIES.map((p) => [p.name, p]));
 const sorted = [...POLICIES].sort((a, b) => a.order - b.order);
 const known = new Set(POLICIES.flatMap((p) => p.annotations));
 
-/** Pure: the policies an Ingress' annotations ask for, plus problems for bad or unknown portico.dev/* annotations. */
+/**
+ * Pure: the policies an Ingress' annotations ask for, plus problems for bad or unknown
+ * portico.dev/* annotations. `secret` reads a Secret of the Ingress' namespace (for
+ * portico.dev/upstream-ca-secret); the caller records what was read as a dependency.
+ */
 export function parsePolicies(
   annotations: Readonly<Record<string, string>> | undefined,
   ingress: ObjectRef,
   problems: Problem[],
+  secret?: PolicyParseInput['secret'],
 ): PolicyConfig[] {
   const out: PolicyConfig[] = [];
   if (!annotations) return out;
@@ -33,10 +58,11 @@ export function parsePolicies(
     }
   }
   if (!any) return out;
-  const input = {
+  const input: PolicyParseInput = {
     annotations,
     ingress,
     report: (p: Omit<Problem, 'object'>) => problems.push({ object: ingress, ...p }),
+    secret,
   };
   for (const policy of sorted) {
     const config = policy.parse(input);
@@ -45,14 +71,21 @@ export function parsePolicies(
   return out;
 }
 
-/** Wraps `terminal` (the forwarder) in the route's policies, first policy outermost. */
-export function composeChain(policies: readonly PolicyConfig[], terminal: Handler, shared: SharedState, key: string): Handler {
+/**
+ * Wraps `terminal` (the forwarder) in the route's policies, first policy outermost.
+ * Policies with a defaultConfig that the route does not list are added with it (they
+ * usually decide from `route` whether to do anything). Pass `route`: policies that
+ * need it (rewrite-target, the tls-redirect default) do nothing without it.
+ */
+export function composeChain(policies: readonly PolicyConfig[], terminal: Handler, shared: SharedState, key: string, route?: RouteConfig): Handler {
+  for (const p of policies) if (!byName.has(p.name)) throw new Error(`unknown policy ${p.name}`);
   let handler = terminal;
-  for (let i = policies.length - 1; i >= 0; i--) {
-    const p = policies[i]!;
-    const def = byName.get(p.name);
-    if (!def) throw new Error(`unknown policy ${p.name}`);
-    handler = def.create(p.config, shared, key)(handler);
+  for (let i = sorted.length - 1; i >= 0; i--) {
+    const def = sorted[i]!;
+    const listed = policies.find((p) => p.name === def.name);
+    const config = listed !== undefined ? listed.config : def.defaultConfig;
+    if (config === undefined) continue;
+    handler = def.create(config, shared, key, route)(handler);
   }
   return handler;
 }

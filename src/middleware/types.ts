@@ -1,7 +1,7 @@
 // A policy is a middleware: parsed from annotations during translation (pure), then
 // instantiated once per route when the route table is built, never per request.
 import type { Handler } from '../proxy/context.ts';
-import type { Problem } from '../model/config.ts';
+import type { Problem, RouteConfig } from '../model/config.ts';
 import type { ObjectRef } from '../model/k8s.ts';
 
 /** Wraps the next handler; called once when a route is compiled. */
@@ -18,6 +18,12 @@ export interface PolicyParseInput {
   readonly ingress: ObjectRef;
   /** Report a problem with one annotation; the policy decides whether it stays on, off or fails closed. */
   report(problem: Omit<Problem, 'object'>): void;
+  /**
+   * A Secret of the Ingress' namespace, by name (data base64-encoded, as on the wire);
+   * undefined when it does not exist. Provided by the translator, which records the
+   * read as a dependency of the Ingress; absent where Secrets cannot be read.
+   */
+  secret?(name: string): { readonly data?: Readonly<Record<string, string>> } | undefined;
 }
 
 export interface PolicyDefinition<C = unknown> {
@@ -29,6 +35,16 @@ export interface PolicyDefinition<C = unknown> {
   readonly order: number;
   /** undefined when the Ingress does not use this policy. Pure: no I/O, no clock. */
   parse(input: PolicyParseInput): C | undefined;
-  /** Build the middleware for one route. `key` identifies the Ingress, for SharedState. */
-  create(config: C, shared: SharedState, key: string): Middleware;
+  /**
+   * Config used when the Ingress does not mention this policy at all: the policy is then
+   * still created for every route, so a default that depends on the route (tls-redirect
+   * on TLS hosts) applies. Absent: such routes do not get this policy.
+   */
+  readonly defaultConfig?: C;
+  /**
+   * Build the middleware for one route. `key` identifies the Ingress, for SharedState.
+   * `route` is the route being compiled (matched path, tls flag...); callers that have
+   * it pass it, policies that need it do nothing without it.
+   */
+  create(config: C, shared: SharedState, key: string, route?: RouteConfig): Middleware;
 }

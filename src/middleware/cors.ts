@@ -1,0 +1,180 @@
+// portico.dev/cors-allow-origins (plus -methods, -headers, -credentials, -max-age):
+// CORS handled at the edge. A preflight (OPTIONS with Origin and
+// Access-Control-Request-Method) is answered here with 204; an allowed origin gets
+// the Access-Control-Allow-* headers, a disallowed one gets none (the browser then
+// refuses). Other requests from an allowed origin are forwarded and their response
+// gets Access-Control-Allow-Origin (and -Credentials, and Vary: Origin when the
+// answer depends on the origin).
+//
+// Origins: "*", exact origins ("https://app.example.com"), or one wildcard label
+// ("https://*.example.com" matches any subdomain, not example.com itself). With
+// credentials the request's origin is echoed, never "*" (browsers refuse "*" there).
+//
+// Invalid values: entries that are not origins (or methods, or header names) are
+// skipped with a warning. With no valid origin the policy is off: no CORS headers,
+// which is the browser's same-origin default, the closed state for CORS.
+import type { Handler, RequestContext } from '../proxy/context.ts';
+import { parseBool, parseDuration } from '../util/units.ts';
+import { annotation, reportIgnored, reportInvalid } from './annotations.ts';
+import { splitList } from './cidr.ts';
+import { withHeaders, type HeaderList } from './header-list.ts';
+import { rawHeader } from './raw-header.ts';
+import type { Middleware, PolicyDefinition, PolicyParseInput } from './types.ts';
+
+export const CORS_ALLOW_ORIGINS = 'portico.dev/cors-allow-origins';
+export const CORS_ALLOW_METHODS = 'portico.dev/cors-allow-methods';
+export const CORS_ALLOW_HEADERS = 'portico.dev/cors-allow-headers';
+export const CORS_ALLOW_CREDENTIALS = 'portico.dev/cors-allow-credentials';
+export const CORS_MAX_AGE = 'portico.dev/cors-max-age';
+
+export const DEFAULT_METHODS = ['GET', 'PUT', 'POST', 'DELETE', 'PATCH', 'OPTIONS'];
+export const DEFAULT_HEADERS = ['DNT', 'User-Agent', 'X-Requested-With', 'If-Modified-Since', 'Cache-Control', 'Content-Type', 'Range', 'Authorization'];
+export const DEFAULT_MAX_AGE_SECONDS = 86_400;
+
+export interface CorsConfig {
+  /** "*", exact origins (lowercase), or "scheme://*.suffix" patterns. */
+  readonly origins: readonly string[];
+  readonly methods: readonly string[];
+  readonly headers: readonly string[];
+  readonly credentials: boolean;
+  readonly maxAgeSeconds: number;
+}
+
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+
+/** An origin as browsers send it (scheme://host[:port], lowercase, default port dropped); undefined if not one. */
+export function normalizeOrigin(entry: string): string | undefined {
+  if (entry === '*') return '*';
+  const wildcard = /^https?:\/\/\*\./i.test(entry);
+  const probe = wildcard ? entry.replace('*.', 'wildcard-label.') : entry;
+  let url: URL;
+  try {
+    url = new URL(probe);
+  } catch {
+    return undefined;
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return undefined;
+  if (url.username !== '' || url.password !== '' || url.search !== '' || url.hash !== '' || url.pathname !== '/') return undefined;
+  if (/[/?#]./.test(probe.slice(url.protocol.length + 2))) return undefined;
+  return wildcard ? url.origin.replace('wildcard-label.', '*.') : url.origin;
+}
+
+function parseList(input: PolicyParseInput, name: string, text: string, valid: (entry: string) => string | undefined, expected: string): string[] {
+  const out: string[] = [];
+  for (const entry of splitList(text)) {
+    const value = valid(entry);
+    if (value === undefined) reportInvalid(input, name, entry, expected, 'this entry is skipped', 'warning');
+    else if (!out.includes(value)) out.push(value);
+  }
+  return out;
+}
+
+export const corsPolicy: PolicyDefinition<CorsConfig> = {
+  name: 'cors',
+  annotations: [CORS_ALLOW_ORIGINS, CORS_ALLOW_METHODS, CORS_ALLOW_HEADERS, CORS_ALLOW_CREDENTIALS, CORS_MAX_AGE],
+  order: 40,
+  parse(input) {
+    const originsText = annotation(input, CORS_ALLOW_ORIGINS);
+    const others = [CORS_ALLOW_METHODS, CORS_ALLOW_HEADERS, CORS_ALLOW_CREDENTIALS, CORS_MAX_AGE];
+    if (originsText === undefined) {
+      for (const name of others) if (annotation(input, name) !== undefined) reportIgnored(input, name, `has no effect without ${CORS_ALLOW_ORIGINS}`);
+      return undefined;
+    }
+    const origins = parseList(input, CORS_ALLOW_ORIGINS, originsText, normalizeOrigin, 'an origin such as https://app.example.com, https://*.example.com or *');
+    if (origins.length === 0) {
+      input.report({ severity: 'error', reason: 'InvalidAnnotation', message: `annotation ${CORS_ALLOW_ORIGINS}: no valid origin in ${JSON.stringify(originsText)}; CORS is off (no CORS headers are sent)` });
+      return undefined;
+    }
+
+    let methods = DEFAULT_METHODS;
+    const methodsText = annotation(input, CORS_ALLOW_METHODS);
+    if (methodsText !== undefined) {
+      const parsed = parseList(input, CORS_ALLOW_METHODS, methodsText, (m) => (TOKEN.test(m) ? m.toUpperCase() : undefined), 'an HTTP method such as GET');
+      if (parsed.length > 0) methods = parsed;
+    }
+
+    let headers = DEFAULT_HEADERS;
+    const headersText = annotation(input, CORS_ALLOW_HEADERS);
+    if (headersText !== undefined) {
+      const parsed = parseList(input, CORS_ALLOW_HEADERS, headersText, (h) => (h === '*' || TOKEN.test(h) ? h : undefined), 'a header name such as X-Api-Key, or *');
+      if (parsed.length > 0) headers = parsed;
+    }
+
+    let credentials = false;
+    const credentialsText = annotation(input, CORS_ALLOW_CREDENTIALS);
+    if (credentialsText !== undefined) {
+      const parsed = parseBool(credentialsText);
+      if (parsed === undefined) reportInvalid(input, CORS_ALLOW_CREDENTIALS, credentialsText, 'true or false', 'credentials are not allowed', 'warning');
+      else credentials = parsed;
+    }
+    if (credentials && origins.includes('*')) {
+      input.report({
+        severity: 'warning',
+        reason: 'InsecureAnnotation',
+        message: `annotation ${CORS_ALLOW_ORIGINS}: "*" with credentials echoes every origin: any web site can make credentialed requests`,
+      });
+    }
+
+    let maxAgeSeconds = DEFAULT_MAX_AGE_SECONDS;
+    const maxAgeText = annotation(input, CORS_MAX_AGE);
+    if (maxAgeText !== undefined) {
+      const ms = parseDuration(maxAgeText);
+      if (ms === undefined) reportInvalid(input, CORS_MAX_AGE, maxAgeText, 'a duration such as 600s, 10m or 24h', `the max age is ${DEFAULT_MAX_AGE_SECONDS}s`, 'warning');
+      else maxAgeSeconds = Math.floor(ms / 1000);
+    }
+    return { origins, methods, headers, credentials, maxAgeSeconds };
+  },
+  create(config): Middleware {
+    const any = config.origins.includes('*');
+    const exact = new Set(config.origins.filter((o) => o !== '*' && !o.includes('://*.')));
+    const wildcards = config.origins
+      .filter((o) => o.includes('://*.'))
+      .map((o) => ({ scheme: o.slice(0, o.indexOf('*')), suffix: o.slice(o.indexOf('*') + 1) }));
+    const allowed = (origin: string): boolean => {
+      if (any || exact.has(origin)) return true;
+      for (const w of wildcards) {
+        if (origin.length > w.scheme.length + w.suffix.length && origin.startsWith(w.scheme) && origin.endsWith(w.suffix)) {
+          const label = origin.slice(w.scheme.length, origin.length - w.suffix.length);
+          if (!/[/:@]/.test(label)) return true;
+        }
+      }
+      return false;
+    };
+    // "*" answers the same to every origin; otherwise the answer depends on Origin.
+    const star = any && !config.credentials;
+    const starHeaders: HeaderList = [['access-control-allow-origin', '*']];
+    const credentialsHeader: HeaderList = config.credentials ? [['access-control-allow-credentials', 'true']] : [];
+    const preflightHeaders: HeaderList = [
+      ['access-control-allow-methods', config.methods.join(', ')],
+      ['access-control-allow-headers', config.headers.join(', ')],
+      ['access-control-max-age', String(config.maxAgeSeconds)],
+      ...credentialsHeader,
+    ];
+    const originHeaders = (origin: string): HeaderList =>
+      star ? starHeaders : [['access-control-allow-origin', origin], ...credentialsHeader, ['vary', 'Origin']];
+
+    const preflight = (ctx: RequestContext, origin: string): void => {
+      const res = ctx.res;
+      if (res.headersSent || res.destroyed) return;
+      const headers: [string, string][] = [['content-length', '0']];
+      if (allowed(origin.toLowerCase())) headers.push(...originHeaders(origin), ...preflightHeaders);
+      else if (!star) headers.push(['vary', 'Origin']);
+      res.writeHead(204, headers.flat());
+      res.end();
+    };
+
+    return (next: Handler): Handler => (ctx) => {
+      const origin = rawHeader(ctx.req, 'origin');
+      if (origin === undefined) {
+        next(ctx);
+        return;
+      }
+      if (ctx.req.method === 'OPTIONS' && rawHeader(ctx.req, 'access-control-request-method') !== undefined) {
+        preflight(ctx, origin);
+        return;
+      }
+      if (allowed(origin.toLowerCase())) ctx.responseHeaders = withHeaders(ctx.responseHeaders, originHeaders(origin));
+      next(ctx);
+    };
+  },
+};
