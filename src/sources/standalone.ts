@@ -111,11 +111,11 @@ export class ManifestDirectorySource {
       this.settleReady(err as Error);
       throw err;
     }
-    if (this.stopped) return;
+    this.settleReady();
+    if (this.stopped) return; // stop() during the first load: nothing to watch
     this.startWatcher();
     this.rescanTimer = setInterval(() => this.requestScan(), this.o.rescanMs);
     this.rescanTimer.unref();
-    this.settleReady();
   }
 
   stop(): void {
