@@ -148,7 +148,6 @@ export const corsPolicy: PolicyDefinition<CorsConfig> = {
       ['access-control-allow-methods', config.methods.join(', ')],
       ['access-control-allow-headers', config.headers.join(', ')],
       ['access-control-max-age', String(config.maxAgeSeconds)],
-      ...credentialsHeader,
     ];
     const originHeaders = (origin: string): HeaderList =>
       star ? starHeaders : [['access-control-allow-origin', origin], ...credentialsHeader, ['vary', 'Origin']];
