@@ -1,0 +1,130 @@
+// The resources the test API server serves: where each lives (group, version, plural),
+// its scope, and the per-kind behaviour the real registry strategies have.
+
+export interface ResourceKind {
+  /** "" for the core group */
+  group: string;
+  version: string;
+  /** e.g. "ingresses" */
+  plural: string;
+  singular: string;
+  kind: string;
+  namespaced: boolean;
+  /** Has a /status subresource: writes to the main resource keep the stored status, and vice versa. */
+  statusSubresource: boolean;
+  /** What create resets .status to when the kind has a status subresource (the real strategies do this). */
+  initialStatus?: () => Record<string, unknown>;
+  /** PUT to a missing object creates it (the real strategies allow this for some kinds only). */
+  createOnUpdate: boolean;
+  /** Field selectors beyond metadata.name and metadata.namespace, each mapped to the path it reads. */
+  extraFields?: Record<string, string>;
+  shortNames?: string[];
+}
+
+export const ALL_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
+export const STATUS_VERBS = ['get', 'patch', 'update'];
+
+const coreEventFields: Record<string, string> = {
+  'involvedObject.kind': 'involvedObject.kind',
+  'involvedObject.namespace': 'involvedObject.namespace',
+  'involvedObject.name': 'involvedObject.name',
+  'involvedObject.uid': 'involvedObject.uid',
+  'involvedObject.apiVersion': 'involvedObject.apiVersion',
+  'involvedObject.resourceVersion': 'involvedObject.resourceVersion',
+  'involvedObject.fieldPath': 'involvedObject.fieldPath',
+  reason: 'reason',
+  reportingComponent: 'reportingComponent',
+  source: 'source.component',
+  type: 'type',
+};
+
+export const KINDS: ResourceKind[] = [
+  {
+    group: 'networking.k8s.io', version: 'v1', plural: 'ingresses', singular: 'ingress', kind: 'Ingress', namespaced: true,
+    statusSubresource: true, initialStatus: () => ({ loadBalancer: {} }), createOnUpdate: false, shortNames: ['ing'],
+  },
+  {
+    group: 'networking.k8s.io', version: 'v1', plural: 'ingressclasses', singular: 'ingressclass', kind: 'IngressClass', namespaced: false,
+    statusSubresource: false, createOnUpdate: false,
+  },
+  {
+    group: '', version: 'v1', plural: 'services', singular: 'service', kind: 'Service', namespaced: true,
+    statusSubresource: true, initialStatus: () => ({ loadBalancer: {} }), createOnUpdate: true, shortNames: ['svc'],
+  },
+  {
+    group: '', version: 'v1', plural: 'secrets', singular: 'secret', kind: 'Secret', namespaced: true,
+    statusSubresource: false, createOnUpdate: false, extraFields: { type: 'type' },
+  },
+  {
+    group: '', version: 'v1', plural: 'events', singular: 'event', kind: 'Event', namespaced: true,
+    statusSubresource: false, createOnUpdate: true, extraFields: coreEventFields, shortNames: ['ev'],
+  },
+  {
+    group: '', version: 'v1', plural: 'namespaces', singular: 'namespace', kind: 'Namespace', namespaced: false,
+    statusSubresource: true, initialStatus: () => ({ phase: 'Active' }), createOnUpdate: false,
+    extraFields: { 'status.phase': 'status.phase' }, shortNames: ['ns'],
+  },
+  {
+    group: 'discovery.k8s.io', version: 'v1', plural: 'endpointslices', singular: 'endpointslice', kind: 'EndpointSlice', namespaced: true,
+    statusSubresource: false, createOnUpdate: false,
+  },
+  {
+    group: 'coordination.k8s.io', version: 'v1', plural: 'leases', singular: 'lease', kind: 'Lease', namespaced: true,
+    statusSubresource: false, createOnUpdate: true,
+  },
+  {
+    group: 'events.k8s.io', version: 'v1', plural: 'events', singular: 'event', kind: 'Event', namespaced: true,
+    statusSubresource: false, createOnUpdate: true, shortNames: ['ev'],
+    extraFields: {
+      'regarding.kind': 'regarding.kind',
+      'regarding.namespace': 'regarding.namespace',
+      'regarding.name': 'regarding.name',
+      'regarding.uid': 'regarding.uid',
+      'regarding.apiVersion': 'regarding.apiVersion',
+      reason: 'reason',
+      reportingController: 'reportingController',
+      type: 'type',
+    },
+  },
+];
+
+/** "v1" or "<group>/<version>" */
+export function groupVersion(r: ResourceKind): string {
+  return r.group ? `${r.group}/${r.version}` : r.version;
+}
+
+/** "ingresses.networking.k8s.io" or "services": how the real server names a resource in messages. */
+export function qualifiedResource(r: ResourceKind): string {
+  return r.group ? `${r.plural}.${r.group}` : r.plural;
+}
+
+/** "Ingress.networking.k8s.io" or "Service": the group kind used in Invalid messages. */
+export function qualifiedKind(r: ResourceKind): string {
+  return r.group ? `${r.kind}.${r.group}` : r.kind;
+}
+
+/** A stable id for a resource within the server: "networking.k8s.io/v1/ingresses". */
+export function resourceId(r: ResourceKind): string {
+  return `${groupVersion(r)}/${r.plural}`;
+}
+
+export function findByPath(group: string, version: string, plural: string): ResourceKind | undefined {
+  return KINDS.find((r) => r.group === group && r.version === version && r.plural === plural);
+}
+
+/**
+ * The resource for an object or a kind name. "Event" alone is the core v1 Event; an apiVersion
+ * (or "events.k8s.io/v1/Event") picks the other one.
+ */
+export function findByKind(kind: string, apiVersion?: string): ResourceKind | undefined {
+  let k = kind;
+  let av = apiVersion;
+  const slash = kind.lastIndexOf('/');
+  if (slash > 0) {
+    av = kind.slice(0, slash);
+    k = kind.slice(slash + 1);
+  }
+  const matches = KINDS.filter((r) => r.kind === k || r.plural === k);
+  if (av) return matches.find((r) => groupVersion(r) === av);
+  return matches.find((r) => r.group === '') ?? matches[0];
+}
