@@ -103,7 +103,12 @@ function routeFor(segments: string[], address: string): Route | undefined {
 
 function send(res: ServerResponse, code: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = typeof body === 'string' ? body : JSON.stringify(body);
-  res.writeHead(code, { 'content-type': typeof body === 'string' ? 'text/plain; charset=utf-8' : 'application/json', 'cache-control': 'no-cache, private', ...headers });
+  res.writeHead(code, {
+    'content-type': typeof body === 'string' ? 'text/plain; charset=utf-8' : 'application/json',
+    'content-length': String(Buffer.byteLength(text)),
+    'cache-control': 'no-cache, private',
+    ...headers,
+  });
   res.end(text);
 }
 

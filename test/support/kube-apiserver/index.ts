@@ -95,8 +95,10 @@ export class FakeKubeApiServer {
 
   /** A kubeconfig (YAML) for this server: bearer token, and the CA in TLS mode. */
   kubeconfig(): string {
-    const cluster: Record<string, string> = { server: this.url };
+    const cluster: Record<string, string | boolean> = { server: this.url };
     if (this.caPem) cluster['certificate-authority-data'] = Buffer.from(this.caPem).toString('base64');
+    // client-node refuses plain http:// servers unless TLS verification is explicitly off.
+    else cluster['insecure-skip-tls-verify'] = true;
     return stringify({
       apiVersion: 'v1',
       kind: 'Config',

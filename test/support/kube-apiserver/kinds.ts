@@ -16,6 +16,11 @@ export interface ResourceKind {
   initialStatus?: () => Record<string, unknown>;
   /** PUT to a missing object creates it (the real strategies allow this for some kinds only). */
   createOnUpdate: boolean;
+  /**
+   * DELETE answers with the deleted object (the registry's ReturnDeletedObject); otherwise,
+   * as for most kinds on a real server, with a Status of status "Success".
+   */
+  returnDeletedObject?: boolean;
   /** Field selectors beyond metadata.name and metadata.namespace, each mapped to the path it reads. */
   extraFields?: Record<string, string>;
   shortNames?: string[];
@@ -50,6 +55,7 @@ export const KINDS: ResourceKind[] = [
   {
     group: '', version: 'v1', plural: 'services', singular: 'service', kind: 'Service', namespaced: true,
     statusSubresource: true, initialStatus: () => ({ loadBalancer: {} }), createOnUpdate: true, shortNames: ['svc'],
+    returnDeletedObject: true,
   },
   {
     group: '', version: 'v1', plural: 'secrets', singular: 'secret', kind: 'Secret', namespaced: true,

@@ -25,7 +25,8 @@ export interface ListBody {
 }
 
 export interface WriteResult {
-  object: KubeObj;
+  /** The object, or for most deletes a Status of status "Success". */
+  object: KubeObj | Record<string, unknown>;
   /** 201 for a create (also create-on-update), 202 for a delete that waits on finalizers, else 200. */
   code: number;
 }
@@ -70,6 +71,17 @@ function decodeContinue(token: string): ContinueToken {
   } catch {
     throw errors.badRequest('continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)');
   }
+}
+
+/** What DELETE answers for kinds that do not return the deleted object. */
+function deletedStatus(r: ResourceKind, obj: KubeObj): Record<string, unknown> {
+  return {
+    kind: 'Status',
+    apiVersion: 'v1',
+    metadata: {},
+    status: 'Success',
+    details: { name: obj.metadata.name, ...(r.group ? { group: r.group } : {}), kind: r.plural, uid: obj.metadata.uid },
+  };
 }
 
 function parseResourceVersion(value: string): number {
@@ -295,7 +307,7 @@ export class Registry {
       return { object: this.store.put(r, key, marked).object, code: 202 };
     }
     this.store.delete(r, key);
-    return { object: existing, code: 200 };
+    return { object: r.returnDeletedObject ? existing : deletedStatus(r, existing), code: 200 };
   }
 
   deleteCollection(r: ResourceKind, namespace: string | undefined, q: ListOptions): ListBody {
@@ -304,7 +316,9 @@ export class Registry {
     const items: Record<string, unknown>[] = [];
     for (const item of listed.items) {
       const meta = item.metadata as ObjectMeta;
-      items.push(this.delete(r, meta.namespace, meta.name!).object);
+      const removed = this.store.get(r, objectKey(r, meta.namespace, meta.name!))!;
+      const result = this.delete(r, meta.namespace, meta.name!);
+      items.push(result.code === 202 ? result.object : removed);
     }
     return { ...listed, items, metadata: { resourceVersion: String(this.store.resourceVersion) } };
   }
