@@ -122,3 +122,20 @@ describe('test API server: TLS', () => {
     await assert.rejects(kc.makeApiClient(NetworkingV1Api).listIngressForAllNamespaces({}), (err: Error) => /certificate|self.signed/i.test(`${err.message} ${(err.cause as Error)?.message ?? ''}`));
   });
 });
+
+describe('test API server: bounded history', () => {
+  test('events beyond historyLimit are compacted away: older resourceVersions get 410', async () => {
+    const server = await FakeKubeApiServer.start({ historyLimit: 3 });
+    try {
+      const start = server.resourceVersion;
+      for (let i = 0; i < 5; i++) server.apply(ingress(`h-${i}`));
+      const old = await raw(server, 'GET', `/apis/networking.k8s.io/v1/ingresses?watch=true&resourceVersion=${start}`);
+      assert.equal(JSON.parse(old.text.trim()).object.code, 410);
+      // The last three writes are still replayable.
+      const recent = await raw(server, 'GET', `/apis/networking.k8s.io/v1/ingresses?watch=true&timeoutSeconds=1&resourceVersion=${Number(server.resourceVersion) - 3}`);
+      assert.deepEqual(recent.text.trim().split('\n').map((l) => JSON.parse(l).object.metadata.name), ['h-2', 'h-3', 'h-4']);
+    } finally {
+      await server.stop();
+    }
+  });
+});
