@@ -8,6 +8,7 @@
 // --trusted-proxies can claim an address.
 import type { Server, Socket } from 'node:net';
 import { isIP } from 'node:net';
+import { Server as TlsServer } from 'node:tls';
 import { canonicalIp } from '../middleware/cidr.ts';
 import { isTrustedProxy, setProxiedAddress } from './client-ip.ts';
 
@@ -116,6 +117,7 @@ export function acceptProxyProtocol(server: Server, options: ProxyProtocolOption
   const downstream = server.listeners('connection') as ((socket: Socket) => void)[];
   server.removeAllListeners('connection');
   const pending = new Set<Socket>();
+  const tlsServer = server instanceof TlsServer;
 
   const deliver = (socket: Socket): void => {
     for (const listener of downstream) listener.call(server, socket);
@@ -154,8 +156,10 @@ export function acceptProxyProtocol(server: Server, options: ProxyProtocolOption
       if (header.source !== undefined) setProxiedAddress(socket, header.source.address);
       if (buffered.length > header.length) socket.unshift(buffered.subarray(header.length));
       deliver(socket);
-      // The HTTP parser takes over from here; it reads what was put back first.
-      socket.resume();
+      // node:http reads the socket as a stream: let it flow again, starting with what was
+      // put back. node:tls instead takes the socket's handle over, reading what was put
+      // back itself; resuming the TCP socket there would keep it open after TLS is done.
+      if (!tlsServer) socket.resume();
     };
     const onError = (): void => finish();
     const onClose = (): void => finish();
