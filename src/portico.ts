@@ -22,8 +22,10 @@ import { createAdminServer } from './admin/server.ts';
 import { CertificateStore } from './tls/certificates.ts';
 import { UpstreamPools } from './proxy/upstreams.ts';
 import { createRouteCompiler } from './proxy/compile.ts';
+import { accessLogHook } from './proxy/metrics.ts';
 import { attachProxy, type ProxyServer } from './proxy/server.ts';
-import { configureClientIp } from './proxy/client-ip.ts';
+import { configureClientIp, isTrustedProxy } from './proxy/client-ip.ts';
+import { acceptProxyProtocol } from './proxy/proxy-protocol.ts';
 import { configureRedirectPort } from './middleware/tls-redirect.ts';
 import { SharedStateMap } from './middleware/registry.ts';
 
@@ -53,7 +55,7 @@ export async function startPortico(options: Options): Promise<Portico> {
   const store = new ObjectStore();
   const certificates = await CertificateStore.create(options.defaultCertificate, options.defaultKey);
   configureClientIp({ trustedProxies: options.trustedProxies, log });
-  configureRedirectPort(options.httpsPort);
+  configureRedirectPort(options.httpsRedirectPort > 0 ? options.httpsRedirectPort : options.httpsPort);
 
   const upstreams = new UpstreamPools({
     connectTimeout: options.upstreamConnectTimeout,
@@ -63,7 +65,7 @@ export async function startPortico(options: Options): Promise<Portico> {
     upstreams,
     registry: metrics.registry,
     shared: new SharedStateMap(),
-    accessLog: options.accessLog ? createAccessLogger(log) : undefined,
+    accessLog: options.accessLog ? accessLogHook(createAccessLogger(log)) : undefined,
     timeouts: {
       connect: options.upstreamConnectTimeout,
       responseHeaders: options.upstreamResponseTimeout,
@@ -78,7 +80,10 @@ export async function startPortico(options: Options): Promise<Portico> {
   let cluster: ClusterSource | undefined;
   let kube: KubeClient | undefined;
   if (options.manifests) {
-    standalone = new ManifestDirectorySource({ dir: options.manifests, store, onProblems: (p: readonly Problem[]) => (fileProblems = p) });
+    standalone = new ManifestDirectorySource({ dir: options.manifests, store, onProblems: (p: readonly Problem[]) => {
+        fileProblems = p;
+        controller.changed();
+      } });
   } else {
     kube = new KubeClient(loadKubeConfig(options.kubeconfig));
     cluster = new ClusterSource({
@@ -152,12 +157,14 @@ export async function startPortico(options: Options): Promise<Portico> {
   const servers: http.Server[] = [];
   if (options.httpPort >= 0) {
     const server = http.createServer();
+    if (options.proxyProtocol) acceptProxyProtocol(server, { isTrusted: isTrustedProxy });
     proxies.push(attachProxy(server, holder, options, false));
     servers.push(server);
     ports.http = await listen(server, options.httpPort, options.bind, '--http-port');
   }
   if (options.httpsPort >= 0) {
     const server = https.createServer(certificates.httpsServerOptions());
+    if (options.proxyProtocol) acceptProxyProtocol(server, { isTrusted: isTrustedProxy });
     proxies.push(attachProxy(server, holder, options, true));
     servers.push(server);
     ports.https = await listen(server, options.httpsPort, options.bind, '--https-port');

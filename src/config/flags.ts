@@ -26,6 +26,7 @@ export interface Options {
   defaultKey: string | undefined;
   trustedProxies: string;
   proxyProtocol: boolean;
+  httpsRedirectPort: number;
   accessLog: boolean;
   logLevel: string;
   debounce: number;
@@ -73,6 +74,7 @@ const FLAGS: FlagSpec[] = [
   { flag: 'default-key', key: 'defaultKey', kind: 'string', default: undefined, help: 'PEM private key of --default-certificate' },
   { flag: 'trusted-proxies', key: 'trustedProxies', kind: 'string', default: '', help: 'CIDR list of peers whose X-Forwarded-For (or PROXY protocol) gives the client address' },
   { flag: 'proxy-protocol', key: 'proxyProtocol', kind: 'bool', default: 'false', help: 'expect a PROXY protocol v1/v2 header from trusted proxies' },
+  { flag: 'https-redirect-port', key: 'httpsRedirectPort', kind: 'port', default: '0', help: 'port in the Location of HTTP-to-HTTPS redirects (0: --https-port; in a cluster set the Service port, 443)' },
   { flag: 'access-log', key: 'accessLog', kind: 'bool', default: 'true', help: 'log one JSON line per request' },
   { flag: 'log-level', key: 'logLevel', kind: 'level', default: 'info', help: 'trace, debug, info, warn, error or fatal' },
   { flag: 'debounce', key: 'debounce', kind: 'duration', default: '50ms', help: 'quiet time gathering a burst of changes into one route-table rebuild' },

@@ -156,7 +156,7 @@ export const corsPolicy: PolicyDefinition<CorsConfig> = {
       const res = ctx.res;
       if (res.headersSent || res.destroyed) return;
       const headers: [string, string][] = [['content-length', '0']];
-      if (allowed(origin.toLowerCase())) headers.push(...originHeaders(origin), ...preflightHeaders);
+      if (allowed(origin.toLowerCase())) for (const h of [...originHeaders(origin), ...preflightHeaders]) headers.push([h[0], h[1]]);
       else if (!star) headers.push(['vary', 'Origin']);
       res.writeHead(204, headers.flat());
       res.end();

@@ -86,7 +86,7 @@ export function createRouteCompiler(deps: RouteCompilerDeps): RouteCompiler {
       const routeMetrics = metrics.forRoute(config);
       const forwarder = new Forwarder(config, deps.upstreams, routeMetrics);
       const key = `${config.ingress.namespace}/${config.ingress.name}`;
-      const chain = composeChain(config.policies, forwarder.handle, deps.shared, key);
+      const chain = composeChain(config.policies, forwarder.handle, deps.shared, key, config);
       route = new CompiledRoute(config, chain, routeMetrics, deps.accessLog, timeouts);
       compiled.set(config, route);
     }

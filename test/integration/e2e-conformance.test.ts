@@ -38,13 +38,14 @@ describe('ingress conformance scenarios (standalone mode)', () => {
       ingressClass('other', { controller: 'example.com/other-controller' }),
       tlsSecret('conformance-tls', cert.cert, cert.private),
       // host_rules.feature
+      // The conformance suite expects plain HTTP to be served, so the default HTTPS redirect is off here.
       ingress('host-rules', {
         tls: [{ hosts: ['foo.bar.com'], secretName: 'conformance-tls' }],
         rules: [
           { host: '*.foo.com', paths: [{ path: '/', service: 'wildcard-foo-com', port: 8080 }] },
           { host: 'foo.bar.com', paths: [{ path: '/', service: 'foo-bar-com', port: 'http' }] },
         ],
-      }),
+      }, { annotations: { 'portico.dev/tls-redirect': 'false' } }),
       // path_rules.feature
       ingress('path-rules', {
         rules: [
@@ -241,3 +242,4 @@ describe('default backend and load balancing (standalone mode)', () => {
       assert.equal(pods.size, 10);
     });
   });
+});

@@ -265,7 +265,7 @@ describe('test API server: objects', () => {
       assert.equal(res.json().reason, 'Unauthorized');
     }
     const kc = kubeConfigFor(server);
-    kc.getCurrentUser()!.token = 'wrong';
+    (kc.getCurrentUser() as { token?: string }).token = 'wrong';
     await assert.rejects(kc.makeApiClient(CoreV1Api).listNamespacedService({ namespace: 'default' }), apiError(401));
   });
 });

@@ -62,7 +62,7 @@ export async function recordWatch(kc: KubeConfig, path: string, query: Record<st
   const events: WatchEventRecord[] = [];
   let resolveEnded!: (err: Error | null) => void;
   const ended = new Promise<Error | null>((resolve) => (resolveEnded = resolve));
-  const controller = await new Watch(kc).watch(path, query, (type, object) => events.push({ type, object }), (err) => resolveEnded(err ?? null));
+  const controller = await new Watch(kc).watch(path, query as Record<string, string | number | boolean | undefined>, (type, object) => events.push({ type, object }), (err) => resolveEnded(err ?? null));
   return {
     events,
     ended,

@@ -139,7 +139,7 @@ describe('cors at runtime', () => {
   });
 
   test('a disallowed origin, or no origin, gets no CORS headers', async () => {
-    for (const headers of [{ origin: 'https://app.example.com.evil.net' }, {}]) {
+    for (const headers of [{ origin: 'https://app.example.com.evil.net' }, {}] as Record<string, string>[]) {
       const r = await request(listed, '/api', { headers });
       assert.equal(r.status, 200);
       assert.equal(r.headers['access-control-allow-origin'], undefined);
