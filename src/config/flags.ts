@@ -165,6 +165,9 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv = p
   if ((options.defaultCertificate === undefined) !== (options.defaultKey === undefined)) {
     throw new FlagError('--default-certificate and --default-key go together: give both or neither');
   }
+  if (options.renewDeadline >= options.leaseDuration) {
+    throw new FlagError(`--renew-deadline (${options.renewDeadline} ms) must be shorter than --lease-duration (${options.leaseDuration} ms)`);
+  }
   return options;
 }
 
@@ -179,7 +182,7 @@ export function helpText(): string {
   for (const f of FLAGS) {
     const placeholder = f.kind === 'bool' ? '' : ` ${f.kind === 'duration' ? 'DURATION' : f.kind === 'port' ? 'N' : 'VALUE'}`;
     const def = f.default === undefined || f.default === '' ? '' : ` (default ${f.default})`;
-    lines.push(`  --${f.flag}${placeholder}`.padEnd(36) + `${f.help}${def}  [$${envName(f.flag)}]`);
+    lines.push(`  --${f.flag}${placeholder}`.padEnd(40) + ` ${f.help}${def}  [$${envName(f.flag)}]`);
   }
   lines.push('', 'Durations: 500ms, 5s, 2m, 1h30m. Booleans: true/false/1/0/yes/no.');
   return lines.join('\n');
