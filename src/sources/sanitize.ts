@@ -57,7 +57,8 @@ const NAMESPACED: ReadonlySet<string> = new Set(['Ingress', 'Service', 'Endpoint
 /** Huge and useless for routing; for a Secret it would even hold a second copy of every key. */
 const DROPPED_ANNOTATIONS: ReadonlySet<string> = new Set(['kubectl.kubernetes.io/last-applied-configuration']);
 
-const TLS_KEYS = ['tls.crt', 'tls.key'] as const;
+// ca.crt: the CA an upstream-ca-secret policy verifies pods against (cert-manager writes it in TLS Secrets).
+const TLS_KEYS = ['tls.crt', 'tls.key', 'ca.crt'] as const;
 
 type Json = Record<string, unknown>;
 
