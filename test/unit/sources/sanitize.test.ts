@@ -114,10 +114,10 @@ describe('sanitize: recognized kinds', () => {
 describe('sanitize: Secrets', () => {
   const tls = (extra: Record<string, unknown>) => ({ apiVersion: 'v1', kind: 'Secret', type: 'kubernetes.io/tls', metadata: { name: 'cert', namespace: 'shop' }, ...extra });
 
-  test('stringData is folded into base64 data, and only tls.crt and tls.key are kept', () => {
+  test('stringData is folded into base64 data, and only tls.crt, tls.key and ca.crt are kept', () => {
     const { object } = sanitize(tls({ stringData: { 'tls.crt': 'CERT PEM', 'ca.crt': 'CA' }, data: { 'tls.key': Buffer.from('KEY PEM').toString('base64'), other: 'eA==' } }));
     const secret = object as Secret;
-    assert.deepEqual(secret.data, { 'tls.crt': Buffer.from('CERT PEM').toString('base64'), 'tls.key': Buffer.from('KEY PEM').toString('base64') });
+    assert.deepEqual(secret.data, { 'tls.crt': Buffer.from('CERT PEM').toString('base64'), 'tls.key': Buffer.from('KEY PEM').toString('base64'), 'ca.crt': Buffer.from('CA').toString('base64') });
     assert.equal(secret.stringData, undefined);
     assert.equal(secret.type, 'kubernetes.io/tls');
   });
