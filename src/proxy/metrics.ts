@@ -1,6 +1,7 @@
 // Proxy metrics. The hot path only bumps plain numbers on objects bound to the route
 // at compile time; prom-client sees them when /metrics is scraped (collect hooks and
 // a small histogram that formats itself), so a request never hashes label sets.
+import type { AccessLogEntry } from '../util/log.ts';
 import { Counter, type Registry } from 'prom-client';
 import type { RouteConfig } from '../model/config.ts';
 import type { RequestContext } from './context.ts';
@@ -12,20 +13,8 @@ import type { RequestContext } from './context.ts';
  */
 export type AccessLogHook = (ctx: RequestContext, status: number, bytes: number, upstreamMs: number, upstreamAddress: string) => void;
 
-/** One access-log line as a plain object (the shape src/util/log.ts' access logger takes). */
-export interface AccessLogFields {
-  method: string;
-  host: string;
-  path: string;
-  status: number;
-  bytes: number;
-  durationMs: number;
-  upstreamMs: number;
-  upstream: string;
-  route: string;
-  clientIp: string;
-  requestId: string;
-}
+/** One access-log line as a plain object: the shape src/util/log.ts' access logger takes. */
+export type AccessLogFields = AccessLogEntry;
 
 /** Adapts a logger of AccessLogFields to the proxy's hook. */
 export function accessLogHook(log: (fields: AccessLogFields) => void): AccessLogHook {
