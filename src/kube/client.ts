@@ -3,6 +3,8 @@
 // and undici. It returns raw JSON, as on the wire, because routing works on that shape
 // and the generated clients' Date/class conversions would only cost memory and time.
 import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { HttpMethod, RequestContext } from '@kubernetes/client-node/dist/gen/http/http.js';
 import { fetch, type Dispatcher } from 'undici';
@@ -29,12 +31,16 @@ export function loadKubeConfig(kubeconfigPath: string | undefined): KubeConfig {
   const kc = new KubeConfig();
   if (kubeconfigPath) kc.loadFromFile(kubeconfigPath);
   else if (process.env.KUBERNETES_SERVICE_HOST && existsSync(IN_CLUSTER_TOKEN)) kc.loadFromCluster();
-  else kc.loadFromDefault();
+  else if (process.env.KUBECONFIG || existsSync(join(homedir(), '.kube', 'config'))) kc.loadFromDefault();
+  else {
+    // client-node would fall back to http://localhost:8080; say what is missing instead.
+    throw new Error('no Kubernetes API configured: not in a pod, no --kubeconfig, no $KUBECONFIG, no ~/.kube/config (use --manifests DIR for standalone mode)');
+  }
   if (!kc.getCurrentCluster()) {
     throw new Error(
       kubeconfigPath
         ? `--kubeconfig ${kubeconfigPath}: no current cluster in this kubeconfig`
-        : 'no Kubernetes API configured: not in a pod, no $KUBECONFIG, no ~/.kube/config (use --manifests DIR for standalone mode)',
+        : 'no current cluster in $KUBECONFIG or ~/.kube/config',
     );
   }
   return kc;

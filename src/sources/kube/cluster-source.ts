@@ -1,22 +1,11 @@
 // Cluster mode's source: one reflector per kind portico routes from, all feeding
 // the same ObjectStore that standalone mode fills from files.
-import type { Logger } from 'pino';
-import { ROUTING_KINDS, type KubeObject, type RoutingKind } from '../../model/k8s.ts';
-import type { KubeClient } from '../../kube/client.ts';
+import { ROUTING_KINDS, type RoutingKind } from '../../model/k8s.ts';
 import { RESOURCES } from '../../kube/resources.ts';
-import { Reflector, type ReflectorSink } from './reflector.ts';
+import { Reflector, type ReflectorOptions } from './reflector.ts';
 
-export interface ClusterSourceOptions {
-  client: KubeClient;
-  sink: ReflectorSink;
-  sanitize: (raw: unknown) => KubeObject | undefined;
-  log: Logger;
-  /** Only this namespace (IngressClasses are cluster-scoped and always watched). */
-  namespace?: string;
-  resyncMs: number;
-  /** true while every watch is connected. */
-  onConnected?: (connected: boolean) => void;
-}
+/** The reflectors' shared options; the resource comes from RESOURCES per kind. */
+export type ClusterSourceOptions = Pick<ReflectorOptions, 'client' | 'sink' | 'sanitize' | 'log' | 'namespace' | 'resyncMs' | 'onConnected'>;
 
 export class ClusterSource {
   private readonly reflectors: Reflector[];
@@ -41,7 +30,7 @@ export class ClusterSource {
             const all = ROUTING_KINDS.every((k) => this.connected.get(k) === true);
             if (all !== this.allConnected) {
               this.allConnected = all;
-              o.log.info({ connected: all }, all ? 'Kubernetes API connected' : 'Kubernetes API connection lost; serving the last known routes');
+              o.log.info({ connected: all }, all ? 'Kubernetes API connected' : 'Kubernetes API not connected; serving the last known routes');
               o.onConnected?.(all);
             }
           },
