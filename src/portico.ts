@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { Options } from './config/flags.ts';
 import { CONTROLLER_NAME, type Problem } from './model/config.ts';
-import { Controller } from './controller.ts';
+import { Controller, problemKey } from './controller.ts';
 import { buildRouteTable, emptyRoutingConfig, RouteTableHolder } from './routing/table.ts';
 import { ObjectStore } from './sources/store.ts';
 import { sanitize } from './sources/sanitize.ts';
@@ -133,6 +133,7 @@ export async function startPortico(options: Options): Promise<Portico> {
     });
   }
 
+  let reportedTlsProblems = new Set<string>();
   const controller = new Controller({
     store,
     holder,
@@ -143,7 +144,14 @@ export async function startPortico(options: Options): Promise<Portico> {
     externalProblems: () => fileProblems,
     onRebuilt: (table, translateMs, problems) => {
       metrics.recordRebuild(table, translateMs, problems);
-      certificates.update(table.config.certificates);
+      // Translation validates Secrets; what the TLS layer still rejects is logged once.
+      const tlsProblems = new Set<string>();
+      for (const p of certificates.update(table.config.certificates)) {
+        const key = problemKey(p);
+        tlsProblems.add(key);
+        if (!reportedTlsProblems.has(key)) log.warn({ object: p.object, reason: p.reason }, `Secret ${p.object.namespace ?? ''}/${p.object.name}: ${p.message}`);
+      }
+      reportedTlsProblems = tlsProblems;
       upstreams.retain(table.config);
       void statusWriter?.reconcile();
     },

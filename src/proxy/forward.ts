@@ -8,7 +8,7 @@ import type { RouteConfig } from '../model/config.ts';
 import { Balancer } from './balancer.ts';
 import type { RequestContext } from './context.ts';
 import { sendError } from './errors.ts';
-import { buildRequestHeaders, buildResponseHeaders, type UpstreamRequestHead } from './headers.ts';
+import { buildRequestHeaders, buildResponseHeaders, UpstreamRequestHead } from './headers.ts';
 import type { RouteMetrics, UpstreamErrorKind } from './metrics.ts';
 import type { Endpoint, UpstreamPools } from './upstreams.ts';
 import { isUpgrade, tunnelUpgrade } from './websocket.ts';
@@ -145,13 +145,9 @@ export class Forwarder {
  * One proxied request: the undici dispatch handler, and the state of the client
  * response. Retried at most once, on another pod, when nothing reached the first.
  */
-class Exchange implements Dispatcher.DispatchHandler, UpstreamRequestHead {
+class Exchange extends UpstreamRequestHead implements Dispatcher.DispatchHandler {
   private readonly ctx: RequestContext;
   private readonly forwarder: Forwarder;
-  headers: string[] = [];
-  contentLength = -1;
-  chunked = false;
-  upgrade = '';
   private body: RequestContext['req'] | null = null;
   private endpoint: Endpoint | undefined = undefined;
   private controller: Dispatcher.DispatchController | undefined = undefined;
@@ -167,6 +163,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamRequestHead {
   private startedAt = 0;
 
   constructor(ctx: RequestContext, forwarder: Forwarder) {
+    super();
     this.ctx = ctx;
     this.forwarder = forwarder;
   }

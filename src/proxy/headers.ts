@@ -74,14 +74,15 @@ function portText(port: number | undefined): string {
 }
 
 /** The request head going to the pod; filled by buildRequestHeaders. */
-export interface UpstreamRequestHead {
+/** What buildRequestHeaders fills in; proxied requests and upgrade tunnels extend it. */
+export class UpstreamRequestHead {
   /** Flat [name, value, name, value...], as undici takes them. */
-  headers: string[];
+  headers: string[] = [];
   /** -1 when absent */
-  contentLength: number;
-  chunked: boolean;
+  contentLength = -1;
+  chunked = false;
   /** The Upgrade header, for upgrade requests */
-  upgrade: string;
+  upgrade = '';
 }
 
 /**

@@ -8,7 +8,7 @@ import tls from 'node:tls';
 import type { RequestContext } from './context.ts';
 import { sendError } from './errors.ts';
 import type { Forwarder } from './forward.ts';
-import { buildRequestHeaders, type UpstreamRequestHead } from './headers.ts';
+import { buildRequestHeaders, UpstreamRequestHead } from './headers.ts';
 import type { Endpoint } from './upstreams.ts';
 
 const kUpgradeHead = Symbol('portico.upgradeHead');
@@ -45,13 +45,9 @@ export function tunnelUpgrade(ctx: RequestContext, forwarder: Forwarder): void {
   new Tunnel(ctx, forwarder).start();
 }
 
-class Tunnel implements UpstreamRequestHead {
+class Tunnel extends UpstreamRequestHead {
   private readonly ctx: RequestContext;
   private readonly forwarder: Forwarder;
-  headers: string[] = [];
-  contentLength = -1;
-  chunked = false;
-  upgrade = '';
   private upstream: net.Socket | undefined = undefined;
   private endpoint: Endpoint | undefined = undefined;
   private connected = false;
@@ -60,6 +56,7 @@ class Tunnel implements UpstreamRequestHead {
   private finished = false;
 
   constructor(ctx: RequestContext, forwarder: Forwarder) {
+    super();
     this.ctx = ctx;
     this.forwarder = forwarder;
   }
