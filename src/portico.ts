@@ -1,8 +1,8 @@
 // Assembles one portico process from its options. Used by the CLI and by tests.
 import { hostname } from 'node:os';
-import http from 'node:http';
-import https from 'node:https';
-import type { AddressInfo } from 'node:net';
+import type http from 'node:http';
+import net, { type AddressInfo } from 'node:net';
+import tls from 'node:tls';
 import type { Logger } from 'pino';
 import type { Options } from './config/flags.ts';
 import { CONTROLLER_NAME, type Problem } from './model/config.ts';
@@ -37,7 +37,7 @@ export interface Portico {
   stop(graceMs: number): Promise<void>;
 }
 
-function listen(server: http.Server, port: number, host: string, what: string): Promise<number> {
+function listen(server: net.Server, port: number, host: string, what: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const onError = (err: NodeJS.ErrnoException) =>
       reject(new Error(`${what}: cannot listen on ${host}:${port}: ${err.code === 'EADDRINUSE' ? 'address already in use' : err.message}`));
@@ -162,18 +162,19 @@ export async function startPortico(options: Options): Promise<Portico> {
   // ---- listeners ----
   const ports: Portico['ports'] = {};
   const proxies: ProxyServer[] = [];
-  const servers: http.Server[] = [];
+  const servers: net.Server[] = [];
   if (options.httpPort >= 0) {
-    const server = http.createServer();
-    if (options.proxyProtocol) acceptProxyProtocol(server, { isTrusted: isTrustedProxy });
+    const server = net.createServer({ allowHalfOpen: true, noDelay: true });
     proxies.push(attachProxy(server, holder, options, false));
+    // After attachProxy: it wraps the connection listener that attachProxy added.
+    if (options.proxyProtocol) acceptProxyProtocol(server, { isTrusted: isTrustedProxy });
     servers.push(server);
     ports.http = await listen(server, options.httpPort, options.bind, '--http-port');
   }
   if (options.httpsPort >= 0) {
-    const server = https.createServer(certificates.httpsServerOptions());
-    if (options.proxyProtocol) acceptProxyProtocol(server, { isTrusted: isTrustedProxy });
+    const server = tls.createServer({ ...certificates.httpsServerOptions(), allowHalfOpen: true });
     proxies.push(attachProxy(server, holder, options, true));
+    if (options.proxyProtocol) acceptProxyProtocol(server, { isTrusted: isTrustedProxy });
     servers.push(server);
     ports.https = await listen(server, options.httpsPort, options.bind, '--https-port');
   }

@@ -1,8 +1,8 @@
 // Turns a RouteConfig into a live Route: the forwarder wrapped in the route's
 // policies, with its metrics bound. Memoized by RouteConfig identity, so a route
 // that did not change keeps its compiled chain (and policy state) across rebuilds.
-import type { ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';
+import type { Http1Response } from '../http1/response.ts';
 import type { RouteConfig } from '../model/config.ts';
 import type { Route, RouteCompiler } from '../routing/table.ts';
 import { composeChain } from '../middleware/registry.ts';
@@ -11,7 +11,6 @@ import type { Handler, RequestContext, UpstreamTimeouts } from './context.ts';
 import { Forwarder } from './forward.ts';
 import { ProxyMetrics, type AccessLogHook, type RouteMetrics } from './metrics.ts';
 import type { UpstreamPools } from './upstreams.ts';
-import { isUpgrade } from './websocket.ts';
 
 export interface RouteCompilerDeps {
   upstreams: UpstreamPools;
@@ -27,7 +26,7 @@ export interface RouteCompilerDeps {
 
 const kContext = Symbol('portico.context');
 const kRoute = Symbol('portico.route');
-type TrackedResponse = ServerResponse & { [kContext]?: RequestContext; [kRoute]?: CompiledRoute };
+type TrackedResponse = Http1Response & { [kContext]?: RequestContext; [kRoute]?: CompiledRoute };
 
 /** A compiled route: Route plus what the proxy needs when a request finishes. */
 export class CompiledRoute implements Route {
@@ -61,7 +60,7 @@ export function finalStatus(ctx: RequestContext): number {
   const res = ctx.res;
   if (res.writableFinished) return res.statusCode;
   // An upgrade tunnel never "finishes": what counts is the pod's status line.
-  if (ctx.upstreamAddress !== '' && isUpgrade(ctx.req)) return res.statusCode;
+  if (ctx.upstreamAddress !== '' && ctx.req.upgrade) return res.statusCode;
   return 499;
 }
 

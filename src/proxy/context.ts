@@ -1,5 +1,6 @@
 // The per-request state that flows through a route's middleware chain into the forwarder.
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Http1Request } from '../http1/request.ts';
+import type { Http1Response } from '../http1/response.ts';
 import type { Route } from '../routing/table.ts';
 
 /** How to talk to the pods of a route; set per route by the upstream-protocol policy. */
@@ -29,8 +30,8 @@ export interface UpstreamTimeouts {
  * Middleware reads and adjusts it, then calls the next handler.
  */
 export class RequestContext {
-  readonly req: IncomingMessage;
-  readonly res: ServerResponse;
+  readonly req: Http1Request;
+  readonly res: Http1Response;
   readonly route: Route;
   /** Client address: the socket peer, or from X-Forwarded-For / PROXY protocol when the peer is a trusted proxy. */
   clientIp: string;
@@ -63,8 +64,8 @@ export class RequestContext {
   responseBytes = 0;
 
   constructor(
-    req: IncomingMessage,
-    res: ServerResponse,
+    req: Http1Request,
+    res: Http1Response,
     route: Route,
     clientIp: string,
     secure: boolean,

@@ -1,6 +1,6 @@
 // Answers the proxy (and middleware) produces itself: short text/plain bodies that
 // say which case it was, never a stack trace.
-import type { ServerResponse } from 'node:http';
+import type { Http1Response } from '../http1/response.ts';
 
 /** Reason phrases for the statuses portico answers with itself. */
 const STATUS_TEXT: Record<number, string> = {
@@ -27,7 +27,7 @@ export interface SendErrorOptions {
  * started (the caller then has to destroy it) or the client is gone.
  * Returns true when the answer was written.
  */
-export function sendError(res: ServerResponse, status: number, message: string, options?: SendErrorOptions): boolean {
+export function sendError(res: Http1Response, status: number, message: string, options?: SendErrorOptions): boolean {
   if (res.headersSent || res.writableEnded || res.destroyed) return false;
   const body = message + '\n';
   const headers: string[] = [
@@ -42,6 +42,6 @@ export function sendError(res: ServerResponse, status: number, message: string, 
     res.shouldKeepAlive = false;
   }
   res.writeHead(status, STATUS_TEXT[status] ?? '', headers);
-  res.end(res.req?.method === 'HEAD' ? undefined : body);
+  res.end(res.req.method === 'HEAD' ? undefined : body);
   return true;
 }

@@ -2,8 +2,9 @@
 // pool and streams the answer back, both ways with back-pressure. Uses undici's
 // low-level dispatch with one handler object per request (no per-request streams
 // or closures); see Exchange.
-import type { ServerResponse } from 'node:http';
+import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
+import type { Http1Response } from '../http1/response.ts';
 import type { RouteConfig } from '../model/config.ts';
 import { Balancer } from './balancer.ts';
 import type { RequestContext } from './context.ts';
@@ -11,10 +12,10 @@ import { sendError } from './errors.ts';
 import { buildRequestHeaders, buildResponseHeaders, UpstreamRequestHead } from './headers.ts';
 import type { RouteMetrics, UpstreamErrorKind } from './metrics.ts';
 import type { Endpoint, UpstreamPools } from './upstreams.ts';
-import { isUpgrade, tunnelUpgrade } from './websocket.ts';
+import { tunnelUpgrade } from './websocket.ts';
 
 const kExchange = Symbol('portico.exchange');
-type ExchangeResponse = ServerResponse & { [kExchange]?: Exchange };
+type ExchangeResponse = Http1Response & { [kExchange]?: Exchange };
 
 /** Why the proxy itself ended an upstream request. */
 class ProxyAbort extends Error {
@@ -133,7 +134,7 @@ export class Forwarder {
       sendError(ctx.res, 503, this.unavailable);
       return;
     }
-    if (isUpgrade(ctx.req)) {
+    if (ctx.req.upgrade) {
       tunnelUpgrade(ctx, this);
       return;
     }
@@ -148,7 +149,7 @@ export class Forwarder {
 class Exchange extends UpstreamRequestHead implements Dispatcher.DispatchHandler {
   private readonly ctx: RequestContext;
   private readonly forwarder: Forwarder;
-  private body: RequestContext['req'] | null = null;
+  private body: Readable | null = null;
   private endpoint: Endpoint | undefined = undefined;
   private controller: Dispatcher.DispatchController | undefined = undefined;
   /** An attempt is counted in its endpoint's in-flight number. */
@@ -178,7 +179,7 @@ class Exchange extends UpstreamRequestHead implements Dispatcher.DispatchHandler
       return;
     }
     if (this.contentLength > 0 || this.chunked) {
-      this.body = ctx.req;
+      this.body = ctx.req.body();
       this.countBody = limit >= 0 && this.contentLength < 0;
     }
     const endpoint = this.forwarder.balancer.pick();

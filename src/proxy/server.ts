@@ -1,16 +1,17 @@
 // The proxy's HTTP entry point: for each request, find the route in the live table,
-// build the RequestContext and run the route's chain. Also upgrade requests
-// (WebSocket), client-side timeouts and graceful drain.
-import type http from 'node:http';
-import type https from 'node:https';
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Duplex } from 'node:stream';
+// build the RequestContext and run the route's chain. Requests come from portico's
+// own HTTP/1.1 server (src/http1), on plain or TLS listeners; upgrade requests
+// (WebSocket) take the same path and end in a tunnel. Also graceful drain.
+import type { Server, Socket } from 'node:net';
+import { Server as TlsServer, type TLSSocket } from 'node:tls';
+import { Http1Server } from '../http1/server.ts';
+import type { Http1Request } from '../http1/request.ts';
+import type { Http1Response } from '../http1/response.ts';
 import { hasDotSegment, normalizeHost, splitTarget } from '../routing/request-target.ts';
 import type { RouteTableHolder } from '../routing/table.ts';
 import { resolveClientIp } from './client-ip.ts';
 import { RequestContext, type UpstreamTimeouts } from './context.ts';
 import { sendError } from './errors.ts';
-import { upgradeResponse } from './websocket.ts';
 
 /** The flags the proxy listeners use (config/flags.ts Options has them all). */
 export interface ProxyServerOptions {
@@ -26,13 +27,13 @@ export interface ProxyServerOptions {
 }
 
 /**
- * Headers beyond this count are ignored by Node's parser; real clients send a few dozen,
- * and the total size stays bounded by --max-http-header-size (16 KiB).
+ * Headers beyond this count are ignored; real clients send a few dozen, and the total
+ * size stays bounded by Node's --max-http-header-size (16 KiB).
  */
 const MAX_HEADERS_COUNT = 256;
 
 /** The Host header from rawHeaders, without building req.headers (a lazy getter that copies them all). */
-function hostHeader(req: IncomingMessage): string | undefined {
+function hostHeader(req: Http1Request): string | undefined {
   const raw = req.rawHeaders;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;
@@ -49,7 +50,6 @@ export class ProxyRequestHandler {
   inflight = 0;
   draining = false;
   private onIdle: (() => void) | undefined = undefined;
-  private readonly tunnels = new Set<Duplex>();
 
   constructor(holder: RouteTableHolder, options: ProxyServerOptions, secure: boolean) {
     this.holder = holder;
@@ -61,36 +61,24 @@ export class ProxyRequestHandler {
       idle: options.upstreamIdleTimeout,
     });
     this.handleRequest = this.handleRequest.bind(this);
-    this.handleUpgrade = this.handleUpgrade.bind(this);
     this.finished = this.finished.bind(this);
   }
 
-  handleRequest(req: IncomingMessage, res: ServerResponse): void {
+  handleRequest(req: Http1Request, res: Http1Response): void {
     this.inflight++;
     res.on('close', this.finished);
-    // While draining, answer what still arrives on open connections, then close them.
-    if (this.draining) res.shouldKeepAlive = false;
-    this.route(req, res);
-  }
-
-  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
-    // After an upgrade Node no longer watches the socket for errors: a reset must not crash the process.
-    socket.on('error', ignore);
-    this.inflight++;
-    this.tunnels.add(socket);
-    socket.once('close', () => {
-      this.tunnels.delete(socket);
-      this.finished();
-    });
-    const res = upgradeResponse(req, socket, head);
     if (this.draining) {
-      sendError(res, 503, 'shutting down');
-      return;
+      // While draining, answer what still arrives on open connections, then close them.
+      res.shouldKeepAlive = false;
+      if (req.upgrade) {
+        sendError(res, 503, 'shutting down');
+        return;
+      }
     }
     this.route(req, res);
   }
 
-  private route(req: IncomingMessage, res: ServerResponse): void {
+  private route(req: Http1Request, res: Http1Response): void {
     const start = performance.now();
     const target = splitTarget(req.url ?? '');
     if (target === undefined) {
@@ -129,23 +117,12 @@ export class ProxyRequestHandler {
       this.onIdle = resolve;
     });
   }
-
-  destroyTunnels(): void {
-    for (const socket of this.tunnels) socket.destroy();
-    this.tunnels.clear();
-  }
-}
-
-function ignore(): void {}
-
-/** A request listener for any node:http(s) server. */
-export function createProxyHandler(holder: RouteTableHolder, options: ProxyServerOptions, secure = false): (req: IncomingMessage, res: ServerResponse) => void {
-  return new ProxyRequestHandler(holder, options, secure).handleRequest;
 }
 
 export interface ProxyServer {
-  readonly server: http.Server | https.Server;
+  readonly server: Server;
   readonly handler: ProxyRequestHandler;
+  readonly http1: Http1Server;
   /**
    * Graceful shutdown: stop accepting, close idle keep-alive connections, let requests
    * in flight finish for up to graceMs, then cut what is left.
@@ -153,21 +130,36 @@ export interface ProxyServer {
   drain(graceMs: number): Promise<void>;
 }
 
-/** Serves the route table on `server` (plain or TLS, created elsewhere) and applies the client timeouts. */
-export function attachProxy(server: http.Server | https.Server, holder: RouteTableHolder, options: ProxyServerOptions, secure: boolean): ProxyServer {
+/**
+ * Serves the route table on `server`: a net.Server (plain HTTP) or a tls.Server (HTTPS),
+ * created elsewhere without connection listeners of its own.
+ */
+export function attachProxy(server: Server, holder: RouteTableHolder, options: ProxyServerOptions, secure: boolean): ProxyServer {
   const handler = new ProxyRequestHandler(holder, options, secure);
-  server.on('request', handler.handleRequest);
-  server.on('upgrade', handler.handleUpgrade);
-  server.requestTimeout = options.clientRequestTimeout;
-  // Node wants the header timeout within the request timeout.
-  server.headersTimeout = options.clientRequestTimeout > 0 ? Math.min(options.clientHeaderTimeout, options.clientRequestTimeout) : options.clientHeaderTimeout;
-  server.keepAliveTimeout = options.clientIdleTimeout;
-  server.maxHeadersCount = MAX_HEADERS_COUNT;
+  const http1 = new Http1Server(handler.handleRequest, {
+    // The header timeout lies within the request timeout.
+    headerTimeout: options.clientRequestTimeout > 0 ? Math.min(options.clientHeaderTimeout, options.clientRequestTimeout) : options.clientHeaderTimeout,
+    requestTimeout: options.clientRequestTimeout,
+    idleTimeout: options.clientIdleTimeout,
+    maxHeaders: MAX_HEADERS_COUNT,
+  });
+  // Sockets still in their TLS handshake are not http1's yet; drain closes them too.
+  const handshaking = new Set<Socket>();
+  if (server instanceof TlsServer) {
+    server.on('connection', (socket: Socket) => {
+      handshaking.add(socket);
+      socket.once('close', () => handshaking.delete(socket));
+    });
+    server.on('secureConnection', (socket: TLSSocket) => http1.accept(socket));
+  } else {
+    server.on('connection', http1.accept);
+  }
 
   let draining: Promise<void> | undefined;
   return {
     server,
     handler,
+    http1,
     drain(graceMs: number): Promise<void> {
       draining ??= (async () => {
         handler.draining = true;
@@ -175,18 +167,15 @@ export function attachProxy(server: http.Server | https.Server, holder: RouteTab
           if (!server.listening) resolve();
           else server.close(() => resolve());
         });
-        server.closeIdleConnections();
+        http1.drain();
         let timer: NodeJS.Timeout | undefined;
         const expired = new Promise<void>((resolve) => {
           timer = setTimeout(resolve, graceMs);
         });
-        // Connections that finish their last request become idle: close them as they do.
-        const sweeper = setInterval(() => server.closeIdleConnections(), 100);
         await Promise.race([handler.whenIdle(), expired]);
         clearTimeout(timer);
-        clearInterval(sweeper);
-        server.closeAllConnections();
-        handler.destroyTunnels();
+        http1.destroyAll();
+        for (const socket of handshaking) socket.destroy();
         await closed;
       })();
       return draining;

@@ -1,44 +1,13 @@
 // Upgrade requests (WebSocket): after the route's policies ran, open a TCP (or TLS)
 // connection to a pod, write the request head with Connection/Upgrade kept, then
 // copy bytes both ways untouched, so the pod's 101 (or its refusal) reaches the client.
-import { ServerResponse, type IncomingMessage } from 'node:http';
 import net from 'node:net';
-import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
 import type { RequestContext } from './context.ts';
 import { sendError } from './errors.ts';
 import type { Forwarder } from './forward.ts';
 import { buildRequestHeaders, UpstreamRequestHead } from './headers.ts';
 import type { Endpoint } from './upstreams.ts';
-
-const kUpgradeHead = Symbol('portico.upgradeHead');
-const kUpgrade = Symbol('portico.upgrade');
-type UpgradeRequest = IncomingMessage & { [kUpgrade]?: boolean; [kUpgradeHead]?: Buffer };
-
-/** The request came through the server's 'upgrade' event (see upgradeResponse). */
-export function isUpgrade(req: IncomingMessage): boolean {
-  return (req as UpgradeRequest)[kUpgrade] === true;
-}
-
-/**
- * A ServerResponse writing to an upgrade request's socket, so policies and error
- * answers work as for any request. The socket is closed once such an answer is sent.
- */
-export function upgradeResponse(req: IncomingMessage, socket: Duplex, head: Buffer): ServerResponse {
-  (req as UpgradeRequest)[kUpgrade] = true;
-  if (head.length > 0) (req as UpgradeRequest)[kUpgradeHead] = head;
-  const res = new ServerResponse(req);
-  res.shouldKeepAlive = false;
-  res.assignSocket(socket as net.Socket);
-  res.on('finish', closeAfterAnswer);
-  return res;
-}
-
-function closeAfterAnswer(this: ServerResponse): void {
-  // Flush the answer, then close; the socket's 'close' also ends this response.
-  const socket = this.socket;
-  if (socket) socket.end(() => socket.destroy());
-}
 
 /** Tunnels ctx's upgrade request to a pod of the forwarder's route. */
 export function tunnelUpgrade(ctx: RequestContext, forwarder: Forwarder): void {
@@ -120,13 +89,11 @@ class Tunnel extends UpstreamRequestHead {
     const h = this.headers;
     for (let i = 0; i < h.length; i += 2) head += `${h[i]}: ${h[i + 1]}\r\n`;
     upstream.write(head + '\r\n', 'latin1');
-    const early = (ctx.req as UpgradeRequest)[kUpgradeHead];
+    const early = ctx.req.upgradeHead;
     if (early) upstream.write(early);
 
     upstream.once('data', (chunk: Buffer) => this.onFirstBytes(chunk));
-    // From here on the client socket belongs to the tunnel, not to the response object.
-    const res = ctx.res;
-    res.off('finish', closeAfterAnswer);
+    // From here on the client socket belongs to the tunnel.
     upstream.pipe(client);
     client.pipe(upstream);
     client.resume();

@@ -2,6 +2,7 @@
 // listener and route tables built from hand-written RoutingConfig objects.
 import { createHash } from 'node:crypto';
 import http from 'node:http';
+import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { Registry } from 'prom-client';
 import type { BackendConfig, CertificateConfig, RouteConfig, RoutingConfig, UpstreamAddress } from '../../src/model/config.ts';
@@ -58,7 +59,7 @@ export function startBackend(name: string, handler?: BackendHandler): Promise<Ba
   }));
 }
 
-export function listen(server: http.Server): Promise<number> {
+export function listen(server: net.Server): Promise<number> {
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)));
 }
 
@@ -157,7 +158,7 @@ export async function startProxy(config: RoutingConfig, o: ProxyOptions = {}): P
       }
     : compiled;
   const holder = new RouteTableHolder(buildRouteTable(++version, config, compile));
-  const server = http.createServer();
+  const server = net.createServer({ allowHalfOpen: true, noDelay: true });
   const proxy = attachProxy(server, holder, options, false);
   const port = await listen(server);
   return {

@@ -1,11 +1,11 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { IncomingMessage } from 'node:http';
+import type { Http1Request } from '../../../src/http1/request.ts';
 import { ipAllowPolicy, ipDenyPolicy } from '../../../src/middleware/ip-filter.ts';
 import { compose, parseWith, request, routeConfig, serve, type TestServer } from './support.ts';
 
 /** The test sets the client address with a header, standing in for the socket peer. */
-const fromHeader = (req: IncomingMessage) => String(req.headers['x-test-client'] ?? req.socket.remoteAddress);
+const fromHeader = (req: Http1Request) => String(req.header('x-test-client') ?? req.socket.remoteAddress);
 const as = (ip: string) => ({ headers: { 'x-test-client': ip } });
 
 describe('ip-allow: parse', () => {

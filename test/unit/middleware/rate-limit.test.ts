@@ -1,6 +1,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { IncomingMessage } from 'node:http';
+import type { Http1Request } from '../../../src/http1/request.ts';
 import { SharedStateMap } from '../../../src/middleware/registry.ts';
 import { rateLimitPolicy, SWEEP_INTERVAL_MS, TokenBuckets } from '../../../src/middleware/rate-limit.ts';
 import { compose, parseWith, request, routeConfig, serve, type TestServer } from './support.ts';
@@ -97,7 +97,7 @@ describe('token buckets', () => {
 });
 
 describe('rate-limit at runtime', () => {
-  const fromHeader = (req: IncomingMessage) => String(req.headers['x-test-client'] ?? req.socket.remoteAddress);
+  const fromHeader = (req: Http1Request) => String(req.header('x-test-client') ?? req.socket.remoteAddress);
   const as = (ip: string) => ({ headers: { 'x-test-client': ip } });
   let server: TestServer;
   let other: TestServer;

@@ -1,6 +1,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { IncomingMessage } from 'node:http';
+import type { Http1Request } from '../../../src/http1/request.ts';
 import type { Problem } from '../../../src/model/config.ts';
 import { composeChain, parsePolicies, POLICIES, SharedStateMap } from '../../../src/middleware/registry.ts';
 import { INGRESS, compose, request, routeConfig, serve, terminal, type TestServer } from './support.ts';
@@ -68,7 +68,7 @@ describe('registry: composeChain', () => {
   });
 
   describe('policies stay with their Ingress when Ingresses share a host', () => {
-    const fromHeader = (req: IncomingMessage) => String(req.headers['x-test-client'] ?? req.socket.remoteAddress);
+    const fromHeader = (req: Http1Request) => String(req.header('x-test-client') ?? req.socket.remoteAddress);
     const as = (ip: string) => ({ headers: { 'x-test-client': ip, host: 'shop.example.com' } });
     let restricted: TestServer;
     let open: TestServer;

@@ -1,6 +1,8 @@
 // Helpers for the policy tests: parse annotations like the translator does, and drive
 // a middleware with real node:http requests on 127.0.0.1:0.
 import http from 'node:http';
+import type { Http1Request } from '../../../src/http1/request.ts';
+import { createHttp1Listener, Http1Server } from '../../../src/http1/server.ts';
 import type { AddressInfo } from 'node:net';
 import type { PolicyConfig, Problem, RouteConfig } from '../../../src/model/config.ts';
 import { RequestContext, type Handler, type UpstreamTimeouts } from '../../../src/proxy/context.ts';
@@ -90,23 +92,24 @@ export interface TestServer {
 
 export interface ServeOptions {
   /** Client address the context gets (default: the socket peer). */
-  clientIp?: (req: http.IncomingMessage) => string;
+  clientIp?: (req: Http1Request) => string;
   secure?: boolean;
   timeouts?: UpstreamTimeouts;
 }
 
 /** Serves `handler` (a chain ending in `terminal`) on 127.0.0.1:0 with a RequestContext per request, as the proxy builds it. */
 export async function serve(handler: Handler, route: RouteConfig = routeConfig(), options: ServeOptions = {}): Promise<TestServer> {
-  const server = http.createServer((req, res) => {
-    const url = req.url ?? '/';
+  const http1 = new Http1Server((req, res) => {
+    const url = req.url;
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
     const query = q === -1 ? '' : url.slice(q);
-    const host = (req.headers.host ?? '').replace(/:\d+$/, '').toLowerCase();
+    const host = (req.header('host') ?? '').replace(/:\d+$/, '').toLowerCase();
     const clientIp = options.clientIp ? options.clientIp(req) : (req.socket.remoteAddress ?? '');
     const ctx = new RequestContext(req, res, { config: route, handle: handler }, clientIp, options.secure ?? false, host, path, query, options.timeouts ?? DEFAULT_TIMEOUTS, performance.now());
     handler(ctx);
-  });
+  }, { headerTimeout: 10_000, requestTimeout: 0, idleTimeout: 5_000 });
+  const server = createHttp1Listener(http1);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
   return {
@@ -115,7 +118,7 @@ export async function serve(handler: Handler, route: RouteConfig = routeConfig()
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
-        server.closeAllConnections();
+        http1.destroyAll();
       }),
   };
 }

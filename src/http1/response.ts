@@ -1,0 +1,271 @@
+// The answer to one Http1Request, written straight to the client socket: the head is
+// built once and goes out in the same write as the first body bytes. Framing follows
+// RFC 9112: Content-Length when known, chunked for HTTP/1.1 otherwise, close-delimited
+// for HTTP/1.0; no body for HEAD, 1xx, 204 and 304.
+import { EventEmitter } from 'node:events';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Http1Request } from './request.ts';
+
+/** What a response needs from its connection. */
+export interface ResponseOwner {
+  /** The response ended (all of it handed to the socket); `keepAlive`: the connection may serve another request. */
+  responseDone(res: Http1Response, keepAlive: boolean): void;
+  /** The connection is closing (draining, or the client asked): answer with Connection: close. */
+  readonly closing: boolean;
+}
+
+export type HeaderValue = string | number | readonly string[];
+/** Flat [name, value, ...] (the fast form), or an object as node:http takes it. */
+export type HeaderInput = readonly (string | HeaderValue)[] | Readonly<Record<string, HeaderValue>>;
+
+function flatHeaders(input: HeaderInput | undefined): readonly (string | HeaderValue)[] | undefined {
+  if (input === undefined || Array.isArray(input)) return input as readonly (string | HeaderValue)[] | undefined;
+  const flat: (string | HeaderValue)[] = [];
+  for (const name in input) flat.push(name, (input as Record<string, HeaderValue>)[name]!);
+  return flat;
+}
+
+const CRLF = '\r\n';
+const LAST_CHUNK = '0\r\n\r\n';
+
+// The Date header, rendered at most once a second.
+let dateText = '';
+let dateSecond = -1;
+function httpDate(): string {
+  const now = Date.now();
+  const second = Math.floor(now / 1000);
+  if (second !== dateSecond) {
+    dateSecond = second;
+    dateText = new Date(now).toUTCString();
+  }
+  return dateText;
+}
+
+function bodyForbidden(method: string, status: number): boolean {
+  return method === 'HEAD' || status === 204 || status === 304 || (status >= 100 && status < 200);
+}
+
+function isValidHeaderPart(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 13 || c === 10 || c === 0) return false;
+  }
+  return true;
+}
+
+export class Http1Response extends EventEmitter {
+  readonly req: Http1Request;
+  readonly socket: Socket;
+  statusCode = 200;
+  statusMessage = '';
+  /** Set false to close the connection after this response. */
+  shouldKeepAlive = true;
+  /** writeHead was called (the head goes out with the first body bytes). */
+  headersSent = false;
+  /** end() was called. */
+  writableEnded = false;
+  /** Everything was handed to the socket. */
+  writableFinished = false;
+  /** The connection died (or destroy() was called) before the response ended. */
+  destroyed = false;
+  private readonly owner: ResponseOwner;
+  private headerList: readonly (string | HeaderValue)[] | undefined = undefined;
+  /** The head is built but not written yet (it goes out with the first body bytes). */
+  private headPending = false;
+  private chunked = false;
+  private noBody = false;
+  private keepAlive = true;
+  private closed = false;
+
+  constructor(owner: ResponseOwner, req: Http1Request, socket: Socket) {
+    super();
+    this.owner = owner;
+    this.req = req;
+    this.socket = socket;
+  }
+
+  /**
+   * Sets the status and headers (flat [name, value, ...]; a value may be an array for
+   * repeated headers). They are written with the first body bytes, or by end().
+   */
+  writeHead(status: number, reasonOrHeaders?: string | HeaderInput, headers?: HeaderInput): this {
+    if (this.headersSent) throw new Error('response headers were already sent');
+    this.headersSent = true;
+    this.statusCode = status;
+    if (typeof reasonOrHeaders === 'string') {
+      this.statusMessage = reasonOrHeaders;
+      this.headerList = flatHeaders(headers);
+    } else {
+      this.headerList = flatHeaders(reasonOrHeaders);
+    }
+    this.headPending = true;
+    return this;
+  }
+
+  /** A 103 Early Hints interim response (HTTP/1.1 clients only). */
+  writeEarlyHints(hints: Record<string, string | readonly string[]>): void {
+    if (this.headersSent || this.destroyed || this.req.httpVersionMinor === 0) return;
+    let head = 'HTTP/1.1 103 Early Hints\r\n';
+    for (const name in hints) {
+      const value = hints[name]!;
+      for (const v of typeof value === 'string' ? [value] : value) if (isValidHeaderPart(v)) head += `${name}: ${v}\r\n`;
+    }
+    this.socket.write(head + CRLF, 'latin1');
+  }
+
+  /**
+   * Renders the head. `endLength` >= 0: the whole body is that one final chunk, so it
+   * can be sent with a Content-Length instead of chunked.
+   */
+  private renderHead(endLength: number): string {
+    const req = this.req;
+    const status = this.statusCode;
+    const list = this.headerList;
+    let reason = this.statusMessage;
+    if (reason === '' || !isValidHeaderPart(reason)) reason = STATUS_CODES[status] ?? 'Unknown';
+    let head = `HTTP/1.1 ${status} ${reason}\r\n`;
+    let hasLength = false;
+    let hasDate = false;
+    let closeAsked = false;
+    if (list !== undefined) {
+      for (let i = 0; i + 1 < list.length; i += 2) {
+        const name = String(list[i]);
+        const value = list[i + 1]!;
+        switch (name.length) {
+          case 4:
+            if (name.toLowerCase() === 'date') hasDate = true;
+            break;
+          case 10:
+            if (name.toLowerCase() === 'connection') {
+              // The connection's fate is decided here; only "close" is passed on.
+              if (String(value).toLowerCase().includes('close')) closeAsked = true;
+              continue;
+            }
+            break;
+          case 14:
+            if (name.toLowerCase() === 'content-length') hasLength = true;
+            break;
+          case 17:
+            // Framing is this writer's job.
+            if (name.toLowerCase() === 'transfer-encoding') continue;
+            break;
+        }
+        if (typeof value === 'string') {
+          if (isValidHeaderPart(value)) head += `${name}: ${value}\r\n`;
+        } else if (typeof value === 'number') {
+          head += `${name}: ${value}\r\n`;
+        } else {
+          for (let j = 0; j < value.length; j++) if (isValidHeaderPart(value[j]!)) head += `${name}: ${value[j]}\r\n`;
+        }
+      }
+    }
+    this.noBody = bodyForbidden(req.method, status);
+    const http10 = req.httpVersionMinor === 0 && req.httpVersionMajor === 1;
+    let keepAlive = this.shouldKeepAlive && req.keepAlive && !closeAsked && !this.owner.closing && !req.upgrade;
+    if (!this.noBody && !hasLength) {
+      if (endLength >= 0) {
+        head += `content-length: ${endLength}\r\n`;
+      } else if (http10) {
+        // HTTP/1.0 has no chunked encoding: the end of the body is the end of the connection.
+        keepAlive = false;
+      } else {
+        this.chunked = true;
+        head += 'transfer-encoding: chunked\r\n';
+      }
+    }
+    if (!hasDate) head += `date: ${httpDate()}\r\n`;
+    if (!keepAlive) head += 'connection: close\r\n';
+    else if (http10) head += 'connection: keep-alive\r\n';
+    this.keepAlive = keepAlive;
+    return head + CRLF;
+  }
+
+  /** Writes a body chunk; false when the client is slow (wait for 'drain'). */
+  write(chunk: Buffer | string): boolean {
+    if (this.writableEnded || this.destroyed) return false;
+    const socket = this.socket;
+    if (!this.headersSent) this.writeHead(this.statusCode);
+    if (this.headPending) {
+      this.headPending = false;
+      const head = this.renderHead(-1);
+      if (this.noBody || chunk.length === 0) return socket.write(head, 'latin1');
+      socket.cork();
+      socket.write(head, 'latin1');
+      const ok = this.writeChunk(chunk);
+      socket.uncork();
+      return ok;
+    }
+    if (this.noBody || chunk.length === 0) return true;
+    if (!this.chunked) return socket.write(chunk);
+    socket.cork();
+    const ok = this.writeChunk(chunk);
+    socket.uncork();
+    return ok;
+  }
+
+  private writeChunk(chunk: Buffer | string): boolean {
+    const socket = this.socket;
+    if (!this.chunked) return typeof chunk === 'string' ? socket.write(chunk, 'utf8') : socket.write(chunk);
+    const length = typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.length;
+    socket.write(length.toString(16) + CRLF, 'latin1');
+    if (typeof chunk === 'string') socket.write(chunk, 'utf8');
+    else socket.write(chunk);
+    return socket.write(CRLF, 'latin1');
+  }
+
+  /** Ends the response, with a last chunk if given. */
+  end(chunk?: Buffer | string): this {
+    if (this.writableEnded || this.destroyed) return this;
+    this.writableEnded = true;
+    const socket = this.socket;
+    const hasChunk = chunk !== undefined && chunk.length > 0;
+    if (!this.headersSent) this.writeHead(this.statusCode);
+    if (this.headPending) {
+      this.headPending = false;
+      const length = hasChunk ? (typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk!.length) : 0;
+      const head = this.renderHead(length);
+      if (hasChunk && !this.noBody) {
+        socket.cork();
+        socket.write(head, 'latin1');
+        if (typeof chunk === 'string') socket.write(chunk, 'utf8');
+        else socket.write(chunk!);
+        socket.uncork();
+      } else {
+        socket.write(head, 'latin1');
+      }
+    } else if (this.chunked) {
+      socket.cork();
+      if (hasChunk) this.writeChunk(chunk!);
+      socket.write(LAST_CHUNK, 'latin1');
+      socket.uncork();
+    } else if (hasChunk && !this.noBody) {
+      if (typeof chunk === 'string') socket.write(chunk, 'utf8');
+      else socket.write(chunk!);
+    }
+    this.writableFinished = true;
+    this.owner.responseDone(this, this.keepAlive);
+    this.emitClose();
+    return this;
+  }
+
+  /** Cuts the response (and the connection): the client sees it was not complete. */
+  destroy(): void {
+    if (this.destroyed) return;
+    this.destroyed = true;
+    this.socket.destroy();
+    this.emitClose();
+  }
+
+  /** Called by the connection when its socket closed. */
+  connectionClosed(): void {
+    if (!this.writableEnded) this.destroyed = true;
+    this.emitClose();
+  }
+
+  private emitClose(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.emit('close');
+  }
+}

@@ -1,0 +1,503 @@
+// portico's HTTP/1.1 server: one Connection per client socket (plain TCP or TLS),
+// driving Node's native parser directly and writing responses straight to the
+// socket. It replaces node:http's server on the proxy listeners because that server's
+// per-request objects cost more than the whole proxying (see src/http1/parser.ts).
+//
+// What it does, as node:http would: keep-alive, pipelining (answered in order),
+// HTTP/1.0 clients, Expect: 100-continue, upgrade requests (handed over with the
+// socket), 400/431 for bad requests, and the client timeouts: headers, whole request,
+// idle keep-alive. One sweeper per server checks the timeouts, so no timer is
+// armed per request.
+import net from 'node:net';
+import type { TLSSocket } from 'node:tls';
+import {
+  HTTPParser,
+  kOnBody,
+  kOnHeaders,
+  kOnHeadersComplete,
+  kOnMessageComplete,
+  LENIENT_NONE,
+  METHODS,
+  REQUEST,
+  type LlhttpParser,
+  type ParserError,
+} from './parser.ts';
+import { Http1Request, type BodyFlow } from './request.ts';
+import { Http1Response, type ResponseOwner } from './response.ts';
+
+export type RequestHandler = (req: Http1Request, res: Http1Response) => void;
+
+export interface Http1ServerOptions {
+  /** ms from a request's first byte to the end of its headers */
+  headerTimeout: number;
+  /** ms from a request's first byte to the end of its body (0: no limit) */
+  requestTimeout: number;
+  /** ms a keep-alive connection may sit idle between requests */
+  idleTimeout: number;
+  /** Header lines kept per request; more are ignored (default 256). */
+  maxHeaders?: number;
+}
+
+// Where a connection is, for the timeout sweeper.
+/** Waiting for the first byte of a request. */
+const IDLE = 0;
+/** A request's head or body is being received. */
+const RECEIVING = 1;
+/** The request is in; the answer is being produced. */
+const ANSWERING = 2;
+/** Handed over to an upgrade tunnel (or closing): the sweeper leaves it alone. */
+const DETACHED = 3;
+type Phase = typeof IDLE | typeof RECEIVING | typeof ANSWERING | typeof DETACHED;
+
+const CONTINUE = 'HTTP/1.1 100 Continue\r\n\r\n';
+
+function rejectRequest(status: number, reason: string): string {
+  return `HTTP/1.1 ${status} ${reason}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`;
+}
+
+/** Connection callbacks run with `this` = the parser; the parser knows its connection. */
+interface OwnedParser extends LlhttpParser {
+  connection: Connection | null;
+}
+
+function onHeaders(this: OwnedParser, headers: string[], url: string): void {
+  this.connection?.collectHeaders(headers, url);
+}
+
+function onHeadersComplete(
+  this: OwnedParser,
+  versionMajor: number,
+  versionMinor: number,
+  headers: string[] | undefined,
+  method: number,
+  url: string | undefined,
+  _statusCode: number,
+  _statusMessage: string,
+  upgrade: boolean,
+  keepAlive: boolean,
+): number {
+  this.connection?.headersComplete(versionMajor, versionMinor, headers, method, url, upgrade, keepAlive);
+  return 0;
+}
+
+function onBody(this: OwnedParser, chunk: Buffer): void {
+  this.connection?.bodyChunk(chunk);
+}
+
+function onMessageComplete(this: OwnedParser): void {
+  this.connection?.messageComplete();
+}
+
+class Connection implements BodyFlow, ResponseOwner {
+  readonly socket: net.Socket;
+  private readonly server: Http1Server;
+  private parser: OwnedParser | null;
+  phase: Phase = IDLE;
+  /** ms timestamp: when the current phase's clock started. */
+  since: number;
+  /** The request whose head or body is being received. */
+  private receiving: Http1Request | null = null;
+  /** The response being produced (requests are answered one at a time, in order). */
+  private active: Http1Response | null = null;
+  /** Pipelined requests waiting for `active` to finish. */
+  private queue: Http1Response[] | undefined = undefined;
+  /** Header pairs of a head that came in pieces (over 32 headers). */
+  private pendingHeaders: string[] | undefined = undefined;
+  private pendingUrl = '';
+  /** The socket is paused for back-pressure (body reader) or pipelining. */
+  private pausedForBody = false;
+  private pausedForQueue = false;
+  /** No more requests on this connection: close it after the current answer. */
+  closing = false;
+  /** Inside parser.execute(): the parser must not be freed now. */
+  private executing = false;
+  private closed = false;
+  private upgradeTaken = false;
+
+  constructor(server: Http1Server, socket: net.Socket) {
+    this.server = server;
+    this.socket = socket;
+    this.since = server.now;
+    const parser = new HTTPParser() as OwnedParser;
+    parser.initialize(REQUEST, {}, 0, LENIENT_NONE);
+    parser.connection = this;
+    parser[kOnHeaders] = onHeaders;
+    parser[kOnHeadersComplete] = onHeadersComplete;
+    parser[kOnBody] = onBody;
+    parser[kOnMessageComplete] = onMessageComplete;
+    this.parser = parser;
+    socket.setNoDelay(true);
+    socket.on('data', onSocketData);
+    socket.on('end', onSocketEnd);
+    socket.on('error', onSocketError);
+    socket.on('close', onSocketClose);
+    socket.on('drain', onSocketDrain);
+    (socket as ConnectionSocket)[kConnection] = this;
+  }
+
+  // ---- input ----
+
+  onData(data: Buffer): void {
+    const parser = this.parser;
+    if (parser === null || this.phase === DETACHED) return;
+    if (this.phase === IDLE) {
+      this.phase = RECEIVING;
+      this.since = this.server.now;
+    }
+    this.executing = true;
+    const result = parser.execute(data);
+    this.executing = false;
+    if (this.closed) {
+      this.freeParser();
+      return;
+    }
+    if (typeof result !== 'number') {
+      this.parseError(result);
+      return;
+    }
+    const upgraded = this.receiving;
+    if (upgraded !== null && upgraded.upgrade && (this.phase as Phase) !== DETACHED) this.handOver(upgraded, data.subarray(result));
+  }
+
+  collectHeaders(headers: string[], url: string): void {
+    const pending = (this.pendingHeaders ??= []);
+    if (pending.length < this.server.maxHeaderFields) for (let i = 0; i < headers.length; i++) pending.push(headers[i]!);
+    this.pendingUrl += url;
+  }
+
+  headersComplete(
+    versionMajor: number,
+    versionMinor: number,
+    headers: string[] | undefined,
+    method: number,
+    url: string | undefined,
+    upgrade: boolean,
+    keepAlive: boolean,
+  ): void {
+    if (headers === undefined) {
+      headers = this.pendingHeaders ?? [];
+      this.pendingHeaders = undefined;
+    }
+    if (url === undefined) {
+      url = this.pendingUrl;
+      this.pendingUrl = '';
+    }
+    if (headers.length > this.server.maxHeaderFields) headers.length = this.server.maxHeaderFields;
+    const methodName = METHODS[method] ?? 'GET';
+    // CONNECT is no upgrade for a reverse proxy: it is answered (405) like any request.
+    const isUpgrade = upgrade && methodName !== 'CONNECT';
+    const req = new Http1Request(this, this.socket, methodName, url, headers, versionMajor, versionMinor, keepAlive, isUpgrade);
+    const res = new Http1Response(this, req, this.socket);
+    this.receiving = req;
+    if (isUpgrade) {
+      // Dispatched once execute() returns, with the bytes after the head.
+      this.pendingUpgrade = res;
+      return;
+    }
+    req.expectsContinue = versionMinor >= 1 && this.expectsContinue(headers);
+    if (this.active === null) {
+      this.start(res);
+    } else {
+      (this.queue ??= []).push(res);
+      // Stop reading until the earlier answers are out; what was read stays buffered.
+      if (!this.pausedForQueue) {
+        this.pausedForQueue = true;
+        this.socket.pause();
+      }
+    }
+  }
+
+  private pendingUpgrade: Http1Response | null = null;
+
+  private expectsContinue(headers: string[]): boolean {
+    for (let i = 0; i < headers.length; i += 2) {
+      const name = headers[i]!;
+      if (name.length === 6 && name.toLowerCase() === 'expect') return headers[i + 1]!.toLowerCase() === '100-continue';
+    }
+    return false;
+  }
+
+  bodyChunk(chunk: Buffer): void {
+    const req = this.receiving;
+    if (req === null) return;
+    if (!req.pushBody(chunk) && !this.pausedForBody) {
+      this.pausedForBody = true;
+      this.socket.pause();
+    }
+  }
+
+  messageComplete(): void {
+    const req = this.receiving;
+    if (req === null) return;
+    if (req.upgrade) return;
+    this.receiving = null;
+    req.endBody();
+    if (this.phase === RECEIVING) {
+      this.phase = this.active === null ? IDLE : ANSWERING;
+      this.since = this.server.now;
+    }
+  }
+
+  resumeBody(): void {
+    if (this.pausedForBody) {
+      this.pausedForBody = false;
+      if (!this.pausedForQueue) this.socket.resume();
+    }
+  }
+
+  private parseError(err: ParserError): void {
+    const code = err.code;
+    this.closing = true;
+    this.receiving?.abort();
+    this.receiving = null;
+    this.freeParser();
+    this.phase = DETACHED;
+    if (this.active !== null) {
+      // Answers are still owed for earlier requests: cut the connection, no guessing.
+      this.socket.destroy();
+      return;
+    }
+    const answer = code === 'HPE_HEADER_OVERFLOW' ? rejectRequest(431, 'Request Header Fields Too Large') : rejectRequest(400, 'Bad Request');
+    this.server.onClientError?.(err, this.socket);
+    this.socket.end(answer, 'latin1');
+    this.socket.destroySoon();
+  }
+
+  // ---- answering ----
+
+  private start(res: Http1Response): void {
+    this.active = res;
+    // As node:http does: the client may send the body right away.
+    if (res.req.expectsContinue && !res.req.complete) this.socket.write(CONTINUE, 'latin1');
+    if (this.phase === IDLE) {
+      this.phase = ANSWERING;
+      this.since = this.server.now;
+    }
+    this.server.dispatch(res.req, res);
+  }
+
+  responseDone(res: Http1Response, keepAlive: boolean): void {
+    if (this.active !== res) return;
+    this.active = null;
+    const req = res.req;
+    if (!keepAlive || !req.complete || this.closing || this.server.draining) {
+      // An unread body (the answer came first) leaves the connection unusable.
+      this.closing = true;
+      this.phase = DETACHED;
+      this.socket.end();
+      this.socket.destroySoon();
+      return;
+    }
+    const next = this.queue?.shift();
+    if (next !== undefined) {
+      this.start(next);
+      return;
+    }
+    if (this.pausedForQueue) {
+      this.pausedForQueue = false;
+      if (!this.pausedForBody) this.socket.resume();
+    }
+    if (this.receiving === null) {
+      this.phase = IDLE;
+      this.since = this.server.now;
+    }
+  }
+
+  private handOver(req: Http1Request, rest: Buffer): void {
+    const res = this.pendingUpgrade!;
+    this.pendingUpgrade = null;
+    this.receiving = null;
+    this.upgradeTaken = true;
+    this.phase = DETACHED;
+    this.socket.removeListener('data', onSocketData);
+    this.socket.removeListener('drain', onSocketDrain);
+    this.freeParser();
+    if (rest.length > 0) req.upgradeHead = rest;
+    this.socket.pause();
+    req.complete = true;
+    if (this.active === null) {
+      this.active = res;
+      this.server.dispatch(req, res);
+    } else {
+      // An upgrade pipelined behind other requests: not worth supporting.
+      this.socket.destroy();
+    }
+  }
+
+  onDrain(): void {
+    this.active?.emit('drain');
+  }
+
+  onEnd(): void {
+    // The client will send nothing more; answer what is in flight, then close.
+    const parser = this.parser;
+    if (parser !== null && !this.upgradeTaken) {
+      const result = parser.finish();
+      if (result instanceof Error) this.receiving?.abort();
+    }
+    this.closing = true;
+    if (this.upgradeTaken) return;
+    if (this.active === null) this.socket.end();
+  }
+
+  onClose(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.phase = DETACHED;
+    this.server.forget(this);
+    this.receiving?.abort();
+    this.receiving = null;
+    if (!this.executing) this.freeParser();
+    const active = this.active;
+    this.active = null;
+    active?.req.abort();
+    active?.connectionClosed();
+    const queue = this.queue;
+    this.queue = undefined;
+    if (queue !== undefined) for (const res of queue) res.connectionClosed();
+  }
+
+  private freeParser(): void {
+    const parser = this.parser;
+    if (parser === null || this.executing) return;
+    this.parser = null;
+    parser.connection = null;
+    parser.remove();
+    parser.free();
+  }
+
+  /** Called by the sweeper. */
+  checkTimeout(now: number, options: Http1ServerOptions): void {
+    const elapsed = now - this.since;
+    switch (this.phase) {
+      case IDLE:
+        if (elapsed >= options.idleTimeout) this.socket.destroy();
+        return;
+      case RECEIVING:
+        if (this.receiving === null || !this.receiving.complete) {
+          const headersIn = this.receiving !== null;
+          const limit = headersIn ? options.requestTimeout : options.headerTimeout;
+          if (limit > 0 && elapsed >= limit) this.requestTimedOut();
+        }
+        return;
+      default:
+        return;
+    }
+  }
+
+  private requestTimedOut(): void {
+    this.phase = DETACHED;
+    if (this.active === null && (this.receiving === null || this.receiving.complete)) {
+      this.socket.end(rejectRequest(408, 'Request Timeout'), 'latin1');
+      this.socket.destroySoon();
+    } else {
+      this.socket.destroy();
+    }
+  }
+
+  /** Draining: close now if nothing is owed on this connection. */
+  closeIfIdle(): void {
+    this.closing = true;
+    if (this.phase === IDLE && this.active === null) this.socket.destroy();
+  }
+}
+
+const kConnection = Symbol('portico.connection');
+type ConnectionSocket = net.Socket & { [kConnection]?: Connection };
+
+function onSocketData(this: ConnectionSocket, data: Buffer): void {
+  this[kConnection]?.onData(data);
+}
+function onSocketEnd(this: ConnectionSocket): void {
+  this[kConnection]?.onEnd();
+}
+function onSocketError(this: ConnectionSocket): void {
+  // Resets and timeouts of clients are normal; 'close' follows and cleans up.
+}
+function onSocketClose(this: ConnectionSocket): void {
+  this[kConnection]?.onClose();
+}
+function onSocketDrain(this: ConnectionSocket): void {
+  this[kConnection]?.onDrain();
+}
+
+/**
+ * Serves HTTP/1.1 on the connections of a net.Server (or the secure connections of a
+ * tls.Server): call `accept` for each.
+ */
+export class Http1Server {
+  readonly options: Http1ServerOptions;
+  readonly maxHeaderFields: number;
+  private readonly handler: RequestHandler;
+  private readonly connections = new Set<Connection>();
+  private sweeper: NodeJS.Timeout | undefined = undefined;
+  /** Coarse clock (ms) for the timeouts, advanced by the sweeper. */
+  now = Date.now();
+  draining = false;
+  onClientError: ((err: Error, socket: net.Socket) => void) | undefined = undefined;
+
+  constructor(handler: RequestHandler, options: Http1ServerOptions) {
+    this.handler = handler;
+    this.options = options;
+    this.maxHeaderFields = 2 * (options.maxHeaders ?? 256);
+    this.accept = this.accept.bind(this);
+  }
+
+  /** Starts serving a client connection. */
+  accept(socket: net.Socket | TLSSocket): void {
+    if (this.draining) {
+      socket.destroy();
+      return;
+    }
+    this.now = Date.now();
+    this.connections.add(new Connection(this, socket));
+    this.sweeper ??= this.startSweeper();
+  }
+
+  dispatch(req: Http1Request, res: Http1Response): void {
+    this.handler(req, res);
+  }
+
+  forget(connection: Connection): void {
+    this.connections.delete(connection);
+    if (this.connections.size === 0 && this.sweeper !== undefined) {
+      clearInterval(this.sweeper);
+      this.sweeper = undefined;
+    }
+  }
+
+  /** Open client connections. */
+  get size(): number {
+    return this.connections.size;
+  }
+
+  /** Stop taking requests: idle connections close now, busy ones after their answer. */
+  drain(): void {
+    this.draining = true;
+    for (const connection of this.connections) connection.closeIfIdle();
+  }
+
+  /** Closes every connection, whatever it is doing. */
+  destroyAll(): void {
+    for (const connection of this.connections) connection.socket.destroy();
+  }
+
+  private startSweeper(): NodeJS.Timeout {
+    const o = this.options;
+    const shortest = Math.min(o.headerTimeout, o.idleTimeout, o.requestTimeout > 0 ? o.requestTimeout : Infinity);
+    const period = Math.max(20, Math.min(1000, Math.floor(shortest / 10)));
+    const timer = setInterval(() => this.sweep(), period);
+    timer.unref();
+    return timer;
+  }
+
+  private sweep(): void {
+    const now = (this.now = Date.now());
+    for (const connection of this.connections) connection.checkTimeout(now, this.options);
+  }
+}
+
+/** A net.Server whose connections are served by `http1`. */
+export function createHttp1Listener(http1: Http1Server): net.Server {
+  return net.createServer({ allowHalfOpen: true, noDelay: true }, http1.accept);
+}
