@@ -42,6 +42,8 @@ export class Http1Request {
   upgradeHead: Buffer | undefined = undefined;
   /** Expect: 100-continue (answered when the request's turn comes). */
   expectsContinue = false;
+  /** No Host header (HTTP/1.1), or more than one: answered 400 by the server. */
+  badHost = false;
   /** The whole request, body included, has been received. */
   complete = false;
   /** The connection died before the request was complete. */

@@ -55,6 +55,26 @@ function rejectRequest(status: number, reason: string): string {
   return `HTTP/1.1 ${status} ${reason}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`;
 }
 
+const BAD_HOST_BODY = 'a request needs exactly one Host header\n';
+const EXPECTS_CONTINUE = 1;
+const BAD_HOST = 2;
+
+/** One pass over a request head for what the server itself must act on. */
+function inspectHead(headers: string[], http11: boolean): number {
+  let hosts = 0;
+  let flags = 0;
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i]!;
+    if (name.length === 4) {
+      if (name === 'Host' || name === 'host' || name.toLowerCase() === 'host') hosts++;
+    } else if (name.length === 6 && http11 && name.toLowerCase() === 'expect' && headers[i + 1]!.toLowerCase() === '100-continue') {
+      flags |= EXPECTS_CONTINUE;
+    }
+  }
+  if (hosts > 1 || (hosts === 0 && http11)) flags |= BAD_HOST;
+  return flags;
+}
+
 /** Connection callbacks run with `this` = the parser; the parser knows its connection. */
 interface OwnedParser extends LlhttpParser {
   connection: Connection | null;
@@ -109,6 +129,8 @@ class Connection implements BodyFlow, ResponseOwner {
   private pausedForQueue = false;
   /** No more requests on this connection: close it after the current answer. */
   closing = false;
+  /** The client half-closed: answer what was received, then close. */
+  private peerEnded = false;
   /** Inside parser.execute(): the parser must not be freed now. */
   private executing = false;
   private closed = false;
@@ -194,7 +216,10 @@ class Connection implements BodyFlow, ResponseOwner {
       this.pendingUpgrade = res;
       return;
     }
-    req.expectsContinue = versionMinor >= 1 && this.expectsContinue(headers);
+    const http11 = versionMajor === 1 && versionMinor >= 1;
+    const flags = inspectHead(headers, http11);
+    req.expectsContinue = (flags & EXPECTS_CONTINUE) !== 0;
+    req.badHost = (flags & BAD_HOST) !== 0;
     if (this.active === null) {
       this.start(res);
     } else {
@@ -208,14 +233,6 @@ class Connection implements BodyFlow, ResponseOwner {
   }
 
   private pendingUpgrade: Http1Response | null = null;
-
-  private expectsContinue(headers: string[]): boolean {
-    for (let i = 0; i < headers.length; i += 2) {
-      const name = headers[i]!;
-      if (name.length === 6 && name.toLowerCase() === 'expect') return headers[i + 1]!.toLowerCase() === '100-continue';
-    }
-    return false;
-  }
 
   bodyChunk(chunk: Buffer): void {
     const req = this.receiving;
@@ -267,8 +284,16 @@ class Connection implements BodyFlow, ResponseOwner {
 
   private start(res: Http1Response): void {
     this.active = res;
+    const req = res.req;
+    if (req.badHost) {
+      // RFC 9112 section 3.2: exactly one Host, always in HTTP/1.1.
+      res.shouldKeepAlive = false;
+      res.writeHead(400, ['content-type', 'text/plain; charset=utf-8', 'content-length', String(BAD_HOST_BODY.length)]);
+      res.end(BAD_HOST_BODY);
+      return;
+    }
     // As node:http does: the client may send the body right away.
-    if (res.req.expectsContinue && !res.req.complete) this.socket.write(CONTINUE, 'latin1');
+    if (req.expectsContinue && !req.complete) this.socket.write(CONTINUE, 'latin1');
     if (this.phase === IDLE) {
       this.phase = ANSWERING;
       this.since = this.server.now;
@@ -291,6 +316,11 @@ class Connection implements BodyFlow, ResponseOwner {
     const next = this.queue?.shift();
     if (next !== undefined) {
       this.start(next);
+      return;
+    }
+    if (this.peerEnded) {
+      this.phase = DETACHED;
+      this.socket.end();
       return;
     }
     if (this.pausedForQueue) {
@@ -335,7 +365,8 @@ class Connection implements BodyFlow, ResponseOwner {
       const result = parser.finish();
       if (result instanceof Error) this.receiving?.abort();
     }
-    this.closing = true;
+    // Not `closing`: requests already received are still answered, in order.
+    this.peerEnded = true;
     if (this.upgradeTaken) return;
     if (this.active === null) this.socket.end();
   }
