@@ -119,6 +119,8 @@ export class Http1Request {
 
   /** Called by the connection at the end of the message. */
   endBody(): void {
+    // A bodiless request is complete from its head on (and its stream ended at creation).
+    if (this.complete) return;
     this.complete = true;
     this.stream?.push(null);
   }

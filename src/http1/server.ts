@@ -58,6 +58,7 @@ function rejectRequest(status: number, reason: string): string {
 const BAD_HOST_BODY = 'a request needs exactly one Host header\n';
 const EXPECTS_CONTINUE = 1;
 const BAD_HOST = 2;
+const HAS_BODY = 4;
 
 /** One pass over a request head for what the server itself must act on. */
 function inspectHead(headers: string[], http11: boolean): number {
@@ -69,6 +70,11 @@ function inspectHead(headers: string[], http11: boolean): number {
       if (name === 'Host' || name === 'host' || name.toLowerCase() === 'host') hosts++;
     } else if (name.length === 6 && http11 && name.toLowerCase() === 'expect' && headers[i + 1]!.toLowerCase() === '100-continue') {
       flags |= EXPECTS_CONTINUE;
+    } else if (name.length === 14 && headers[i + 1] !== '0' && name.toLowerCase() === 'content-length') {
+      flags |= HAS_BODY;
+    } else if (name.length === 17 && name.toLowerCase() === 'transfer-encoding') {
+      // llhttp (strict) took the request only if it ends in chunked: a body follows.
+      flags |= HAS_BODY;
     }
   }
   if (hosts > 1 || (hosts === 0 && http11)) flags |= BAD_HOST;
@@ -220,6 +226,10 @@ class Connection implements BodyFlow, ResponseOwner {
     const flags = inspectHead(headers, http11);
     req.expectsContinue = (flags & EXPECTS_CONTINUE) !== 0;
     req.badHost = (flags & BAD_HOST) !== 0;
+    // Without Content-Length or Transfer-Encoding a request has no body (RFC 9112 6.3):
+    // it is complete now, so a handler answering at once (inside this execute, before
+    // kOnMessageComplete) keeps the connection instead of closing it for an "unread body".
+    if ((flags & HAS_BODY) === 0) req.complete = true;
     if (this.active === null) {
       this.start(res);
     } else {
