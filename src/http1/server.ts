@@ -243,6 +243,9 @@ class Connection implements BodyFlow, ResponseOwner {
   }
 
   private pendingUpgrade: Http1Response | null = null;
+  /** Inside startQueued(): the next queued request to start, once the current start() returns. */
+  private startingQueued = false;
+  private nextQueued: Http1Response | null = null;
 
   bodyChunk(chunk: Buffer): void {
     const req = this.receiving;
@@ -311,6 +314,29 @@ class Connection implements BodyFlow, ResponseOwner {
     this.server.dispatch(res.req, res);
   }
 
+  /**
+   * Starts queued requests in a loop: a handler answering at once would otherwise start
+   * the next one from inside its end(), one stack level per pipelined request, and a
+   * few thousand tiny pipelined requests behind a slow one overflowed the stack.
+   */
+  private startQueued(res: Http1Response): void {
+    if (this.startingQueued) {
+      this.nextQueued = res;
+      return;
+    }
+    this.startingQueued = true;
+    try {
+      let next: Http1Response | null = res;
+      while (next !== null) {
+        this.nextQueued = null;
+        this.start(next);
+        next = this.nextQueued;
+      }
+    } finally {
+      this.startingQueued = false;
+    }
+  }
+
   responseDone(res: Http1Response, keepAlive: boolean): void {
     if (this.active !== res) return;
     this.active = null;
@@ -325,7 +351,7 @@ class Connection implements BodyFlow, ResponseOwner {
     }
     const next = this.queue?.shift();
     if (next !== undefined) {
-      this.start(next);
+      this.startQueued(next);
       return;
     }
     if (this.peerEnded) {
