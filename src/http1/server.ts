@@ -141,6 +141,8 @@ class Connection implements BodyFlow, ResponseOwner {
   private executing = false;
   private closed = false;
   private upgradeTaken = false;
+  /** A CONNECT was received: later bytes are not parsed (the parser is freed). */
+  private inputDone = false;
 
   constructor(server: Http1Server, socket: net.Socket) {
     this.server = server;
@@ -183,6 +185,10 @@ class Connection implements BodyFlow, ResponseOwner {
       this.parseError(result);
       return;
     }
+    if (this.inputDone) {
+      this.freeParser();
+      return;
+    }
     const upgraded = this.receiving;
     if (upgraded !== null && upgraded.upgrade && (this.phase as Phase) !== DETACHED) this.handOver(upgraded, data.subarray(result));
   }
@@ -214,6 +220,13 @@ class Connection implements BodyFlow, ResponseOwner {
     const methodName = METHODS[method] ?? 'GET';
     // CONNECT is no upgrade for a reverse proxy: it is answered (405) like any request.
     const isUpgrade = upgrade && methodName !== 'CONNECT';
+    if (methodName === 'CONNECT') {
+      // What follows a CONNECT head is the client's tunnel data, never a request (llhttp
+      // stops there and would parse the next packet as one): read no more, and close
+      // after the answer, as node:http does.
+      keepAlive = false;
+      this.inputDone = true;
+    }
     const req = new Http1Request(this, this.socket, methodName, url, headers, versionMajor, versionMinor, keepAlive, isUpgrade);
     const res = new Http1Response(this, req, this.socket);
     this.receiving = req;
