@@ -275,6 +275,9 @@ class Connection implements BodyFlow, ResponseOwner {
     if (req.upgrade) return;
     this.receiving = null;
     req.endBody();
+    // A body stream that ended gets no more _read() calls: whatever paused the socket
+    // for this body must not keep it paused for the next request.
+    this.resumeBody();
     if (this.phase === RECEIVING) {
       this.phase = this.active === null ? IDLE : ANSWERING;
       this.since = this.server.now;
@@ -364,6 +367,12 @@ class Connection implements BodyFlow, ResponseOwner {
     }
     const next = this.queue?.shift();
     if (next !== undefined) {
+      // Nothing is queued behind `next` any more, and its body may still be on the way:
+      // read again (it stayed paused, and a pipelined POST or 100-continue body hung).
+      if (this.queue!.length === 0 && this.pausedForQueue) {
+        this.pausedForQueue = false;
+        if (!this.pausedForBody) this.socket.resume();
+      }
       this.startQueued(next);
       return;
     }
