@@ -163,6 +163,9 @@ export class Http1Response extends EventEmitter {
     this.noBody = bodyForbidden(req.method, status);
     const http10 = req.httpVersionMinor === 0 && req.httpVersionMajor === 1;
     let keepAlive = this.shouldKeepAlive && req.keepAlive && !closeAsked && !this.owner.closing && !req.upgrade;
+    // The whole answer goes out now (from end()) but the request body is not all in (a
+    // 413, say): the connection closes after it, so say so.
+    if (endLength >= 0 && !req.complete) keepAlive = false;
     if (!this.noBody && !hasLength) {
       if (endLength >= 0) {
         head += `content-length: ${endLength}\r\n`;

@@ -421,7 +421,15 @@ class Connection implements BodyFlow, ResponseOwner {
     const parser = this.parser;
     if (parser !== null && !this.upgradeTaken) {
       const result = parser.finish();
-      if (result instanceof Error) this.receiving?.abort();
+      const cut = this.receiving;
+      if (result instanceof Error && cut !== null) {
+        // A request cut short can never be complete (a half-close comes after a whole
+        // request): the client gave up, so close at once, and the response gets its
+        // 'close' now rather than whenever its handler next writes.
+        cut.abort();
+        this.socket.destroy();
+        return;
+      }
     }
     // Not `closing`: requests already received are still answered, in order.
     this.peerEnded = true;
