@@ -218,12 +218,15 @@ class Connection implements BodyFlow, ResponseOwner {
     }
     if (headers.length > this.server.maxHeaderFields) headers.length = this.server.maxHeaderFields;
     const methodName = METHODS[method] ?? 'GET';
+    const http11 = versionMajor === 1 && versionMinor >= 1;
+    const flags = inspectHead(headers, http11);
     // CONNECT is no upgrade for a reverse proxy: it is answered (405) like any request.
-    const isUpgrade = upgrade && methodName !== 'CONNECT';
-    if (methodName === 'CONNECT') {
-      // What follows a CONNECT head is the client's tunnel data, never a request (llhttp
+    // An upgrade with a bad Host is answered 400 like any request, not handed over.
+    const isUpgrade = upgrade && methodName !== 'CONNECT' && (flags & BAD_HOST) === 0;
+    if (upgrade && !isUpgrade) {
+      // What follows such a head is the client's tunnel data, never a request (llhttp
       // stops there and would parse the next packet as one): read no more, and close
-      // after the answer, as node:http does.
+      // after the answer, as node:http does for CONNECT.
       keepAlive = false;
       this.inputDone = true;
     }
@@ -235,8 +238,6 @@ class Connection implements BodyFlow, ResponseOwner {
       this.pendingUpgrade = res;
       return;
     }
-    const http11 = versionMajor === 1 && versionMinor >= 1;
-    const flags = inspectHead(headers, http11);
     req.expectsContinue = (flags & EXPECTS_CONTINUE) !== 0;
     req.badHost = (flags & BAD_HOST) !== 0;
     // Without Content-Length or Transfer-Encoding a request has no body (RFC 9112 6.3):
@@ -293,6 +294,14 @@ class Connection implements BodyFlow, ResponseOwner {
 
   private parseError(err: ParserError): void {
     const code = err.code;
+    if (code === 'HPE_CLOSED_CONNECTION') {
+      // Bytes after a request that closes the connection (Connection: close, HTTP/1.0):
+      // no further request is served (RFC 9112 9.6), but that request's answer is still
+      // owed, so ignore the rest instead of cutting the connection.
+      this.closing = true;
+      this.freeParser();
+      return;
+    }
     this.closing = true;
     this.receiving?.abort();
     this.receiving = null;
