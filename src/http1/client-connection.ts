@@ -1,0 +1,709 @@
+// One keep-alive connection of the HTTP/1.1 client to a pod: a socket (TCP or TLS),
+// one native response parser for its whole life, and at most one request at a time.
+// Every event handler is a module-level function that finds its connection through
+// the socket (or parser, or body stream), so a request costs no closure; the timers
+// are per connection and re-armed with refresh(), so a request costs no timer either.
+import net from 'node:net';
+import type { Readable } from 'node:stream';
+import tls from 'node:tls';
+import { HTTPParser, kOnBody, kOnHeaders, kOnHeadersComplete, kOnMessageComplete, LENIENT_NONE, RESPONSE, type LlhttpParser, type ParserError } from './parser.ts';
+import { type ClientRequest, DONE, Http1ClientError, QUEUED, RUNNING, socketError, STARTING, type RequestConnection } from './client-request.ts';
+
+/** What a connection needs from its pool. */
+export interface ConnectionPool {
+  readonly host: string;
+  readonly port: number;
+  readonly connectTimeout: number;
+  readonly keepAliveTimeout: number;
+  readonly tls: { ca?: string; rejectUnauthorized: boolean } | undefined;
+  /** No more reuse: connections close once their request is done. */
+  readonly closing: boolean;
+  /** A connection whose request is done and that can take another. */
+  release(conn: Connection): void;
+  /** Takes a connection off the idle list (it is closing). */
+  unidle(conn: Connection): void;
+  /** The connection's socket closed. */
+  removed(conn: Connection): void;
+}
+
+// Where a connection is.
+const CONNECTING = 0;
+/** In the pool's idle list. */
+const IDLE = 1;
+/** Running a request. */
+const BUSY = 2;
+/** Being destroyed, or closed: never used again. */
+const CLOSED = 3;
+
+// Where the response of the current request is.
+/** No final (non-1xx) response head yet. */
+const AWAITING = 0;
+/** The final head is in; the body is arriving. */
+const BODY = 1;
+/** The message is complete; the request ends once the parser returns. */
+const COMPLETE = 2;
+
+// Timer kinds (the extra argument of the timers' callback).
+const T_CONNECT = 0;
+const T_HEADERS = 1;
+const T_BODY = 2;
+const T_IDLE = 3;
+
+/** Longest delay setTimeout takes; longer ones would fire at once. */
+const MAX_DELAY = 2_147_483_647;
+/** Keep-alive: timeout=N from a pod is trusted minus this margin (as undici does). */
+const KEEP_ALIVE_MARGIN = 2_000;
+
+const EMPTY_CONTEXT = Object.freeze({});
+const NO_TRAILERS = Object.freeze({});
+
+const kConnection = Symbol('portico.http1.client.connection');
+const kBodyRequest = Symbol('portico.http1.client.request');
+
+type ConnSocket = net.Socket & { [kConnection]?: Connection | null };
+type BodyStream = Readable & { [kBodyRequest]?: ClientRequest | null };
+interface OwnedParser extends LlhttpParser {
+  conn: Connection | null;
+}
+
+type HeaderRecord = Record<string, string | string[]>;
+
+/** Response headers as undici hands them: lowercase names, repeated ones as arrays. */
+function headerRecord(raw: string[]): HeaderRecord {
+  // No prototype: a pod's "constructor" or "__proto__" header is just a header.
+  const out = Object.create(null) as HeaderRecord;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!.toLowerCase();
+    const value = raw[i + 1]!;
+    const prev = out[name];
+    if (prev === undefined) out[name] = value;
+    else if (typeof prev === 'string') out[name] = [prev, value];
+    else prev.push(value);
+  }
+  return out;
+}
+
+/** The N of "timeout=N" in a Keep-Alive header value, in ms; -1 when absent. */
+function keepAliveHint(value: string | string[]): number {
+  const text = (typeof value === 'string' ? value : value.join(',')).toLowerCase();
+  const at = text.indexOf('timeout=');
+  if (at === -1) return -1;
+  let seconds = 0;
+  let digits = 0;
+  for (let i = at + 8; i < text.length; i++) {
+    const c = text.charCodeAt(i) - 0x30;
+    if (c < 0 || c > 9) break;
+    seconds = seconds * 10 + c;
+    if (++digits > 9) return -1;
+  }
+  return digits === 0 ? -1 : seconds * 1000;
+}
+
+export class Connection implements RequestConnection {
+  readonly pool: ConnectionPool;
+  readonly socket: net.Socket;
+  /** TLS server name the connection was made with ('' for plain TCP). */
+  readonly servername: string;
+  private parser: OwnedParser | null;
+  state = CONNECTING;
+  /** The request running (or waiting for the connection to be made). */
+  request: ClientRequest | null;
+  private response = AWAITING;
+  /** A 1xx head was parsed: its message-complete is not the response's. */
+  private informational = false;
+  /** The response allows the connection to be reused. */
+  private keepAlive = false;
+  /** A second response followed the first in the same read: never reuse. */
+  private stray = false;
+  /** Header pairs of a head that came in pieces (over 32 headers). */
+  private pendingHeaders: string[] | null = null;
+  /** The body stream is paused until the socket drains. */
+  private bodyWaitsDrain = false;
+  /** The socket is paused for the handler (back-pressure). */
+  private readPaused = false;
+  private unrefed = false;
+  /** Inside parser.execute() or finish(): the parser must not be freed now. */
+  private executing = false;
+  /** First socket error, reported when the socket closes. */
+  private error: Error | null = null;
+  /** ms an idle connection is kept: the pool's, or less if the pod says so. */
+  private idleMs: number;
+  private connectTimer: NodeJS.Timeout | null = null;
+  private headersTimer: NodeJS.Timeout | null = null;
+  private headersTimerMs = 0;
+  private bodyTimer: NodeJS.Timeout | null = null;
+  private bodyTimerMs = 0;
+  private idleTimer: NodeJS.Timeout | null = null;
+  private idleTimerMs = 0;
+
+  constructor(pool: ConnectionPool, request: ClientRequest) {
+    this.pool = pool;
+    this.request = request;
+    this.servername = request.servername;
+    this.idleMs = pool.keepAliveTimeout;
+    const options = pool.tls;
+    let socket: net.Socket;
+    if (options !== undefined) {
+      socket = tls.connect({
+        host: pool.host,
+        port: pool.port,
+        servername: this.servername === '' ? undefined : this.servername,
+        ca: options.ca,
+        rejectUnauthorized: options.rejectUnauthorized,
+        ALPNProtocols: ['http/1.1'],
+      });
+      socket.on('secureConnect', onSocketConnect);
+    } else {
+      socket = net.connect({ host: pool.host, port: pool.port, noDelay: true, keepAlive: true, keepAliveInitialDelay: 60_000 });
+      socket.on('connect', onSocketConnect);
+    }
+    socket.setNoDelay(true);
+    (socket as ConnSocket)[kConnection] = this;
+    socket.on('data', onSocketData);
+    socket.on('end', onSocketEnd);
+    socket.on('error', onSocketError);
+    socket.on('close', onSocketClose);
+    socket.on('drain', onSocketDrain);
+    this.socket = socket;
+
+    const parser = new HTTPParser() as OwnedParser;
+    parser.initialize(RESPONSE, {}, 0, LENIENT_NONE);
+    parser.conn = this;
+    parser[kOnHeaders] = onParserHeaders;
+    parser[kOnHeadersComplete] = onParserHeadersComplete;
+    parser[kOnBody] = onParserBody;
+    parser[kOnMessageComplete] = onParserMessageComplete;
+    this.parser = parser;
+
+    if (pool.connectTimeout > 0) {
+      this.connectTimer = setTimeout(onTimer, Math.min(pool.connectTimeout, MAX_DELAY), this, T_CONNECT);
+      this.connectTimer.unref();
+    }
+  }
+
+  // ---- requests ----
+
+  onConnect(): void {
+    if (this.state !== CONNECTING) return;
+    if (this.connectTimer !== null) {
+      clearTimeout(this.connectTimer);
+      this.connectTimer = null;
+    }
+    const request = this.request;
+    this.request = null;
+    this.state = BUSY;
+    if (request !== null && request.state === QUEUED) this.start(request);
+    else this.done(true);
+  }
+
+  /** Runs `r` on this (connected, free) connection. */
+  start(r: ClientRequest): void {
+    this.state = BUSY;
+    this.request = r;
+    this.response = AWAITING;
+    this.informational = false;
+    this.stray = false;
+    this.keepAlive = false;
+    r.conn = this;
+    r.state = STARTING;
+    if (this.unrefed) {
+      this.unrefed = false;
+      this.socket.ref();
+    }
+    r.handler.onRequestStart?.(r, EMPTY_CONTEXT);
+    if (r.aborted || this.request !== r) {
+      // Aborted before a byte was written: the connection is as good as before.
+      if (this.request === r) {
+        this.request = null;
+        r.conn = null;
+        r.state = DONE;
+        this.done(true);
+        r.handler.onResponseError?.(r, r.reason!);
+      }
+      return;
+    }
+    r.state = RUNNING;
+    if (r.headersTimeout > 0) this.armHeaders(r.headersTimeout);
+    const socket = this.socket;
+    const body = r.body;
+    if (body === null) {
+      socket.write(r.head, 'latin1');
+      this.requestSent(r);
+      return;
+    }
+    if (Buffer.isBuffer(body)) {
+      socket.cork();
+      socket.write(r.head, 'latin1');
+      socket.write(body);
+      socket.uncork();
+      r.bodySent = body.length;
+      r.handler.onBodySent?.(body);
+      if (this.request === r) this.requestSent(r);
+      return;
+    }
+    socket.write(r.head, 'latin1');
+    const stream = body as BodyStream;
+    if (stream.destroyed || stream.errored) {
+      this.abortRequest(r, stream.errored ?? bodyClosedError());
+      return;
+    }
+    if (stream.readableEnded) {
+      this.bodyEnded(r);
+      return;
+    }
+    stream[kBodyRequest] = r;
+    stream.on('data', onBodyData);
+    stream.on('end', onBodyEnd);
+    stream.on('error', onBodyError);
+    stream.on('close', onBodyClose);
+    stream.resume();
+  }
+
+  bodyData(r: ClientRequest, chunk: Buffer | string): void {
+    if (this.request !== r || r.sent) return;
+    const data = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    const length = data.length;
+    if (length === 0) return;
+    const socket = this.socket;
+    let flowing: boolean;
+    if (r.chunked) {
+      socket.cork();
+      socket.write(length.toString(16) + '\r\n', 'latin1');
+      socket.write(data);
+      flowing = socket.write('\r\n', 'latin1');
+      socket.uncork();
+    } else {
+      if (r.bodySent + length > r.contentLength) {
+        this.abortRequest(r, lengthMismatch());
+        return;
+      }
+      flowing = socket.write(data);
+    }
+    r.bodySent += length;
+    if (!flowing) {
+      this.bodyWaitsDrain = true;
+      (r.body as Readable).pause();
+    }
+    // The response head is awaited from the end of the request: sending is progress.
+    if (this.response === AWAITING && r.headersTimeout > 0) this.headersTimer?.refresh();
+    r.handler.onBodySent?.(data);
+  }
+
+  bodyEnded(r: ClientRequest): void {
+    if (this.request !== r || r.sent) return;
+    if (!r.chunked && r.bodySent !== r.contentLength) {
+      this.abortRequest(r, lengthMismatch());
+      return;
+    }
+    this.detachBody(r);
+    if (r.chunked) this.socket.write('0\r\n\r\n', 'latin1');
+    if (this.response === AWAITING && r.headersTimeout > 0) this.headersTimer?.refresh();
+    this.requestSent(r);
+  }
+
+  /** The body stream failed or closed before its end. */
+  bodyFailed(r: ClientRequest, err: Error | null): void {
+    if (this.request !== r || r.sent) return;
+    this.abortRequest(r, err ?? bodyClosedError());
+  }
+
+  private requestSent(r: ClientRequest): void {
+    r.sent = true;
+    r.handler.onRequestSent?.();
+  }
+
+  private detachBody(r: ClientRequest): void {
+    const body = r.body;
+    if (body === null || Buffer.isBuffer(body)) return;
+    const stream = body as BodyStream;
+    if (stream[kBodyRequest] !== r) return;
+    stream[kBodyRequest] = null;
+    stream.removeListener('data', onBodyData);
+    stream.removeListener('end', onBodyEnd);
+    stream.removeListener('error', onBodyError);
+    stream.removeListener('close', onBodyClose);
+    this.bodyWaitsDrain = false;
+  }
+
+  onDrain(): void {
+    if (!this.bodyWaitsDrain) return;
+    this.bodyWaitsDrain = false;
+    const r = this.request;
+    if (r !== null && !r.sent) (r.body as Readable).resume();
+  }
+
+  // ---- DispatchController, through the request ----
+
+  abortRequest(r: ClientRequest, reason: Error): void {
+    if (this.request !== r) return;
+    this.fail(reason);
+  }
+
+  pauseResponse(): void {
+    if (this.readPaused) return;
+    this.readPaused = true;
+    this.socket.pause();
+  }
+
+  resumeResponse(): void {
+    if (!this.readPaused) return;
+    this.readPaused = false;
+    this.socket.resume();
+    // The body timer does not run out while the handler holds the response back.
+    if (this.response === BODY && this.request !== null && this.request.bodyTimeout > 0) this.bodyTimer?.refresh();
+  }
+
+  // ---- ending a request ----
+
+  /**
+   * Fails the current request: the connection is destroyed first (so nothing can
+   * reuse it), then the handler hears of it once.
+   */
+  fail(err: Error): void {
+    const r = this.request;
+    this.destroy();
+    if (r === null) return;
+    this.request = null;
+    r.conn = null;
+    if (r.state === DONE) return;
+    r.state = DONE;
+    this.detachBody(r);
+    r.handler.onResponseError?.(r, err);
+  }
+
+  /** The response is complete: the connection goes idle or closes, then the handler hears the end. */
+  private finishResponse(reusable: boolean): void {
+    const r = this.request!;
+    this.request = null;
+    r.conn = null;
+    r.state = DONE;
+    this.response = AWAITING;
+    // A response that came before the whole request: the rest is not sent, and the
+    // pod is still reading it, so the connection cannot take another request.
+    const sent = r.sent;
+    if (!sent) this.detachBody(r);
+    this.done(reusable && sent && this.keepAlive && !this.stray && !r.closeAfter);
+    r.handler.onResponseEnd?.(r, NO_TRAILERS);
+  }
+
+  /** The connection's request is over: keep it for the next, or close it. */
+  private done(reuse: boolean): void {
+    if (this.state === CLOSED) return;
+    if (!reuse || this.pool.closing || this.idleMs <= 0) {
+      this.destroy();
+      return;
+    }
+    if (this.readPaused) {
+      this.readPaused = false;
+      this.socket.resume();
+    }
+    this.state = IDLE;
+    if (this.idleMs > 0) this.armIdle(this.idleMs);
+    if (!this.unrefed) {
+      this.unrefed = true;
+      this.socket.unref();
+    }
+    this.pool.release(this);
+  }
+
+  /** Closes the connection now (it is taken off the idle list at once). */
+  destroy(): void {
+    if (this.state === CLOSED) return;
+    if (this.state === IDLE) this.pool.unidle(this);
+    this.state = CLOSED;
+    this.socket.destroy();
+  }
+
+  // ---- response ----
+
+  onData(data: Buffer): void {
+    const parser = this.parser;
+    if (this.state !== BUSY || parser === null || this.request === null) {
+      // Bytes nobody asked for (an idle connection, or one being closed).
+      this.destroy();
+      return;
+    }
+    this.executing = true;
+    const result = parser.execute(data);
+    this.executing = false;
+    if (this.request === null) return; // failed or aborted during the callbacks
+    if (typeof result !== 'number') {
+      if (this.response === COMPLETE) this.finishResponse(false);
+      else this.fail(parseError(result));
+      return;
+    }
+    if (this.response === COMPLETE) this.finishResponse(true);
+  }
+
+  collectHeaders(headers: string[]): void {
+    // After the head, these are trailers: not passed on.
+    if (this.response !== AWAITING) return;
+    const pending = (this.pendingHeaders ??= []);
+    for (let i = 0; i < headers.length; i++) pending.push(headers[i]!);
+  }
+
+  headersComplete(versionMajor: number, versionMinor: number, headers: string[] | undefined, statusCode: number, statusMessage: string, upgrade: boolean, keepAlive: boolean): number {
+    const r = this.request;
+    if (headers === undefined) {
+      headers = this.pendingHeaders ?? [];
+      this.pendingHeaders = null;
+    }
+    if (r === null || r.state !== RUNNING) return 1;
+    if (this.response !== AWAITING) {
+      // Another response after the complete one, in the same read.
+      this.stray = true;
+      return 1;
+    }
+    if (upgrade || statusCode === 101) {
+      this.fail(socketError(`pod answered ${statusCode} to a request that asked for no upgrade`));
+      return 1;
+    }
+    if (statusCode < 200) {
+      this.informational = true;
+      // 100 Continue is for the client itself (which does not wait for it); the others are passed on.
+      if (statusCode !== 100) r.handler.onResponseStart?.(r, statusCode, headerRecord(headers), statusMessage);
+      return 1;
+    }
+    this.response = BODY;
+    const record = headerRecord(headers);
+    // HTTP/1.0 answers are not reused even with keep-alive; nor is a connection after
+    // HEAD (as undici: a pod that sends a body anyway would corrupt the next response).
+    let reusable = keepAlive && versionMajor === 1 && versionMinor >= 1 && !r.isHead;
+    let idleMs = this.pool.keepAliveTimeout;
+    const hint = record['keep-alive'];
+    if (hint !== undefined) {
+      const ms = keepAliveHint(hint);
+      if (ms >= 0) {
+        if (ms - KEEP_ALIVE_MARGIN <= 0) reusable = false;
+        else if (ms - KEEP_ALIVE_MARGIN < idleMs) idleMs = ms - KEEP_ALIVE_MARGIN;
+      }
+    }
+    this.keepAlive = reusable;
+    this.idleMs = idleMs;
+    if (r.bodyTimeout > 0) this.armBody(r.bodyTimeout);
+    r.handler.onResponseStart?.(r, statusCode, record, statusMessage);
+    return r.isHead ? 1 : 0;
+  }
+
+  body(chunk: Buffer): void {
+    const r = this.request;
+    if (r === null || this.response !== BODY) return;
+    if (r.bodyTimeout > 0) this.bodyTimer?.refresh();
+    r.handler.onResponseData?.(r, chunk);
+  }
+
+  messageComplete(): void {
+    if (this.informational) {
+      this.informational = false;
+      return;
+    }
+    if (this.request === null || this.response !== BODY) return;
+    this.response = COMPLETE;
+  }
+
+  onEnd(): void {
+    const r = this.request;
+    if (r === null || this.state !== BUSY) {
+      this.destroy();
+      return;
+    }
+    if (this.response === BODY && this.parser !== null) {
+      // A body delimited by the end of the connection ends here; any other is cut short.
+      this.executing = true;
+      this.parser.finish();
+      this.executing = false;
+      if (this.request !== r) return;
+      if ((this.response as number) === COMPLETE) {
+        this.finishResponse(false);
+        return;
+      }
+      this.fail(socketError('the pod closed the connection in the middle of the response'));
+      return;
+    }
+    this.fail(socketError('the pod closed the connection before answering'));
+  }
+
+  onError(err: Error): void {
+    this.error ??= err;
+  }
+
+  onClose(): void {
+    const wasIdle = this.state === IDLE;
+    this.state = CLOSED;
+    if (wasIdle) this.pool.unidle(this);
+    (this.socket as ConnSocket)[kConnection] = null;
+    if (this.connectTimer !== null) clearTimeout(this.connectTimer);
+    if (this.headersTimer !== null) clearTimeout(this.headersTimer);
+    if (this.bodyTimer !== null) clearTimeout(this.bodyTimer);
+    if (this.idleTimer !== null) clearTimeout(this.idleTimer);
+    this.connectTimer = this.headersTimer = this.bodyTimer = this.idleTimer = null;
+    const r = this.request;
+    if (r !== null) {
+      this.request = null;
+      r.conn = null;
+      if (r.state !== DONE) {
+        r.state = DONE;
+        this.detachBody(r);
+        r.handler.onResponseError?.(r, this.error ?? socketError('the connection to the pod closed'));
+      }
+    }
+    if (!this.executing) this.freeParser();
+    this.pool.removed(this);
+  }
+
+  private freeParser(): void {
+    const parser = this.parser;
+    if (parser === null) return;
+    this.parser = null;
+    parser.conn = null;
+    parser.remove();
+    parser.free();
+  }
+
+  // ---- timers: one of each kind per connection, refreshed, replaced only when the delay changes ----
+
+  private armHeaders(ms: number): void {
+    const timer = this.headersTimer;
+    if (timer !== null && this.headersTimerMs === ms) {
+      timer.refresh();
+      return;
+    }
+    if (timer !== null) clearTimeout(timer);
+    this.headersTimerMs = ms;
+    this.headersTimer = newTimer(this, ms, T_HEADERS);
+  }
+
+  private armBody(ms: number): void {
+    const timer = this.bodyTimer;
+    if (timer !== null && this.bodyTimerMs === ms) {
+      timer.refresh();
+      return;
+    }
+    if (timer !== null) clearTimeout(timer);
+    this.bodyTimerMs = ms;
+    this.bodyTimer = newTimer(this, ms, T_BODY);
+  }
+
+  private armIdle(ms: number): void {
+    const timer = this.idleTimer;
+    if (timer !== null && this.idleTimerMs === ms) {
+      timer.refresh();
+      return;
+    }
+    if (timer !== null) clearTimeout(timer);
+    this.idleTimerMs = ms;
+    this.idleTimer = newTimer(this, ms, T_IDLE);
+  }
+
+  /** A timer ran out; it only counts if the connection is still in the phase it was armed for. */
+  onTimer(kind: number): void {
+    const r = this.request;
+    switch (kind) {
+      case T_CONNECT:
+        if (this.state === CONNECTING) {
+          const err = new Http1ClientError('UND_ERR_CONNECT_TIMEOUT', `connecting to ${this.pool.host}:${this.pool.port} timed out after ${this.pool.connectTimeout} ms`);
+          if (r !== null && r.state === QUEUED) this.fail(err);
+          else this.destroy();
+        }
+        return;
+      case T_HEADERS:
+        if (this.state === BUSY && r !== null && r.state === RUNNING && this.response === AWAITING && r.headersTimeout > 0) {
+          this.fail(new Http1ClientError('UND_ERR_HEADERS_TIMEOUT', `no response head within ${r.headersTimeout} ms`));
+        }
+        return;
+      case T_BODY:
+        if (this.state === BUSY && r !== null && this.response === BODY && r.bodyTimeout > 0 && !this.readPaused) {
+          this.fail(new Http1ClientError('UND_ERR_BODY_TIMEOUT', `no response body data for ${r.bodyTimeout} ms`));
+        }
+        return;
+      case T_IDLE:
+        if (this.state === IDLE) this.destroy();
+        return;
+    }
+  }
+}
+
+function newTimer(conn: Connection, ms: number, kind: number): NodeJS.Timeout {
+  const timer = setTimeout(onTimer, Math.min(ms, MAX_DELAY), conn, kind);
+  timer.unref();
+  return timer;
+}
+
+function lengthMismatch(): Http1ClientError {
+  return new Http1ClientError('UND_ERR_REQ_CONTENT_LENGTH_MISMATCH', 'request body length does not match content-length header');
+}
+
+function bodyClosedError(): Http1ClientError {
+  return new Http1ClientError('UND_ERR_ABORTED', 'the request body ended before it was complete');
+}
+
+function parseError(err: ParserError): Http1ClientError {
+  return new Http1ClientError(err.code || 'HPE_ERROR', `invalid response from the pod: ${err.reason ?? err.message}`);
+}
+
+// ---- event handlers (no closures: `this` leads to the connection) ----
+
+function onTimer(conn: Connection, kind: number): void {
+  conn.onTimer(kind);
+}
+
+function onSocketConnect(this: ConnSocket): void {
+  this[kConnection]?.onConnect();
+}
+function onSocketData(this: ConnSocket, data: Buffer): void {
+  this[kConnection]?.onData(data);
+}
+function onSocketEnd(this: ConnSocket): void {
+  this[kConnection]?.onEnd();
+}
+function onSocketError(this: ConnSocket, err: Error): void {
+  this[kConnection]?.onError(err);
+}
+function onSocketClose(this: ConnSocket): void {
+  this[kConnection]?.onClose();
+}
+function onSocketDrain(this: ConnSocket): void {
+  this[kConnection]?.onDrain();
+}
+
+function onParserHeaders(this: OwnedParser, headers: string[]): void {
+  this.conn?.collectHeaders(headers);
+}
+function onParserHeadersComplete(
+  this: OwnedParser,
+  versionMajor: number,
+  versionMinor: number,
+  headers: string[] | undefined,
+  _method: number,
+  _url: string | undefined,
+  statusCode: number,
+  statusMessage: string,
+  upgrade: boolean,
+  keepAlive: boolean,
+): number {
+  const conn = this.conn;
+  return conn === null ? 1 : conn.headersComplete(versionMajor, versionMinor, headers, statusCode, statusMessage, upgrade, keepAlive);
+}
+function onParserBody(this: OwnedParser, chunk: Buffer): void {
+  this.conn?.body(chunk);
+}
+function onParserMessageComplete(this: OwnedParser): void {
+  this.conn?.messageComplete();
+}
+
+function onBodyData(this: BodyStream, chunk: Buffer | string): void {
+  const r = this[kBodyRequest];
+  if (r != null) (r.conn as Connection | null)?.bodyData(r, chunk);
+}
+function onBodyEnd(this: BodyStream): void {
+  const r = this[kBodyRequest];
+  if (r != null) (r.conn as Connection | null)?.bodyEnded(r);
+}
+function onBodyError(this: BodyStream, err: Error): void {
+  const r = this[kBodyRequest];
+  if (r != null) (r.conn as Connection | null)?.bodyFailed(r, err);
+}
+function onBodyClose(this: BodyStream): void {
+  const r = this[kBodyRequest];
+  if (r != null) (r.conn as Connection | null)?.bodyFailed(r, null);
+}
