@@ -59,6 +59,7 @@ const BAD_HOST_BODY = 'a request needs exactly one Host header\n';
 const EXPECTS_CONTINUE = 1;
 const BAD_HOST = 2;
 const HAS_BODY = 4;
+const BAD_TRANSFER_ENCODING = 8;
 
 /** One pass over a request head for what the server itself must act on. */
 function inspectHead(headers: string[], http11: boolean): number {
@@ -73,8 +74,9 @@ function inspectHead(headers: string[], http11: boolean): number {
     } else if (name.length === 14 && headers[i + 1] !== '0' && name.toLowerCase() === 'content-length') {
       flags |= HAS_BODY;
     } else if (name.length === 17 && name.toLowerCase() === 'transfer-encoding') {
-      // llhttp (strict) took the request only if it ends in chunked: a body follows.
       flags |= HAS_BODY;
+      const value = headers[i + 1]!;
+      if (value.slice(value.lastIndexOf(',') + 1).trim().toLowerCase() !== 'chunked') flags |= BAD_TRANSFER_ENCODING;
     }
   }
   if (hosts > 1 || (hosts === 0 && http11)) flags |= BAD_HOST;
@@ -230,6 +232,12 @@ class Connection implements BodyFlow, ResponseOwner {
       keepAlive = false;
       this.inputDone = true;
     }
+    if ((flags & BAD_TRANSFER_ENCODING) !== 0) {
+      // A request whose last transfer coding is not chunked has no knowable length: llhttp
+      // fails it right after this callback (RFC 9112 6.3: 400, close), and parseError
+      // answers. The handler must not see it first (it could have answered or proxied it).
+      return;
+    }
     const req = new Http1Request(this, this.socket, methodName, url, headers, versionMajor, versionMinor, keepAlive, isUpgrade);
     const res = new Http1Response(this, req, this.socket);
     this.receiving = req;
@@ -381,6 +389,12 @@ class Connection implements BodyFlow, ResponseOwner {
       if (this.queue!.length === 0 && this.pausedForQueue) {
         this.pausedForQueue = false;
         if (!this.pausedForBody) this.socket.resume();
+      }
+      if (!next.req.complete) {
+        // Its head came in while the earlier answer was produced; its body is still to
+        // come, under the request timeout (else a stalled body was never timed out).
+        this.phase = RECEIVING;
+        this.since = this.server.now;
       }
       this.startQueued(next);
       return;
