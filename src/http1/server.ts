@@ -196,6 +196,9 @@ class Connection implements BodyFlow, ResponseOwner {
   }
 
   collectHeaders(headers: string[], url: string): void {
+    // During a body these are the trailers of a chunked request, which are not passed
+    // on: kept, they became header lines of the next request on the connection.
+    if (this.receiving !== null) return;
     const pending = (this.pendingHeaders ??= []);
     if (pending.length < this.server.maxHeaderFields) for (let i = 0; i < headers.length; i++) pending.push(headers[i]!);
     this.pendingUrl += url;

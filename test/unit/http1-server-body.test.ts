@@ -66,6 +66,30 @@ test('a chunked body arrives decoded and intact (extensions and trailers ignored
   assert.equal((await c.readResponse()).body.toString(), `0 ${sha(Buffer.alloc(0))}`);
 });
 
+test("a chunked request's trailers never become header lines of the next request", async (t) => {
+  const heads: string[][] = [];
+  const s = await serve(async (req, res) => {
+    await readBody(req);
+    heads.push(req.rawHeaders);
+    res.end('ok');
+  });
+  t.after(() => s.close());
+  const c = await RawClient.connect(s.port);
+  t.after(() => c.destroy());
+  // As a shared front connection could carry them: one client's trailers ...
+  c.write('POST /a HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\nAuthorization: Bearer first-client\r\nX-Trailer: 1\r\n\r\n');
+  await c.readResponse();
+  // ... and the next request, with more than 32 header lines (the parser hands those over in pieces).
+  let many = 'GET /b HTTP/1.1\r\nHost: test\r\n';
+  for (let i = 0; i < 40; i++) many += `X-H${i}: ${i}\r\n`;
+  c.write(many + '\r\n');
+  await c.readResponse();
+  assert.deepEqual(heads[0], ['Host', 'test', 'Transfer-Encoding', 'chunked']);
+  assert.equal(heads[1]!.length, 2 * 41);
+  assert.deepEqual(heads[1]!.slice(0, 4), ['Host', 'test', 'X-H0', '0']);
+  assert.ok(!heads[1]!.includes('Authorization'));
+});
+
 test('a body read only after the answer started, or never read on a complete request, keeps the connection', async (t) => {
   const s = await serve(async (req, res) => {
     if (req.url === '/ignore') {
