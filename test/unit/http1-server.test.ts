@@ -135,6 +135,31 @@ test('end() with no body at all: Content-Length: 0', async (t) => {
   assert.equal((await c.readResponse()).status, 404);
 });
 
+test('writeEarlyHints: a 103 before the answer (HTTP/1.1 only); a handler-set Date is not doubled', async (t) => {
+  const s = await serve((_req, res) => {
+    res.writeEarlyHints({ link: ['</a.css>; rel=preload', '</b.js>; rel=preload'], 'x-bad': 'a\r\nx-injected: 1' });
+    res.writeHead(200, ['date', 'Thu, 01 Jan 2026 00:00:00 GMT']);
+    res.end('final');
+  });
+  t.after(() => s.close());
+  const c = await RawClient.connect(s.port);
+  t.after(() => c.destroy());
+  c.write(get('/'));
+  const hints = await c.readResponse();
+  assert.equal(hints.status, 103);
+  assert.deepEqual(hints.headers, [
+    ['link', '</a.css>; rel=preload'],
+    ['link', '</b.js>; rel=preload'],
+  ]);
+  const res = await c.readResponse();
+  assert.equal(res.status, 200);
+  assert.equal(headerCount(res, 'date'), 1);
+  assert.equal(header(res, 'date'), 'Thu, 01 Jan 2026 00:00:00 GMT');
+  assert.equal(res.body.toString(), 'final');
+  c.write('GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n');
+  assert.equal((await c.readResponse()).status, 200, 'no 103 for an HTTP/1.0 client');
+});
+
 test('HEAD, 204 and 304: no body bytes on the wire, the connection stays usable', async (t) => {
   const s = await serve((req, res) => {
     if (req.url === '/204') {
