@@ -143,7 +143,7 @@ class Connection implements BodyFlow, ResponseOwner {
   private executing = false;
   private closed = false;
   private upgradeTaken = false;
-  /** A CONNECT was received: later bytes are not parsed (the parser is freed). */
+  /** A CONNECT (or an upgrade refused for its Host) was received: later bytes are not parsed (the parser is freed). */
   private inputDone = false;
 
   constructor(server: Http1Server, socket: net.Socket) {
