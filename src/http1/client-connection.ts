@@ -241,20 +241,19 @@ export class Connection implements RequestConnection {
       if (this.request === r) this.requestSent(r);
       return;
     }
-    socket.write(r.head, 'latin1');
     const stream = body as BodyStream;
-    if (stream.destroyed || stream.errored) {
+    if (stream.destroyed) {
       this.abortRequest(r, stream.errored ?? bodyClosedError());
       return;
     }
+    socket.write(r.head, 'latin1');
     if (stream.readableEnded) {
       this.bodyEnded(r);
       return;
     }
-    stream[kBodyRequest] = r;
+    // 'error' has been watched since dispatch (watchBody).
     stream.on('data', onBodyData);
     stream.on('end', onBodyEnd);
-    stream.on('error', onBodyError);
     stream.on('close', onBodyClose);
     stream.resume();
   }
@@ -295,7 +294,7 @@ export class Connection implements RequestConnection {
       this.abortRequest(r, lengthMismatch());
       return;
     }
-    this.detachBody(r);
+    this.detachBody(r, false);
     if (r.chunked) this.socket.write('0\r\n\r\n', 'latin1');
     if (this.response === AWAITING && r.headersTimeout > 0) this.headersTimer?.refresh();
     this.requestSent(r);
@@ -312,17 +311,9 @@ export class Connection implements RequestConnection {
     r.handler.onRequestSent?.();
   }
 
-  private detachBody(r: ClientRequest): void {
-    const body = r.body;
-    if (body === null || Buffer.isBuffer(body)) return;
-    const stream = body as BodyStream;
-    if (stream[kBodyRequest] !== r) return;
-    stream[kBodyRequest] = null;
-    stream.removeListener('data', onBodyData);
-    stream.removeListener('end', onBodyEnd);
-    stream.removeListener('error', onBodyError);
-    stream.removeListener('close', onBodyClose);
+  private detachBody(r: ClientRequest, abandon: boolean): void {
     this.bodyWaitsDrain = false;
+    unwatchBody(r, abandon);
   }
 
   onDrain(): void {
@@ -366,8 +357,9 @@ export class Connection implements RequestConnection {
     this.request = null;
     r.conn = null;
     if (r.state === DONE) return;
+    const started = r.state === RUNNING;
     r.state = DONE;
-    this.detachBody(r);
+    this.detachBody(r, started);
     r.handler.onResponseError?.(r, err);
   }
 
@@ -381,7 +373,7 @@ export class Connection implements RequestConnection {
     // A response that came before the whole request: the rest is not sent, and the
     // pod is still reading it, so the connection cannot take another request.
     const sent = r.sent;
-    if (!sent) this.detachBody(r);
+    if (!sent) this.detachBody(r, true);
     this.done(reusable && sent && this.keepAlive && !this.stray && !r.closeAfter);
     r.handler.onResponseEnd?.(r, NO_TRAILERS);
   }
@@ -542,8 +534,9 @@ export class Connection implements RequestConnection {
       this.request = null;
       r.conn = null;
       if (r.state !== DONE) {
+        const started = r.state === RUNNING;
         r.state = DONE;
-        this.detachBody(r);
+        this.detachBody(r, started);
         r.handler.onResponseError?.(r, this.error ?? socketError('the connection to the pod closed'));
       }
     }
@@ -643,6 +636,49 @@ function parseError(err: ParserError): Http1ClientError {
 
 // ---- event handlers (no closures: `this` leads to the connection) ----
 
+function ignoreError(): void {}
+
+const kIgnoresErrors = Symbol('portico.http1.client.ignoresErrors');
+
+/**
+ * Watches a Readable request body for errors from dispatch on (as undici does): one
+ * while the connection is being made fails the request at once. Returns false, and
+ * watches nothing, for a body that is already destroyed.
+ */
+export function watchBody(r: ClientRequest): boolean {
+  const stream = r.body as BodyStream;
+  if (stream.destroyed) return false;
+  stream[kBodyRequest] = r;
+  stream.on('error', onBodyError);
+  return true;
+}
+
+/**
+ * Stops reading a request body. With `abandon` (the request failed after it was
+ * written, or the pod answered before the body was all sent) a body not at its end is
+ * destroyed, as undici does. A body never read (the connection was still being made)
+ * is left as it is, so the caller can send it elsewhere. Either way a later error of
+ * it is swallowed: nobody else may be listening, and an unheard 'error' would crash
+ * the process.
+ */
+function unwatchBody(r: ClientRequest, abandon: boolean): void {
+  const body = r.body;
+  if (body === null || Buffer.isBuffer(body)) return;
+  const stream = body as BodyStream & { [kIgnoresErrors]?: boolean };
+  if (stream[kBodyRequest] !== r) return;
+  stream[kBodyRequest] = null;
+  stream.removeListener('data', onBodyData);
+  stream.removeListener('end', onBodyEnd);
+  stream.removeListener('error', onBodyError);
+  stream.removeListener('close', onBodyClose);
+  if (stream.readableEnded) return;
+  if (stream[kIgnoresErrors] !== true) {
+    stream[kIgnoresErrors] = true;
+    stream.on('error', ignoreError);
+  }
+  if (abandon) stream.destroy();
+}
+
 function onTimer(conn: Connection, kind: number): void {
   conn.onTimer(kind);
 }
@@ -701,7 +737,14 @@ function onBodyEnd(this: BodyStream): void {
 }
 function onBodyError(this: BodyStream, err: Error): void {
   const r = this[kBodyRequest];
-  if (r != null) (r.conn as Connection | null)?.bodyFailed(r, err);
+  if (r == null) return;
+  if (r.state === QUEUED) {
+    // Still connecting: nothing was sent, the request fails now.
+    unwatchBody(r, false);
+    r.abort(err);
+    return;
+  }
+  (r.conn as Connection | null)?.bodyFailed(r, err);
 }
 function onBodyClose(this: BodyStream): void {
   const r = this[kBodyRequest];

@@ -75,11 +75,14 @@ function isCleanValue(s: string): boolean {
   return true;
 }
 
-/** A request target: origin form ("/...") or "*", with no space, control character or non-latin1 character. */
+/**
+ * A request target in origin form ("/..."), with no space, control character or
+ * non-latin1 character. "*" (OPTIONS *) is refused as undici refuses it, so that every
+ * upstream protocol answers it alike (400).
+ */
 function isCleanPath(s: string): boolean {
   const n = s.length;
-  if (n === 0) return false;
-  if (s.charCodeAt(0) !== 0x2f /* / */ && !(n === 1 && s.charCodeAt(0) === 0x2a) /* * */) return false;
+  if (n === 0 || s.charCodeAt(0) !== 0x2f /* / */) return false;
   for (let i = 0; i < n; i++) {
     const c = s.charCodeAt(i);
     if (c <= 0x20 || c === 0x7f || c > 0xff) return false;

@@ -30,7 +30,7 @@
 // header says so.
 import { isIP } from 'node:net';
 import type { Dispatcher } from 'undici';
-import { Connection, type ConnectionPool } from './client-connection.ts';
+import { Connection, type ConnectionPool, watchBody } from './client-connection.ts';
 import { ClientRequest, DONE, Http1ClientError, type Http1DispatchOptions } from './client-request.ts';
 
 export { Http1ClientError } from './client-request.ts';
@@ -107,6 +107,9 @@ export class Http1Pool implements ConnectionPool {
     let problem = request.prepare(options as Http1DispatchOptions, this.hostHeader, this.tls !== undefined, this.defaultServername);
     if (problem === null && this.closing) {
       problem = this.destroyed ? new Http1ClientError('UND_ERR_DESTROYED', 'the pool was destroyed') : new Http1ClientError('UND_ERR_CLOSED', 'the pool is closed');
+    }
+    if (problem === null && request.body !== null && !Buffer.isBuffer(request.body) && !watchBody(request)) {
+      problem = (request.body.errored as Http1ClientError | null) ?? new Http1ClientError('UND_ERR_ABORTED', 'the request body was destroyed before it was sent');
     }
     if (problem !== null) {
       request.state = DONE;

@@ -500,6 +500,7 @@ test('a response that completes before the whole request was sent: the rest is n
   assert.equal(r.body, 'big!');
   assert.equal(r.requestSent, false);
   assert.equal(body.listenerCount('data'), 0, 'the body is no longer read');
+  assert.equal(body.destroyed, true, 'and it is destroyed, as undici does');
   await until(() => pool.size === 0, 'the connection to close');
 });
 
@@ -755,6 +756,7 @@ test('CR, LF, NUL and non-latin1 characters, and bad header names, are refused: 
     { path: '/a b' },
     { path: '/a\u0000' },
     { path: 'no-slash' },
+    { path: '*' },
     { path: '' },
     { method: 'GET /x HTTP/1.1\r\n' },
     { method: 'CONNECT' },
@@ -837,6 +839,55 @@ test('a request body that fails or closes before its end fails the request and d
   await r2.finished();
   assert.equal(r2.error?.code, 'UND_ERR_ABORTED');
   await until(() => pool.size === 0, 'both connections closed');
+});
+
+test('a body untouched while connecting: a refused connection leaves it whole for another pod', async (t) => {
+  const pool = makePool(await closedPort());
+  const s = await nodeServer((_req, res, seen) => res.end(seen.body));
+  const other = makePool(s.port);
+  t.after(() => Promise.all([pool.destroy(), other.destroy()]).then(() => s.close()));
+  const body = new PassThrough();
+  body.end('the body');
+  const refused = await send(pool, { method: 'POST', body });
+  assert.equal(refused.error?.code, 'ECONNREFUSED');
+  assert.equal(body.destroyed, false);
+  assert.equal((await send(other, { method: 'POST', body })).body, 'the body');
+});
+
+test('a body that fails while the connection is being made fails the request at once', async (t) => {
+  const s = await rawServer(() => {}); // TLS handshake never answered: connecting for ever
+  const pool = makePool(s.port, { connectTimeout: 5_000, tls: { rejectUnauthorized: true } });
+  t.after(() => pool.destroy().then(() => s.close()));
+  const body = new PassThrough();
+  const r = new Recorder();
+  pool.dispatch(options({ method: 'POST', body, servername: 'x.svc' }), r);
+  await until(() => s.sockets.length === 1, 'the connection attempt');
+  const boom = new Error('client gone');
+  body.destroy(boom);
+  await r.finished();
+  assert.deepEqual(r.events, ['error']);
+  assert.equal(r.error, boom);
+  // Sending an already destroyed body fails at once too.
+  const again = await send(pool, { method: 'POST', body });
+  assert.equal(again.error, boom);
+});
+
+test('a body error that comes after the request was aborted does not go unheard', async (t) => {
+  const s = await rawServer(() => {});
+  const pool = makePool(s.port);
+  t.after(() => pool.destroy().then(() => s.close()));
+  const body = new PassThrough();
+  const r = new Recorder();
+  pool.dispatch(options({ method: 'POST', body }), r);
+  await until(() => s.received.length === 1, 'the head at the pod');
+  // As the proxy's server does when a client leaves mid-body: the body is destroyed
+  // with an error (emitted on the next tick) and the request aborted right after.
+  const reason = new Error('client went away');
+  body.destroy(Object.assign(new Error('client closed mid-body'), { code: 'ECONNRESET' }));
+  r.controller!.abort(reason);
+  await r.finished();
+  assert.equal(r.error, reason);
+  await delay(20); // an unheard 'error' would fail this test as an uncaught exception
 });
 
 // ---- closing ----
