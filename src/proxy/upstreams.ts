@@ -1,10 +1,22 @@
-// Connections to pods: one undici Pool per (upstream profile, connect timeout, pod
-// address), created on first use and kept alive between requests. Pools whose
-// address left the route table are closed after a grace period; closing a Pool lets
-// the requests it is serving finish.
-import { Pool } from 'undici';
+// Connections to pods: one pool per (upstream profile, connect timeout, pod address),
+// created on first use and kept alive between requests. HTTP/1.1 pods (profiles http
+// and https) get portico's own client (src/http1/client.ts), h2c/h2 pods an undici
+// Pool; both take the forwarder's dispatch(options, handler). Pools whose address
+// left the route table are closed after a grace period; closing a pool lets the
+// requests it is serving finish.
+import { Pool, type Dispatcher } from 'undici';
+import { Http1Pool } from '../http1/client.ts';
 import type { RoutingConfig, UpstreamAddress } from '../model/config.ts';
 import type { UpstreamProfile } from './context.ts';
+
+/** What the forwarder sends requests through: an Http1Pool or an undici Pool. */
+export interface UpstreamDispatcher {
+  dispatch(options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean;
+  /** Takes no new requests; resolves once those in flight are done and the connections closed. */
+  close(): Promise<void>;
+  /** Closes every connection now. */
+  destroy(): Promise<void>;
+}
 
 export interface UpstreamPoolsOptions {
   /** ms; default connect timeout (a request can ask for another, which gets its own pool) */
@@ -34,11 +46,11 @@ export class AddressStats {
 class PoolEntry {
   readonly key: string;
   readonly addressKey: string;
-  readonly pool: Pool;
+  readonly pool: UpstreamDispatcher;
   retireTimer: NodeJS.Timeout | undefined = undefined;
   closed = false;
 
-  constructor(key: string, addressKey: string, pool: Pool) {
+  constructor(key: string, addressKey: string, pool: UpstreamDispatcher) {
     this.key = key;
     this.addressKey = addressKey;
     this.pool = pool;
@@ -67,12 +79,12 @@ export class Endpoint {
   }
 
   /** The pool to send a request with this profile and connect timeout through. */
-  pool(profile: UpstreamProfile, connectTimeout: number): Pool {
+  pool(profile: UpstreamProfile, connectTimeout: number): UpstreamDispatcher {
     const cached = this.cachedEntry;
     if (cached !== undefined && !cached.closed && this.cachedProfile === profile && this.cachedConnect === connectTimeout) {
       return cached.pool;
     }
-    const entry = this.pools.entry(profile, connectTimeout, this.key);
+    const entry = this.pools.entry(profile, connectTimeout, this.address, this.key);
     this.cachedEntry = entry;
     this.cachedProfile = profile;
     this.cachedConnect = connectTimeout;
@@ -113,12 +125,12 @@ export class UpstreamPools {
   }
 
   /** The pool for (profile, connect timeout, address), created on first use. */
-  entry(profile: UpstreamProfile, connectTimeout: number, key: string): PoolEntry {
+  entry(profile: UpstreamProfile, connectTimeout: number, address: UpstreamAddress, key = addressKey(address)): PoolEntry {
     if (this.closed) throw new Error('upstream pools are closed');
     const poolKey = `${profile.key}|${connectTimeout}|${key}`;
     let entry = this.entries.get(poolKey);
     if (!entry) {
-      entry = new PoolEntry(poolKey, key, this.createPool(profile, connectTimeout, key));
+      entry = new PoolEntry(poolKey, key, this.createPool(profile, connectTimeout, address, key));
       this.entries.set(poolKey, entry);
       // A pool created for an address the table no longer has (a request that matched
       // the previous table) is retired like the others.
@@ -127,9 +139,15 @@ export class UpstreamPools {
     return entry;
   }
 
-  private createPool(profile: UpstreamProfile, connectTimeout: number, key: string): Pool {
-    const tls = profile.protocol === 'https' || profile.protocol === 'h2';
-    const origin = `${tls ? 'https' : 'http'}://${key}`;
+  private createPool(profile: UpstreamProfile, connectTimeout: number, address: UpstreamAddress, key: string): UpstreamDispatcher {
+    switch (profile.protocol) {
+      case 'http':
+        return new Http1Pool(address, { connectTimeout, keepAliveTimeout: this.options.keepAliveTimeout });
+      case 'https':
+        // The SNI name comes with each request (see forward.ts); connections are reused per name.
+        return new Http1Pool(address, { connectTimeout, keepAliveTimeout: this.options.keepAliveTimeout, tls: tlsOptions(profile) });
+    }
+    const origin = `${profile.protocol === 'h2' ? 'https' : 'http'}://${key}`;
     const common = {
       connectTimeout,
       keepAliveTimeout: this.options.keepAliveTimeout,
@@ -141,14 +159,10 @@ export class UpstreamPools {
       strictContentLength: true,
     };
     switch (profile.protocol) {
-      case 'http':
-        return new Pool(origin, { ...common, pipelining: 1, allowH2: false });
       case 'h2c':
         // HTTP/2 multiplexes: no pipelining limit, streams are capped by the session.
         // Pool takes useH2c at the top level (it builds the connector), not in h2Options.
         return new Pool(origin, { ...common, allowH2: true, useH2c: true } as Pool.Options);
-      case 'https':
-        return new Pool(origin, { ...common, pipelining: 1, allowH2: false, connect: tlsOptions(profile) });
       case 'h2':
         // pipelining left unset: 1 on an HTTP/1.1 connection, the stream limit on HTTP/2.
         return new Pool(origin, { ...common, allowH2: true, connect: tlsOptions(profile) });
