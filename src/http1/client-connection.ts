@@ -152,6 +152,7 @@ export class Connection implements RequestConnection {
         rejectUnauthorized: options.rejectUnauthorized,
         ALPNProtocols: ['http/1.1'],
       });
+      socket.setKeepAlive(true, 60_000);
       socket.on('secureConnect', onSocketConnect);
     } else {
       socket = net.connect({ host: pool.host, port: pool.port, noDelay: true, keepAlive: true, keepAliveInitialDelay: 60_000 });
@@ -192,8 +193,12 @@ export class Connection implements RequestConnection {
     const request = this.request;
     this.request = null;
     this.state = BUSY;
-    if (request !== null && request.state === QUEUED) this.start(request);
-    else this.done(true);
+    if (request !== null && request.state === QUEUED) {
+      this.start(request);
+      return;
+    }
+    if (request !== null) this.detachBody(request, false);
+    this.done(true);
   }
 
   /** Runs `r` on this (connected, free) connection. */
@@ -217,6 +222,7 @@ export class Connection implements RequestConnection {
         this.request = null;
         r.conn = null;
         r.state = DONE;
+        this.detachBody(r, false);
         this.done(true);
         r.handler.onResponseError?.(r, r.reason!);
       }
@@ -356,7 +362,11 @@ export class Connection implements RequestConnection {
     if (r === null) return;
     this.request = null;
     r.conn = null;
-    if (r.state === DONE) return;
+    if (r.state === DONE) {
+      // Aborted while the connection was being made: the caller has heard already.
+      this.detachBody(r, false);
+      return;
+    }
     const started = r.state === RUNNING;
     r.state = DONE;
     this.detachBody(r, started);
@@ -538,6 +548,8 @@ export class Connection implements RequestConnection {
         r.state = DONE;
         this.detachBody(r, started);
         r.handler.onResponseError?.(r, this.error ?? socketError('the connection to the pod closed'));
+      } else {
+        this.detachBody(r, false);
       }
     }
     if (!this.executing) this.freeParser();

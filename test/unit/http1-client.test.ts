@@ -408,6 +408,30 @@ test('idle connections are reused most recently used first', async (t) => {
   await c;
 });
 
+test('idle connections close after keepAliveTimeout, or sooner when the pod says Keep-Alive: timeout=N', async (t) => {
+  const s = await rawServer((socket, all) => {
+    if (!all.endsWith('\r\n\r\n')) return;
+    const hint = all.includes('/hint') ? 'keep-alive: timeout=3\r\n' : '';
+    socket.write(`HTTP/1.1 200 OK\r\n${hint}content-length: 0\r\n\r\n`);
+  });
+  t.after(() => s.close());
+  const short = makePool(s.port, { keepAliveTimeout: 100 });
+  t.after(() => short.destroy());
+  await send(short);
+  assert.equal(short.idleCount, 1);
+  await delay(300);
+  assert.equal(short.size, 0);
+  assert.ok(s.sockets[0]!.readableEnded || s.sockets[0]!.destroyed, 'the pod saw it close');
+
+  // timeout=3 from the pod, less a 2 s margin: 1 s, below the pool's 10 s.
+  const hinted = makePool(s.port, { keepAliveTimeout: 10_000 });
+  t.after(() => hinted.destroy());
+  await send(hinted, { path: '/hint' });
+  await delay(600);
+  assert.equal(hinted.size, 1);
+  await until(() => hinted.size === 0, 'the hinted idle timeout', 1_500);
+});
+
 test('an idle connection the pod closes is dropped; the next request gets a new one', async (t) => {
   const s = await rawServer((socket, all) => {
     if (all.endsWith('\r\n\r\n')) socket.end('HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok');
