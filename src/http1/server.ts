@@ -457,10 +457,16 @@ class Connection implements BodyFlow, ResponseOwner {
         return;
       }
     }
-    // Not `closing`: requests already received are still answered, in order.
     this.peerEnded = true;
     if (this.upgradeTaken) return;
-    if (this.active === null) this.socket.end();
+    if (this.active === null) {
+      this.socket.end();
+      return;
+    }
+    // A FIN while an answer is pending means the client left, as node:http and nginx
+    // take it (clients do not half-close HTTP connections): abort, so the request to
+    // the pod is cancelled now and not when its answer finally fails to write.
+    this.socket.destroy();
   }
 
   onClose(): void {
