@@ -47,7 +47,16 @@ const RECEIVING = 1;
 const ANSWERING = 2;
 /** Handed over to an upgrade tunnel (or closing): the sweeper leaves it alone. */
 const DETACHED = 3;
-type Phase = typeof IDLE | typeof RECEIVING | typeof ANSWERING | typeof DETACHED;
+/** Answered and closing while the client may still be sending: input is read and dropped. */
+const LINGERING = 4;
+type Phase = typeof IDLE | typeof RECEIVING | typeof ANSWERING | typeof DETACHED | typeof LINGERING;
+
+/**
+ * ms a closing connection keeps reading (and dropping) what the client still sends.
+ * Closing a socket with unread input makes the kernel send a reset, which can destroy
+ * the answer before the client reads it (RFC 9112 section 9.6; nginx's lingering_close).
+ */
+const LINGER_MS = 2_000;
 
 const CONTINUE = 'HTTP/1.1 100 Continue\r\n\r\n';
 
@@ -171,7 +180,7 @@ class Connection implements BodyFlow, ResponseOwner {
 
   onData(data: Buffer): void {
     const parser = this.parser;
-    if (parser === null || this.phase === DETACHED) return;
+    if (parser === null || this.phase === DETACHED || this.phase === LINGERING) return;
     if (this.phase === IDLE) {
       this.phase = RECEIVING;
       this.since = this.server.now;
@@ -325,8 +334,8 @@ class Connection implements BodyFlow, ResponseOwner {
     }
     const answer = code === 'HPE_HEADER_OVERFLOW' ? rejectRequest(431, 'Request Header Fields Too Large') : rejectRequest(400, 'Bad Request');
     this.server.onClientError?.(err, this.socket);
-    this.socket.end(answer, 'latin1');
-    this.socket.destroySoon();
+    this.socket.write(answer, 'latin1');
+    this.linger();
   }
 
   // ---- answering ----
@@ -380,6 +389,10 @@ class Connection implements BodyFlow, ResponseOwner {
     if (!keepAlive || !req.complete || this.closing || this.server.draining) {
       // An unread body (the answer came first) leaves the connection unusable.
       this.closing = true;
+      if (!req.complete) {
+        this.linger();
+        return;
+      }
       this.phase = DETACHED;
       this.socket.end();
       this.socket.destroySoon();
@@ -443,6 +456,11 @@ class Connection implements BodyFlow, ResponseOwner {
   }
 
   onEnd(): void {
+    if (this.phase === LINGERING) {
+      // The client is done too: close once the answer is out.
+      this.socket.destroySoon();
+      return;
+    }
     // The client will send nothing more; answer what is in flight, then close.
     const parser = this.parser;
     if (parser !== null && !this.upgradeTaken) {
@@ -502,6 +520,9 @@ class Connection implements BodyFlow, ResponseOwner {
       case IDLE:
         if (elapsed >= options.idleTimeout) this.socket.destroy();
         return;
+      case LINGERING:
+        if (elapsed >= LINGER_MS) this.socket.destroy();
+        return;
       case RECEIVING:
         if (this.receiving === null || !this.receiving.complete) {
           const headersIn = this.receiving !== null;
@@ -514,11 +535,22 @@ class Connection implements BodyFlow, ResponseOwner {
     }
   }
 
+  /** FIN after the answer, then drop input until the client closes or LINGER_MS passes. */
+  private linger(): void {
+    this.phase = LINGERING;
+    this.since = this.server.now;
+    this.closing = true;
+    this.socket.end();
+    this.pausedForBody = false;
+    this.pausedForQueue = false;
+    this.socket.resume();
+  }
+
   private requestTimedOut(): void {
     this.phase = DETACHED;
     if (this.active === null && (this.receiving === null || this.receiving.complete)) {
-      this.socket.end(rejectRequest(408, 'Request Timeout'), 'latin1');
-      this.socket.destroySoon();
+      this.socket.write(rejectRequest(408, 'Request Timeout'), 'latin1');
+      this.linger();
     } else {
       this.socket.destroy();
     }

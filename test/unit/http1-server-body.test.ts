@@ -254,6 +254,31 @@ test('an answer before a large body: the client still reads the whole answer', a
   }
 });
 
+test('closing after an early answer lingers: the rest of the upload is read and dropped, not reset', async (t) => {
+  const s = await serve((_req, res) => {
+    res.writeHead(413, ['content-type', 'text/plain']);
+    res.end('too large');
+  });
+  t.after(() => s.close());
+  const c = await RawClient.connect(s.port);
+  t.after(() => c.destroy());
+  const size = 8 * 1024 * 1024;
+  c.write(`POST /upload HTTP/1.1\r\nHost: test\r\nContent-Length: ${size}\r\n\r\n`);
+  const res = await c.readResponse();
+  assert.equal(res.status, 413);
+  assert.ok(await c.waitEnd(), 'the server sent FIN after the answer');
+  // The client goes on sending its body, as browsers do: a server that closed with
+  // unread input would reset the connection (EPIPE/ECONNRESET here).
+  const written = new Promise<void>((resolve, reject) => {
+    c.socket.write(Buffer.alloc(size, 'x'), (err) => (err ? reject(err) : resolve()));
+  });
+  await written;
+  await delay(50);
+  assert.equal(c.error, undefined, 'no reset while the server lingers');
+  c.socket.end();
+  await c.until(() => c.closed, 'the connection closes once the client is done too');
+});
+
 test('res.write() returns false for a slow reader, and the response emits drain', async (t) => {
   const events: string[] = [];
   let finished: () => void;
