@@ -1,7 +1,8 @@
 // The end of every route's chain: sends the request to one pod over a keep-alive
-// pool and streams the answer back, both ways with back-pressure. Uses undici's
-// low-level dispatch with one handler object per request (no per-request streams
-// or closures); see Exchange.
+// pool and streams the answer back, both ways with back-pressure. Speaks undici's
+// low-level dispatch contract with one handler object per request (no per-request
+// streams or closures); see Exchange. The pools behind it are portico's own HTTP/1.1
+// client (http, https pods) or undici's (h2c, h2 pods): src/proxy/upstreams.ts.
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { Http1Response } from '../http1/response.ts';
@@ -143,7 +144,7 @@ export class Forwarder {
 }
 
 /**
- * One proxied request: the undici dispatch handler, and the state of the client
+ * One proxied request: the dispatch handler, and the state of the client
  * response. Retried at most once, on another pod, when nothing reached the first.
  */
 class Exchange extends UpstreamRequestHead implements Dispatcher.DispatchHandler {
@@ -215,7 +216,7 @@ class Exchange extends UpstreamRequestHead implements Dispatcher.DispatchHandler
     } catch (err) {
       this.closeAttempt();
       this.done = true;
-      // undici refuses some requests outright (a header value or path it does not accept).
+      // The client refuses some requests outright (a header value or path it does not accept).
       if ((err as { code?: string }).code === 'UND_ERR_INVALID_ARG') sendError(ctx.res, 400, `request cannot be forwarded: ${(err as Error).message}`);
       else sendError(ctx.res, 502, `cannot send the request to pod ${endpoint.key}`);
     }
@@ -228,7 +229,7 @@ class Exchange extends UpstreamRequestHead implements Dispatcher.DispatchHandler
     }
   }
 
-  // ---- undici DispatchHandler ----
+  // ---- DispatchHandler (undici's contract, which Http1Pool implements too) ----
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;
@@ -295,7 +296,7 @@ class Exchange extends UpstreamRequestHead implements Dispatcher.DispatchHandler
       return;
     }
     if ((err as { code?: string }).code === 'UND_ERR_INVALID_ARG' && !res.headersSent) {
-      // undici refused the request itself (a path or header value it does not accept): not the pod's fault.
+      // The client refused the request itself (a path or header value it does not accept): not the pod's fault.
       this.done = true;
       sendError(res, 400, `request cannot be forwarded: ${err.message}`);
       return;
