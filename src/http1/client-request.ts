@@ -5,6 +5,7 @@
 // request: the link is cut (`conn = null`) when the request ends.
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
+import { isCleanValue, isToken } from './header-chars.ts';
 
 /** An error of the client, with the `code` undici would give it (see src/proxy/forward.ts describe()). */
 export class Http1ClientError extends Error {
@@ -44,36 +45,6 @@ export const RUNNING = 2;
 export const DONE = 3;
 
 const DEFAULT_TIMEOUT = 300_000;
-
-// tchar of RFC 9110 section 5.6.2.
-const TOKEN = new Uint8Array(128);
-for (const c of "!#$%&'*+-.^_`|~") TOKEN[c.charCodeAt(0)] = 1;
-for (let c = 0x30; c <= 0x39; c++) TOKEN[c] = 1;
-for (let c = 0x41; c <= 0x5a; c++) TOKEN[c] = 1;
-for (let c = 0x61; c <= 0x7a; c++) TOKEN[c] = 1;
-
-function isToken(s: string): boolean {
-  const n = s.length;
-  if (n === 0) return false;
-  for (let i = 0; i < n; i++) {
-    const c = s.charCodeAt(i);
-    if (c > 127 || TOKEN[c] === 0) return false;
-  }
-  return true;
-}
-
-/**
- * A header value that can be written as latin1 as is: no control character but HTAB
- * (CR, LF and NUL above all), and nothing above U+00FF, which latin1 would cut to its
- * low byte (U+010A would become LF).
- */
-function isCleanValue(s: string): boolean {
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 0x20 ? c !== 0x09 : c === 0x7f || c > 0xff) return false;
-  }
-  return true;
-}
 
 /**
  * A request target in origin form ("/..."), with no space, control character or

@@ -5,6 +5,7 @@
 import { EventEmitter } from 'node:events';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
+import { isCleanValue, isToken } from './header-chars.ts';
 import type { Http1Request } from './request.ts';
 
 /** What a response needs from its connection. */
@@ -57,13 +58,6 @@ function bodyForbidden(method: string, status: number): boolean {
   return method === 'HEAD' || status === 204 || status === 304 || (status >= 100 && status < 200);
 }
 
-function isValidHeaderPart(text: string): boolean {
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c === 13 || c === 10 || c === 0) return false;
-  }
-  return true;
-}
 
 export class Http1Response extends EventEmitter {
   readonly req: Http1Request;
@@ -119,8 +113,9 @@ export class Http1Response extends EventEmitter {
     if (this.headersSent || this.destroyed || this.req.httpVersionMinor === 0) return;
     let head = 'HTTP/1.1 103 Early Hints\r\n';
     for (const name in hints) {
+      if (!isToken(name)) continue;
       const value = hints[name]!;
-      for (const v of typeof value === 'string' ? [value] : value) if (isValidHeaderPart(v)) head += `${name}: ${v}\r\n`;
+      for (const v of typeof value === 'string' ? [value] : value) if (isCleanValue(v)) head += `${name}: ${v}\r\n`;
     }
     this.socket.write(head + CRLF, 'latin1');
   }
@@ -134,7 +129,7 @@ export class Http1Response extends EventEmitter {
     const status = this.statusCode;
     const list = this.headerList;
     let reason = this.statusMessage;
-    if (reason === '' || !isValidHeaderPart(reason)) reason = STATUS_CODES[status] ?? 'Unknown';
+    if (reason === '' || !isCleanValue(reason)) reason = STATUS_CODES[status] ?? 'Unknown';
     let head = `HTTP/1.1 ${status} ${reason}\r\n`;
     let hasLength = false;
     let hasDate = false;
@@ -143,6 +138,8 @@ export class Http1Response extends EventEmitter {
       for (let i = 0; i + 1 < list.length; i += 2) {
         const name = String(list[i]);
         const value = list[i + 1]!;
+        // A header that cannot be written as is is dropped, never allowed to split the head.
+        if (!isToken(name)) continue;
         switch (name.length) {
           case 4:
             if (name.toLowerCase() === 'date') hasDate = true;
@@ -163,11 +160,11 @@ export class Http1Response extends EventEmitter {
             break;
         }
         if (typeof value === 'string') {
-          if (isValidHeaderPart(value)) head += `${name}: ${value}\r\n`;
+          if (isCleanValue(value)) head += `${name}: ${value}\r\n`;
         } else if (typeof value === 'number') {
           head += `${name}: ${value}\r\n`;
         } else {
-          for (let j = 0; j < value.length; j++) if (isValidHeaderPart(value[j]!)) head += `${name}: ${value[j]}\r\n`;
+          for (let j = 0; j < value.length; j++) if (isCleanValue(value[j]!)) head += `${name}: ${value[j]}\r\n`;
         }
       }
     }

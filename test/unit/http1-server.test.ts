@@ -44,6 +44,23 @@ test('a multi-byte string body gets its byte length', async (t) => {
   assert.equal(res.body.toString('utf8'), 'héllo €');
 });
 
+test('a header that would split the head (CR, LF, a char above U+00FF, a bad name) is dropped, the rest served', async (t) => {
+  const s = await serve((_req, res) => {
+    res.writeHead(200, ['x-ok', 'yes', 'x-crlf', 'a\r\nx-injected: 1', 'x-wide', 'a\u010ax-injected: 2', 'bad name', 'v', 'x-after', 'fine']);
+    res.end('body');
+  });
+  t.after(() => s.close());
+  const c = await RawClient.connect(s.port);
+  t.after(() => c.destroy());
+  c.write(get('/'));
+  const res = await c.readResponse();
+  assert.equal(res.status, 200);
+  assert.equal(header(res, 'x-ok'), 'yes');
+  assert.equal(header(res, 'x-after'), 'fine');
+  for (const name of ['x-crlf', 'x-wide', 'x-injected', 'bad name']) assert.equal(header(res, name), undefined, name);
+  assert.equal(res.body.toString(), 'body');
+});
+
 test('write() + end() without a length: chunked, framed exactly', async (t) => {
   const s = await serve((_req, res) => {
     res.writeHead(200, { 'content-type': 'text/plain' });
