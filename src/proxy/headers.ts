@@ -193,12 +193,31 @@ function isHopByHopResponseHeader(name: string): boolean {
 }
 
 /**
- * The pod's response headers (as undici parsed them: lowercase names, repeated
- * headers as arrays) for the client: hop-by-hop ones removed, `extra` replacing
- * same-name ones. Flat, for res.writeHead.
+ * Vary lists what a cached answer depends on, so a policy's Vary (CORS: Origin) adds to
+ * the pod's instead of replacing it (which would let caches mix up encodings).
+ */
+function mergeVary(pod: string, added: string): string {
+  const tokens = pod.split(',').map((t) => t.trim()).filter((t) => t !== '');
+  if (tokens.includes('*')) return '*';
+  const seen = new Set(tokens.map((t) => t.toLowerCase()));
+  for (const raw of added.split(',')) {
+    const token = raw.trim();
+    if (token !== '' && !seen.has(token.toLowerCase())) {
+      seen.add(token.toLowerCase());
+      tokens.push(token);
+    }
+  }
+  return tokens.join(', ');
+}
+
+/**
+ * The pod's response headers (lowercase names, repeated headers as arrays) for the
+ * client: hop-by-hop ones removed, `extra` replacing same-name ones, except Vary,
+ * which `extra` adds to. Flat, for res.writeHead.
  */
 export function buildResponseHeaders(headers: IncomingHttpHeaders, extra: readonly [string, string][] | undefined): (string | string[])[] {
   const out: (string | string[])[] = [];
+  let podVary: string | undefined;
   const connection = headers.connection;
   let listed: string[] | undefined;
   if (connection !== undefined) {
@@ -209,9 +228,17 @@ export function buildResponseHeaders(headers: IncomingHttpHeaders, extra: readon
     const value = headers[name];
     if (value === undefined || isHopByHopResponseHeader(name) || name.charCodeAt(0) === 58 /* ':' */) continue;
     if (listed !== undefined && listed.includes(name)) continue;
-    if (extra !== undefined && hasName(extra, name)) continue;
+    if (extra !== undefined && hasName(extra, name)) {
+      if (name === 'vary') podVary = typeof value === 'string' ? value : value.join(', ');
+      continue;
+    }
     out.push(name, value);
   }
-  if (extra !== undefined) for (let i = 0; i < extra.length; i++) out.push(extra[i]![0], extra[i]![1]);
+  if (extra !== undefined) {
+    for (let i = 0; i < extra.length; i++) {
+      const [name, value] = extra[i]!;
+      out.push(name, podVary !== undefined && name.toLowerCase() === 'vary' ? mergeVary(podVary, value) : value);
+    }
+  }
   return out;
 }
