@@ -6,7 +6,20 @@
 import net from 'node:net';
 import type { Readable } from 'node:stream';
 import tls from 'node:tls';
-import { HTTPParser, kOnBody, kOnHeaders, kOnHeadersComplete, kOnMessageComplete, LENIENT_NONE, RESPONSE, type LlhttpParser, type ParserError } from './parser.ts';
+import {
+  attachParser,
+  HTTPParser,
+  kOnBody,
+  kOnHeaders,
+  kOnHeadersComplete,
+  kOnMessageComplete,
+  LENIENT_NONE,
+  RESPONSE,
+  startReading,
+  stopReading,
+  type LlhttpParser,
+  type ParserError,
+} from './parser.ts';
 import { type ClientRequest, DONE, Http1ClientError, QUEUED, RUNNING, socketError, STARTING, type RequestConnection } from './client-request.ts';
 
 /** What a connection needs from its pool. */
@@ -124,6 +137,8 @@ export class Connection implements RequestConnection {
   private unrefed = false;
   /** Inside parser.execute() or finish(): the parser must not be freed now. */
   private executing = false;
+  /** The parser reads the socket itself (attachParser); else 'data' is fed to it. */
+  private attached = false;
   /** First socket error, reported when the socket closes. */
   private error: Error | null = null;
   /** ms an idle connection is kept: the pool's, or less if the pod says so. */
@@ -190,6 +205,7 @@ export class Connection implements RequestConnection {
       clearTimeout(this.connectTimer);
       this.connectTimer = null;
     }
+    if (this.parser !== null) this.attached = attachParser(this.parser, this.socket, onParserExecute);
     const request = this.request;
     this.request = null;
     this.state = BUSY;
@@ -339,13 +355,14 @@ export class Connection implements RequestConnection {
   pauseResponse(): void {
     if (this.readPaused) return;
     this.readPaused = true;
-    this.socket.pause();
+    if (this.attached) stopReading(this.socket);
+    else this.socket.pause();
   }
 
   resumeResponse(): void {
     if (!this.readPaused) return;
     this.readPaused = false;
-    this.socket.resume();
+    this.resumeInput();
     // The body timer does not run out while the handler holds the response back.
     if (this.response === BODY && this.request !== null && this.request.bodyTimeout > 0) this.bodyTimer?.refresh();
   }
@@ -397,7 +414,7 @@ export class Connection implements RequestConnection {
     }
     if (this.readPaused) {
       this.readPaused = false;
-      this.socket.resume();
+      this.resumeInput();
     }
     this.state = IDLE;
     if (this.idleMs > 0) this.armIdle(this.idleMs);
@@ -406,6 +423,11 @@ export class Connection implements RequestConnection {
       this.socket.unref();
     }
     this.pool.release(this);
+  }
+
+  private resumeInput(): void {
+    if (this.attached) startReading(this.socket);
+    else this.socket.resume();
   }
 
   /** Closes the connection now (it is taken off the idle list at once). */
@@ -428,6 +450,16 @@ export class Connection implements RequestConnection {
     this.executing = true;
     const result = parser.execute(data);
     this.executing = false;
+    this.executed(result);
+  }
+
+  /** After the parser went through one read (fed by onData, or reading the socket itself). */
+  executed(result: number | ParserError): void {
+    if (this.state !== BUSY && this.state !== CLOSED) {
+      // Bytes nobody asked for, on an idle connection.
+      this.destroy();
+      return;
+    }
     if (this.request === null) return; // failed or aborted during the callbacks
     if (typeof result !== 'number') {
       if (this.response === COMPLETE) this.finishResponse(false);
@@ -561,6 +593,10 @@ export class Connection implements RequestConnection {
     if (parser === null) return;
     this.parser = null;
     parser.conn = null;
+    if (this.attached) {
+      this.attached = false;
+      parser.unconsume();
+    }
     parser.remove();
     parser.free();
   }
@@ -737,6 +773,9 @@ function onParserBody(this: OwnedParser, chunk: Buffer): void {
 }
 function onParserMessageComplete(this: OwnedParser): void {
   this.conn?.messageComplete();
+}
+function onParserExecute(this: OwnedParser, result: number | ParserError): void {
+  this.conn?.executed(result);
 }
 
 function onBodyData(this: BodyStream, chunk: Buffer | string): void {

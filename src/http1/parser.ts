@@ -5,6 +5,7 @@
 // The binding is internal to Node, so everything portico needs from it is named here,
 // and checked once at load: a Node without it fails at start with one clear line.
 import { createRequire } from 'node:module';
+import type { Socket } from 'node:net';
 
 export interface LlhttpParser {
   initialize(type: number, resource: object, maxHeaderSize: number, lenient: number): void;
@@ -14,6 +15,11 @@ export interface LlhttpParser {
   finish(): number | ParserError | undefined;
   pause(): void;
   resume(): void;
+  /** Reads the stream straight into the parser, in C++ (see attachParser). */
+  consume(handle: object): void;
+  unconsume(): void;
+  /** A copy of the bytes of the read being handled (inside kOnExecute only). */
+  getCurrentBuffer(): Buffer;
   close(): void;
   free(): void;
   remove(): void;
@@ -30,6 +36,7 @@ interface ParserConstructor {
   new (): LlhttpParser;
   REQUEST: number;
   RESPONSE: number;
+  kOnMessageBegin: number;
   kOnHeaders: number;
   kOnHeadersComplete: number;
   kOnBody: number;
@@ -50,10 +57,12 @@ function load(): ParserConstructor {
 export const HTTPParser = load();
 export const REQUEST = HTTPParser.REQUEST;
 export const RESPONSE = HTTPParser.RESPONSE;
+export const kOnMessageBegin = HTTPParser.kOnMessageBegin;
 export const kOnHeaders = HTTPParser.kOnHeaders;
 export const kOnHeadersComplete = HTTPParser.kOnHeadersComplete;
 export const kOnBody = HTTPParser.kOnBody;
 export const kOnMessageComplete = HTTPParser.kOnMessageComplete;
+export const kOnExecute = HTTPParser.kOnExecute;
 export const LENIENT_NONE = HTTPParser.kLenientNone;
 
 /** llhttp's method codes (HTTP_ALL_METHOD_MAP) to names; RTSP ones never parse as HTTP requests. */
@@ -89,3 +98,54 @@ export type HeadersCompleteCallback = (
   upgrade: boolean,
   shouldKeepAlive: boolean,
 ) => number;
+
+/** The native stream under a net.Socket (TCPWrap, or TLSWrap for a TLS socket). */
+interface StreamHandle {
+  isStreamBase?: boolean;
+  reading?: boolean;
+  readStart(): number;
+  readStop(): number;
+}
+
+function streamHandle(socket: Socket): StreamHandle | null {
+  const handle = (socket as Socket & { _handle?: StreamHandle | null })._handle;
+  return handle != null && handle.isStreamBase === true ? handle : null;
+}
+
+/**
+ * Lets `parser` read `socket` itself, as node:http's server does: each read goes from
+ * libuv into llhttp in C++, then `onExecute(bytesParsed | error)` is called. This skips
+ * the socket's stream machinery (a Buffer, push, 'data') on every read. The socket
+ * still emits 'end', 'error' and 'close'. Returns false, changing nothing, when the
+ * socket has no native stream or already holds unread data (then feed 'data' to
+ * parser.execute() instead).
+ */
+export function attachParser<P extends LlhttpParser>(parser: P, socket: Socket, onExecute: (this: P, result: number | ParserError) => void): boolean {
+  if (socket.readableLength > 0) return false;
+  const handle = streamHandle(socket);
+  if (handle === null) return false;
+  parser[kOnExecute] = onExecute;
+  parser.consume(handle);
+  return true;
+}
+
+/**
+ * Stops and restarts reading an attached socket. socket.pause() would not do it: the
+ * stream never sees the data, so it does not stop the handle. `reading` is kept as
+ * net.Socket keeps it, so the socket's own code agrees.
+ */
+export function stopReading(socket: Socket): void {
+  const handle = streamHandle(socket);
+  if (handle !== null && handle.reading !== false) {
+    handle.reading = false;
+    handle.readStop();
+  }
+}
+
+export function startReading(socket: Socket): void {
+  const handle = streamHandle(socket);
+  if (handle !== null && handle.reading === false && !socket.destroyed) {
+    handle.reading = true;
+    handle.readStart();
+  }
+}

@@ -15,10 +15,14 @@ import {
   kOnBody,
   kOnHeaders,
   kOnHeadersComplete,
+  kOnMessageBegin,
   kOnMessageComplete,
   LENIENT_NONE,
   METHODS,
   REQUEST,
+  attachParser,
+  startReading,
+  stopReading,
   type LlhttpParser,
   type ParserError,
 } from './parser.ts';
@@ -97,6 +101,10 @@ interface OwnedParser extends LlhttpParser {
   connection: Connection | null;
 }
 
+function onMessageBegin(this: OwnedParser): void {
+  this.connection?.messageBegin();
+}
+
 function onHeaders(this: OwnedParser, headers: string[], url: string): void {
   this.connection?.collectHeaders(headers, url);
 }
@@ -123,6 +131,10 @@ function onBody(this: OwnedParser, chunk: Buffer): void {
 
 function onMessageComplete(this: OwnedParser): void {
   this.connection?.messageComplete();
+}
+
+function onExecute(this: OwnedParser, result: number | ParserError): void {
+  this.connection?.executed(result, null);
 }
 
 class Connection implements BodyFlow, ResponseOwner {
@@ -154,6 +166,8 @@ class Connection implements BodyFlow, ResponseOwner {
   private upgradeTaken = false;
   /** A CONNECT (or an upgrade refused for its Host) was received: later bytes are not parsed (the parser is freed). */
   private inputDone = false;
+  /** The parser reads the socket itself (attachParser); else 'data' is fed to it. */
+  private attached = false;
 
   constructor(server: Http1Server, socket: net.Socket) {
     this.server = server;
@@ -162,11 +176,13 @@ class Connection implements BodyFlow, ResponseOwner {
     const parser = new HTTPParser() as OwnedParser;
     parser.initialize(REQUEST, {}, 0, LENIENT_NONE);
     parser.connection = this;
+    parser[kOnMessageBegin] = onMessageBegin;
     parser[kOnHeaders] = onHeaders;
     parser[kOnHeadersComplete] = onHeadersComplete;
     parser[kOnBody] = onBody;
     parser[kOnMessageComplete] = onMessageComplete;
     this.parser = parser;
+    this.attached = attachParser(parser, socket, onExecute);
     socket.setNoDelay(true);
     socket.on('data', onSocketData);
     socket.on('end', onSocketEnd);
@@ -181,13 +197,19 @@ class Connection implements BodyFlow, ResponseOwner {
   onData(data: Buffer): void {
     const parser = this.parser;
     if (parser === null || this.phase === DETACHED || this.phase === LINGERING) return;
-    if (this.phase === IDLE) {
-      this.phase = RECEIVING;
-      this.since = this.server.now;
-    }
     this.executing = true;
     const result = parser.execute(data);
     this.executing = false;
+    this.executed(result, data);
+  }
+
+  /**
+   * After the parser went through one read: `data` is that read, or null when the
+   * parser read the socket itself (it then has a copy of the read, for an upgrade).
+   */
+  executed(result: number | ParserError, data: Buffer | null): void {
+    const parser = this.parser;
+    if (parser === null) return;
     if (this.closed) {
       this.freeParser();
       return;
@@ -201,7 +223,15 @@ class Connection implements BodyFlow, ResponseOwner {
       return;
     }
     const upgraded = this.receiving;
-    if (upgraded !== null && upgraded.upgrade && (this.phase as Phase) !== DETACHED) this.handOver(upgraded, data.subarray(result));
+    if (upgraded !== null && upgraded.upgrade && (this.phase as Phase) !== DETACHED) this.handOver(upgraded, (data ?? parser.getCurrentBuffer()).subarray(result));
+  }
+
+  /** The first byte of a request: the header timeout starts. */
+  messageBegin(): void {
+    if (this.phase === IDLE) {
+      this.phase = RECEIVING;
+      this.since = this.server.now;
+    }
   }
 
   collectHeaders(headers: string[], url: string): void {
@@ -271,7 +301,7 @@ class Connection implements BodyFlow, ResponseOwner {
       // Stop reading until the earlier answers are out; what was read stays buffered.
       if (!this.pausedForQueue) {
         this.pausedForQueue = true;
-        this.socket.pause();
+        this.pauseInput();
       }
     }
   }
@@ -286,7 +316,7 @@ class Connection implements BodyFlow, ResponseOwner {
     if (req === null) return;
     if (!req.pushBody(chunk) && !this.pausedForBody) {
       this.pausedForBody = true;
-      this.socket.pause();
+      this.pauseInput();
     }
   }
 
@@ -308,7 +338,7 @@ class Connection implements BodyFlow, ResponseOwner {
   resumeBody(): void {
     if (this.pausedForBody) {
       this.pausedForBody = false;
-      if (!this.pausedForQueue) this.socket.resume();
+      if (!this.pausedForQueue) this.resumeInput();
     }
   }
 
@@ -404,7 +434,7 @@ class Connection implements BodyFlow, ResponseOwner {
       // read again (it stayed paused, and a pipelined POST or 100-continue body hung).
       if (this.queue!.length === 0 && this.pausedForQueue) {
         this.pausedForQueue = false;
-        if (!this.pausedForBody) this.socket.resume();
+        if (!this.pausedForBody) this.resumeInput();
       }
       if (!next.req.complete) {
         // Its head came in while the earlier answer was produced; its body is still to
@@ -422,7 +452,7 @@ class Connection implements BodyFlow, ResponseOwner {
     }
     if (this.pausedForQueue) {
       this.pausedForQueue = false;
-      if (!this.pausedForBody) this.socket.resume();
+      if (!this.pausedForBody) this.resumeInput();
     }
     if (this.receiving === null) {
       this.phase = IDLE;
@@ -453,6 +483,16 @@ class Connection implements BodyFlow, ResponseOwner {
 
   onDrain(): void {
     this.active?.emit('drain');
+  }
+
+  private pauseInput(): void {
+    if (this.attached) stopReading(this.socket);
+    else this.socket.pause();
+  }
+
+  private resumeInput(): void {
+    if (this.attached) startReading(this.socket);
+    else this.socket.resume();
   }
 
   onEnd(): void {
@@ -507,10 +547,22 @@ class Connection implements BodyFlow, ResponseOwner {
   private freeParser(): void {
     const parser = this.parser;
     if (parser === null || this.executing) return;
+    this.detachParser();
     this.parser = null;
     parser.connection = null;
     parser.remove();
     parser.free();
+  }
+
+  /**
+   * The socket's reads go back to its stream ('data'), reading again if paused here:
+   * the stream never asked for data while the parser read, so it would not restart.
+   */
+  private detachParser(): void {
+    if (!this.attached) return;
+    this.attached = false;
+    startReading(this.socket);
+    this.parser?.unconsume();
   }
 
   /** Called by the sweeper. */
@@ -543,6 +595,8 @@ class Connection implements BodyFlow, ResponseOwner {
     this.socket.end();
     this.pausedForBody = false;
     this.pausedForQueue = false;
+    // What still comes goes to the socket's stream, which drops it (onData ignores it).
+    this.detachParser();
     this.socket.resume();
   }
 
