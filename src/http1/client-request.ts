@@ -113,6 +113,12 @@ export interface Http1DispatchOptions {
   method: string;
   /** Flat [name, value, name, value, ...] */
   headers?: string[] | null;
+  /**
+   * portico's own: every header name is a token and every value clean (header-chars.ts),
+   * because they come from llhttp, which refuses anything else, or from config checked
+   * as strictly. The per-character checks are then skipped; the rest still applies.
+   */
+  headersChecked?: boolean;
   body?: Readable | Buffer | Uint8Array | string | null;
   /** ms from the request written to the response head; 0: none (default 300 s) */
   headersTimeout?: number | null;
@@ -169,11 +175,12 @@ export class ClientRequest implements Dispatcher.DispatchController {
     const headers = options.headers;
     if (headers !== undefined && headers !== null) {
       if (!Array.isArray(headers) || (headers.length & 1) !== 0) return invalidArgument('headers must be a flat array of names and values');
+      const check = options.headersChecked !== true;
       for (let i = 0; i < headers.length; i += 2) {
         const name = headers[i];
         const value = headers[i + 1];
-        if (typeof name !== 'string' || !isToken(name)) return invalidArgument('invalid header name');
-        if (typeof value !== 'string' || !isCleanValue(value)) return invalidArgument(`invalid value for header ${name}`);
+        if (typeof name !== 'string' || (check && !isToken(name))) return invalidArgument('invalid header name');
+        if (typeof value !== 'string' || (check && !isCleanValue(value))) return invalidArgument(`invalid value for header ${name}`);
         // The few names the client acts on, told apart by length and first letter before any lowercasing.
         const first = name.charCodeAt(0) | 0x20;
         switch (name.length) {

@@ -74,6 +74,12 @@ export class Http1Response extends EventEmitter {
   writableFinished = false;
   /** The connection died (or destroy() was called) before the response ended. */
   destroyed = false;
+  /**
+   * The caller vouches that every name given to writeHead is a token and every value
+   * clean (header-chars.ts), as llhttp guarantees for a head it parsed: the
+   * per-character checks are skipped. Values must still be strings or numbers.
+   */
+  headersChecked = false;
   private readonly owner: ResponseOwner;
   private headerList: readonly (string | HeaderValue)[] | undefined = undefined;
   /** The head is built but not written yet (it goes out with the first body bytes). */
@@ -135,11 +141,12 @@ export class Http1Response extends EventEmitter {
     let hasDate = false;
     let closeAsked = false;
     if (list !== undefined) {
+      const check = !this.headersChecked;
       for (let i = 0; i + 1 < list.length; i += 2) {
         const name = String(list[i]);
         const value = list[i + 1]!;
         // A header that cannot be written as is is dropped, never allowed to split the head.
-        if (!isToken(name)) continue;
+        if (check && !isToken(name)) continue;
         switch (name.length) {
           case 4:
             if (name.toLowerCase() === 'date') hasDate = true;
@@ -160,11 +167,11 @@ export class Http1Response extends EventEmitter {
             break;
         }
         if (typeof value === 'string') {
-          if (isCleanValue(value)) head += `${name}: ${value}\r\n`;
+          if (!check || isCleanValue(value)) head += `${name}: ${value}\r\n`;
         } else if (typeof value === 'number') {
           head += `${name}: ${value}\r\n`;
         } else {
-          for (let j = 0; j < value.length; j++) if (isCleanValue(value[j]!)) head += `${name}: ${value[j]}\r\n`;
+          for (let j = 0; j < value.length; j++) if (!check || isCleanValue(value[j]!)) head += `${name}: ${value[j]}\r\n`;
         }
       }
     }

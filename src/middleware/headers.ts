@@ -20,8 +20,10 @@ export interface HeadersConfig {
 }
 
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-// Field values: visible characters, spaces and tabs; no CR, LF, NUL or other controls.
-const FIELD_VALUE = /^[\t\x20-\x7e\x80-\uffff]*$/;
+// Field values: visible characters, spaces and tabs; no CR, LF, NUL or other controls,
+// and nothing above U+00FF (heads are written as latin1). The proxy relies on this:
+// these headers are not checked again per request.
+const FIELD_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 
 const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'content-length'];
 const FORBIDDEN_REQUEST = new Set([...HOP_BY_HOP, 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-forwarded-port', 'expect']);
@@ -39,7 +41,7 @@ function parseLines(input: PolicyParseInput, name: string, forbidden: ReadonlySe
     const value = colon === -1 ? '' : line.slice(colon + 1).trim();
     let problem: string | undefined;
     if (colon === -1 || !TOKEN.test(header)) problem = 'a line "Name: value" with a valid header name';
-    else if (!FIELD_VALUE.test(value)) problem = 'a header value without control characters';
+    else if (!FIELD_VALUE.test(value)) problem = 'a header value without control characters or characters beyond Latin-1 (U+00FF)';
     else if (forbidden.has(header.toLowerCase())) problem = `a header other than ${header}, which the proxy manages`;
     if (problem !== undefined) {
       reportInvalid(input, name, line, problem, 'this line is skipped', 'warning');

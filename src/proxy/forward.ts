@@ -202,10 +202,12 @@ class Exchange extends UpstreamRequestHead implements Dispatcher.DispatchHandler
     this.attemptOpen = true;
     this.startedAt = performance.now();
     const profile = ctx.upstream;
-    const options: Dispatcher.DispatchOptions & { servername?: string } = {
+    const options: Dispatcher.DispatchOptions & { servername?: string; headersChecked?: boolean } = {
       path: ctx.upstreamPath,
       method: ctx.req.method as Dispatcher.HttpMethod,
       headers: this.headers,
+      // From llhttp, from config checked as strictly, or built here (buildRequestHeaders).
+      headersChecked: true,
       body: this.body,
       headersTimeout: ctx.timeouts.responseHeaders,
       bodyTimeout: ctx.timeouts.idle,
@@ -259,6 +261,9 @@ class Exchange extends UpstreamRequestHead implements Dispatcher.DispatchHandler
     ctx.upstreamAddress = this.endpoint!.key;
     this.forwarder.metrics.observeLatency(upstreamMs / 1000);
     const out = buildResponseHeaders(headers, ctx.responseHeaders);
+    // A head parsed by portico's HTTP/1.1 client (llhttp refuses bad names and values);
+    // policies' headers were checked as strictly when the config was read.
+    res.headersChecked = ctx.upstream.protocol === 'http' || ctx.upstream.protocol === 'https';
     if (statusMessage) res.writeHead(statusCode, statusMessage, out);
     else res.writeHead(statusCode, out);
     if (this.clientGone) controller.abort(CLIENT_GONE);

@@ -798,6 +798,20 @@ test('CR, LF, NUL and non-latin1 characters, and bad header names, are refused: 
   assert.equal(s.seen[0]!.body, 'hi');
 });
 
+test('headersChecked (headers from llhttp) still applies the rules on framing and hop-by-hop headers', async (t) => {
+  const s = await nodeServer((_req, res) => res.end());
+  const pool = makePool(s.port);
+  t.after(() => pool.destroy().then(() => s.close()));
+  for (const headers of [['transfer-encoding', 'chunked'], ['connection', 'upgrade'], ['content-length', '1x'], ['Host', 'a', 'host', 'b'], ['Expect', '100-continue']]) {
+    const r = await send(pool, { headersChecked: true, headers });
+    assert.equal(r.error?.code, 'UND_ERR_INVALID_ARG', JSON.stringify(headers));
+  }
+  const ok = await send(pool, { headersChecked: true, headers: ['X-City', 'Z\u00fcrich', 'x-tab', 'a\tb'] });
+  assert.equal(ok.status, 200);
+  assert.equal(s.seen[0]!.headers['x-city'], 'Z\u00fcrich');
+  assert.equal(s.seen[0]!.headers['x-tab'], 'a\tb');
+});
+
 // ---- abort ----
 
 test('abort() mid-response: onResponseError(reason) once, the connection is destroyed', async (t) => {

@@ -35,6 +35,13 @@ describe('headers: parse', () => {
     assert.ok(r.lines.some((l) => /request-headers: invalid value "Content-Length: 5": expected a header other than Content-Length/.test(l)));
   });
 
+  test('values are Latin-1: a character beyond U+00FF is refused at parse time, not per request', () => {
+    const r = parseWith(headersPolicy, { [REQ]: 'X-City: Zürich\nX-Star: \u2605\nX-Cut: a\u010ab' });
+    assert.deepEqual(r.config, { request: [['X-City', 'Zürich']] });
+    assert.equal(r.problems.length, 2);
+    assert.ok(r.lines.some((l) => /"X-Star: \u2605": expected a header value without control characters or characters beyond Latin-1/.test(l)));
+  });
+
   test('nothing valid, or absent: no policy', () => {
     assert.equal(parseWith(headersPolicy, { [REQ]: 'garbage' }).config, undefined);
     assert.equal(parseWith(headersPolicy, {}).config, undefined);
