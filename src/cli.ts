@@ -1,6 +1,6 @@
 // `portico`: parse flags, pick the source (a manifest directory or the Kubernetes
 // API), and wire sources -> controller -> route table -> proxy, plus the admin server.
-import { FlagError, helpText, parseOptions, type Options } from './config/flags.ts';
+import { FlagError, helpText, parseOptions, unknownEnvironment, type Options } from './config/flags.ts';
 import { startPortico } from './portico.ts';
 
 export async function main(argv: string[]): Promise<void> {
@@ -18,6 +18,7 @@ export async function main(argv: string[]): Promise<void> {
     process.stdout.write(helpText() + '\n');
     return;
   }
+  for (const name of unknownEnvironment()) process.stderr.write(`portico: warning: $${name} is not a portico setting and is ignored (see --help)\n`);
 
   let instance: Awaited<ReturnType<typeof startPortico>>;
   try {
@@ -31,7 +32,11 @@ export async function main(argv: string[]): Promise<void> {
 
   let stopping = false;
   const shutdown = (signal: string) => {
-    if (stopping) return;
+    if (stopping) {
+      // A second Ctrl-C (or SIGTERM) means now, not after the grace period.
+      instance.log.warn({ signal }, 'second signal: exiting without waiting for requests in flight');
+      process.exit(signal === 'SIGINT' ? 130 : 143);
+    }
     stopping = true;
     instance.log.info({ signal, graceMs: options.shutdownGrace }, 'shutting down: no new connections, finishing requests in flight');
     instance.stop(options.shutdownGrace).then(

@@ -1,6 +1,7 @@
 // Command-line flags. Every flag also reads an environment variable
 // (--http-port <-> PORTICO_HTTP_PORT); a flag on the command line wins.
 import { isIP } from 'node:net';
+import { parseCidrList } from '../middleware/cidr.ts';
 import { parseBool, parseDuration } from '../util/units.ts';
 
 export interface Options {
@@ -41,7 +42,7 @@ export interface Options {
   help: boolean;
 }
 
-type Kind = 'string' | 'port' | 'duration' | 'bool' | 'int' | 'address' | 'level';
+type Kind = 'string' | 'port' | 'duration' | 'bool' | 'int' | 'address' | 'level' | 'cidrs';
 
 interface FlagSpec {
   flag: string;
@@ -72,7 +73,7 @@ const FLAGS: FlagSpec[] = [
   { flag: 'shutdown-grace', key: 'shutdownGrace', kind: 'duration', default: '25s', help: 'on SIGTERM, time to finish requests in flight before exiting' },
   { flag: 'default-certificate', key: 'defaultCertificate', kind: 'string', default: undefined, help: 'PEM certificate for unknown SNI names (default: self-signed, generated at start)' },
   { flag: 'default-key', key: 'defaultKey', kind: 'string', default: undefined, help: 'PEM private key of --default-certificate' },
-  { flag: 'trusted-proxies', key: 'trustedProxies', kind: 'string', default: '', help: 'CIDR list of peers whose X-Forwarded-For (or PROXY protocol) gives the client address' },
+  { flag: 'trusted-proxies', key: 'trustedProxies', kind: 'cidrs', default: '', help: 'CIDR list of peers whose X-Forwarded-For (or PROXY protocol) gives the client address' },
   { flag: 'proxy-protocol', key: 'proxyProtocol', kind: 'bool', default: 'false', help: 'expect a PROXY protocol v1/v2 header from trusted proxies' },
   { flag: 'https-redirect-port', key: 'httpsRedirectPort', kind: 'port', default: '0', help: 'port in the Location of HTTP-to-HTTPS redirects (0: --https-port; in a cluster set the Service port, 443)' },
   { flag: 'access-log', key: 'accessLog', kind: 'bool', default: 'true', help: 'log one JSON line per request' },
@@ -95,9 +96,14 @@ export function envName(flag: string): string {
   return 'PORTICO_' + flag.toUpperCase().replaceAll('-', '_');
 }
 
+/** What Kubernetes service links put in a pod's environment: PORTICO_HTTP_PORT=tcp://10.0.0.1:80 for a Service portico-http. */
+const SERVICE_LINK_VALUE = /^(tcp|udp|sctp):\/\//;
+const SERVICE_LINK_NAME = /_(SERVICE_HOST|SERVICE_PORT(_\w+)?|PORT|PORT_\d+_(TCP|UDP|SCTP)(_\w+)?)$/;
+
 function convert(spec: FlagSpec, raw: string, source: string): unknown {
   const fail = (expected: string): never => {
-    throw new FlagError(`${source}: invalid value ${JSON.stringify(raw)}: expected ${expected}`);
+    const hint = source.startsWith('$') && SERVICE_LINK_VALUE.test(raw) ? ' (this looks like a Kubernetes service link: set enableServiceLinks: false in the pod spec)' : '';
+    throw new FlagError(`${source}: invalid value ${JSON.stringify(raw)}: expected ${expected}${hint}`);
   };
   switch (spec.kind) {
     case 'string':
@@ -117,6 +123,11 @@ function convert(spec: FlagSpec, raw: string, source: string): unknown {
       return parseBool(raw) ?? fail('true or false');
     case 'address':
       return isIP(raw) || raw === 'localhost' ? raw : fail('an IPv4 or IPv6 address');
+    case 'cidrs': {
+      // A typo here would silently change which address rate limits and IP filters see.
+      const invalid = parseCidrList(raw).invalid;
+      return invalid.length === 0 ? raw : fail(`IP addresses or CIDRs, comma-separated (${JSON.stringify(invalid[0])} is neither)`);
+    }
     case 'level':
       return ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'].includes(raw) ? raw : fail('trace, debug, info, warn, error, fatal or silent');
   }
@@ -171,6 +182,17 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv = p
   return options;
 }
 
+/**
+ * PORTICO_* variables that are no flag's (a typo, most likely), leaving out the ones
+ * Kubernetes service links create for a Service named portico or portico-*.
+ */
+export function unknownEnvironment(env: NodeJS.ProcessEnv = process.env): string[] {
+  const known = new Set(FLAGS.map((f) => envName(f.flag)));
+  return Object.keys(env)
+    .filter((name) => name.startsWith('PORTICO_') && !known.has(name) && !SERVICE_LINK_NAME.test(name))
+    .sort();
+}
+
 export function helpText(): string {
   const lines = [
     'portico: Kubernetes ingress controller and edge proxy',
@@ -180,7 +202,7 @@ export function helpText(): string {
     'Flags (each also read from the environment variable shown):',
   ];
   for (const f of FLAGS) {
-    const placeholder = f.kind === 'bool' ? '' : ` ${f.kind === 'duration' ? 'DURATION' : f.kind === 'port' ? 'N' : 'VALUE'}`;
+    const placeholder = f.kind === 'bool' ? '' : ` ${f.kind === 'duration' ? 'DURATION' : f.kind === 'port' ? 'N' : f.kind === 'cidrs' ? 'CIDRS' : 'VALUE'}`;
     const def = f.default === undefined || f.default === '' ? '' : ` (default ${f.default})`;
     lines.push(`  --${f.flag}${placeholder}`.padEnd(40) + ` ${f.help}${def}  [$${envName(f.flag)}]`);
   }

@@ -1,0 +1,119 @@
+// Flags and PORTICO_* variables, as parsed, and as the CLI reports mistakes.
+import { spawnSync } from 'node:child_process';
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { fileURLToPath } from 'node:url';
+import net from 'node:net';
+import { FlagError, helpText, parseOptions, unknownEnvironment } from '../../../src/config/flags.ts';
+import { ManifestDir, ingress, ingressClass, serviceWithEndpoints } from '../../support/objects.ts';
+import { startPortico } from '../../support/portico-process.ts';
+
+const BIN = fileURLToPath(new URL('../../../bin/portico.js', import.meta.url));
+
+function parseError(argv: string[], env: NodeJS.ProcessEnv = {}): string {
+  try {
+    parseOptions(argv, env);
+  } catch (err) {
+    assert.ok(err instanceof FlagError, `a FlagError, not ${String(err)}`);
+    return err.message;
+  }
+  assert.fail(`no error for ${JSON.stringify(argv)} ${JSON.stringify(env)}`);
+}
+
+test('defaults, environment and flags: a flag beats its variable, which beats the default', () => {
+  const defaults = parseOptions([], {});
+  assert.equal(defaults.httpPort, 8080);
+  assert.equal(defaults.adminBind, '127.0.0.1');
+  assert.equal(defaults.upstreamResponseTimeout, 60_000);
+  assert.equal(parseOptions([], { PORTICO_HTTP_PORT: '9000' }).httpPort, 9000);
+  assert.equal(parseOptions(['--http-port', '9001'], { PORTICO_HTTP_PORT: '9000' }).httpPort, 9001);
+  assert.equal(parseOptions(['--http-port=off'], {}).httpPort, -1);
+  assert.equal(parseOptions(['--access-log=false'], {}).accessLog, false);
+  assert.equal(parseOptions(['--no-access-log'], {}).accessLog, false);
+  assert.equal(parseOptions(['--shutdown-grace', '1m30s'], {}).shutdownGrace, 90_000);
+});
+
+test('bad flags and values are refused with one line naming the flag or variable', () => {
+  assert.match(parseError(['--http-prot', '1']), /^unknown flag --http-prot \(see --help\)$/);
+  assert.match(parseError(['--http-port', '70000']), /^--http-port: invalid value "70000": expected a port number/);
+  assert.match(parseError(['--http-port']), /^--http-port needs a value$/);
+  assert.match(parseError(['--upstream-response-timeout', 'soon']), /expected a duration/);
+  assert.match(parseError([], { PORTICO_BIND: 'everywhere' }), /^\$PORTICO_BIND: invalid value "everywhere": expected an IPv4 or IPv6 address$/);
+  assert.match(parseError(['--default-certificate', '/x.pem']), /go together/);
+});
+
+test('--trusted-proxies: every entry must be an address or a CIDR', () => {
+  assert.equal(parseOptions(['--trusted-proxies', '10.0.0.0/8, 192.168.1.7 fd00::/8'], {}).trustedProxies, '10.0.0.0/8, 192.168.1.7 fd00::/8');
+  assert.match(parseError(['--trusted-proxies', '10.0.0.0/8,10.0.0.0/99']), /^--trusted-proxies: invalid value "10\.0\.0\.0\/8,10\.0\.0\.0\/99": expected IP addresses or CIDRs, comma-separated \("10\.0\.0\.0\/99" is neither\)$/);
+  assert.match(parseError([], { PORTICO_TRUSTED_PROXIES: 'lb.internal' }), /"lb\.internal" is neither/);
+});
+
+test('a Kubernetes service link in a flag variable is named as such', () => {
+  const message = parseError([], { PORTICO_HTTP_PORT: 'tcp://10.96.0.12:80' });
+  assert.match(message, /^\$PORTICO_HTTP_PORT: invalid value "tcp:\/\/10\.96\.0\.12:80": expected .*service link: set enableServiceLinks: false/);
+});
+
+test('unknown PORTICO_* variables are listed, service links of Services named portico* are not', () => {
+  const env = {
+    PORTICO_HTTP_PROT: '9000',
+    PORTICO_HTTP_PORT: '9000',
+    PORTICO_SERVICE_HOST: '10.96.0.1',
+    PORTICO_SERVICE_PORT_HTTP: '80',
+    PORTICO_PORT: 'tcp://10.96.0.1:80',
+    PORTICO_PORT_80_TCP_ADDR: '10.96.0.1',
+    PORTICO_METRICS_SERVICE_PORT: '9090',
+    HOME: '/root',
+  };
+  assert.deepEqual(unknownEnvironment(env), ['PORTICO_HTTP_PROT']);
+});
+
+test('--help lists every flag with its variable', () => {
+  const help = helpText();
+  assert.match(help, /--trusted-proxies CIDRS .*\[\$PORTICO_TRUSTED_PROXIES\]/);
+  assert.match(help, /--http-port N .*\(default 8080\)\s+\[\$PORTICO_HTTP_PORT\]/);
+});
+
+test('the CLI: a bad value exits 2 with one line on stderr', () => {
+  const bad = spawnSync(process.execPath, [BIN, '--trusted-proxies', '10.0.0.0/99'], { encoding: 'utf8', timeout: 20_000 });
+  assert.equal(bad.status, 2);
+  assert.equal(bad.stdout, '');
+  assert.deepEqual(bad.stderr.trim().split('\n'), ['portico: --trusted-proxies: invalid value "10.0.0.0/99": expected IP addresses or CIDRs, comma-separated ("10.0.0.0/99" is neither)']);
+});
+
+test('the CLI: an unknown PORTICO_* variable is warned about once, and portico runs; a second SIGTERM exits at once', async () => {
+  // A pod that never answers: a request to it stays in flight.
+  let reached: () => void = () => {};
+  const podReached = new Promise<void>((r) => (reached = r));
+  const silent = net.createServer((s) => {
+    s.on('error', () => {});
+    s.once('data', () => reached());
+  });
+  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+  const dir = new ManifestDir();
+  dir.write('app.yaml', [
+    ingressClass('portico'),
+    ingress('slow', { rules: [{ host: 'slow.local', paths: [{ path: '/', service: 'slow' }] }] }),
+    ...serviceWithEndpoints('slow', [(silent.address() as net.AddressInfo).port]),
+  ]);
+  const portico = await startPortico(['--manifests', dir.path, '--shutdown-grace', '30s'], { PORTICO_ACESS_LOG: 'false' });
+  try {
+    assert.deepEqual(portico.stderr, ['portico: warning: $PORTICO_ACESS_LOG is not a portico setting and is ignored (see --help)']);
+    const socket = net.connect(portico.http, '127.0.0.1');
+    await new Promise((r) => socket.once('connect', r));
+    socket.on('error', () => {});
+    socket.write('GET / HTTP/1.1\r\nHost: slow.local\r\n\r\n');
+    await podReached;
+    const started = Date.now();
+    const exited = new Promise<number | null>((resolve) => portico.child.once('exit', (code) => resolve(code)));
+    portico.child.kill('SIGTERM');
+    await portico.waitForLog((l) => l.msg === 'shutting down: no new connections, finishing requests in flight');
+    portico.child.kill('SIGTERM');
+    assert.equal(await exited, 143);
+    assert.ok(Date.now() - started < 20_000, 'did not wait for the 30 s grace period');
+    socket.destroy();
+  } finally {
+    await portico.stop();
+    silent.close();
+    dir.cleanup();
+  }
+});
