@@ -1,5 +1,6 @@
 // The /routes document: what the live route table serves, in a shape meant for
 // people and scripts (jq) debugging "why does this request go there?".
+import { activePolicies } from '../middleware/registry.ts';
 import type { BackendConfig, Problem, RouteConfig, RoutingConfig, UpstreamAddress } from '../model/config.ts';
 
 export interface BackendView {
@@ -105,7 +106,7 @@ function pathView(route: RouteConfig): PathView {
     pathType: route.pathType,
     ingress: `${route.ingress.namespace}/${route.ingress.name}`,
     backend: backendView(route.backend),
-    policies: route.policies.map((p) => p.name),
+    policies: activePolicies(route),
   };
 }
 

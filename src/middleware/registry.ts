@@ -78,16 +78,32 @@ export function parsePolicies(
  * need it (rewrite-target, the tls-redirect default) do nothing without it.
  */
 export function composeChain(policies: readonly PolicyConfig[], terminal: Handler, shared: SharedState, key: string, route?: RouteConfig): Handler {
-  for (const p of policies) if (!byName.has(p.name)) throw new Error(`unknown policy ${p.name}`);
   let handler = terminal;
-  for (let i = sorted.length - 1; i >= 0; i--) {
-    const def = sorted[i]!;
-    const listed = policies.find((p) => p.name === def.name);
-    const config = listed !== undefined ? listed.config : def.defaultConfig;
-    if (config === undefined) continue;
+  const active = activeConfigs(policies, route);
+  for (let i = active.length - 1; i >= 0; i--) {
+    const { def, config } = active[i]!;
     handler = def.create(config, shared, key, route)(handler);
   }
   return handler;
+}
+
+/** Names of the policies that act on `route`, in chain order (what /routes shows). */
+export function activePolicies(route: RouteConfig): string[] {
+  return activeConfigs(route.policies, route).map((a) => a.def.name);
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+function activeConfigs(policies: readonly PolicyConfig[], route: RouteConfig | undefined): { def: PolicyDefinition<any>; config: unknown }[] {
+  for (const p of policies) if (!byName.has(p.name)) throw new Error(`unknown policy ${p.name}`);
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  const out: { def: PolicyDefinition<any>; config: unknown }[] = [];
+  for (const def of sorted) {
+    const listed = policies.find((p) => p.name === def.name);
+    const config = listed !== undefined ? listed.config : def.defaultConfig;
+    if (config === undefined || def.applies?.(config, route) === false) continue;
+    out.push({ def, config });
+  }
+  return out;
 }
 
 /** SharedState backed by a Map; the proxy keeps one for the life of the process. */

@@ -62,8 +62,10 @@ export const tlsRedirectPolicy: PolicyDefinition<TlsRedirectConfig> = {
     }
     return { force };
   },
-  create(config, _shared, _key, route): Middleware {
-    const on = config.force ?? route?.tls === true;
-    return on ? redirect : (next) => next;
+  applies(config, route) {
+    return config.force ?? route?.tls === true;
+  },
+  create(): Middleware {
+    return redirect;
   },
 };

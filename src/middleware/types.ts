@@ -47,4 +47,9 @@ export interface PolicyDefinition<C = unknown> {
    * it pass it, policies that need it do nothing without it.
    */
   create(config: C, shared: SharedState, key: string, route?: RouteConfig): Middleware;
+  /**
+   * Whether the policy does anything on `route` with `config` (default: yes). A policy
+   * that does not apply is left out of the chain, and out of /routes.
+   */
+  applies?(config: C, route: RouteConfig | undefined): boolean;
 }

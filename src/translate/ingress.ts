@@ -141,7 +141,8 @@ export function buildIngressEntry(ingress: Ingress, ctx: IngressContext, previou
     const secret = ctx.snapshot.secrets.get(secretKey);
     secretDeps.push({ key: secretKey, secret });
     if (!secret) {
-      report('error', 'TLSSecretNotFound', `${field}.secretName: Secret ${secretKey} not found; its hosts get the default certificate`);
+      // Other Secret types never reach portico (cluster mode lists only these), so say so.
+      report('error', 'TLSSecretNotFound', `${field}.secretName: Secret ${secretKey} not found (only Secrets of type kubernetes.io/tls are read); its hosts get the default certificate`);
       return;
     }
     const parsed = ctx.secrets.parse(secret);

@@ -91,14 +91,14 @@ describe('TLS', () => {
     assert.deepEqual(config.routes.map((r) => [r.host, r.tls]), [['foo.example.com', false]]);
     const lines = problemLines(config);
     assert.equal(lines.length, 9);
-    assert.equal(lines[0], 'Ingress default/site error TLSSecretNotFound: spec.tls[0].secretName: Secret default/missing not found; its hosts get the default certificate');
+    assert.equal(lines[0], 'Ingress default/site error TLSSecretNotFound: spec.tls[0].secretName: Secret default/missing not found (only Secrets of type kubernetes.io/tls are read); its hosts get the default certificate');
     assert.equal(lines[1], 'Ingress default/site error InvalidTLSSecret: spec.tls[1].secretName: Secret default/opaque has type "Opaque", expected "kubernetes.io/tls"; its hosts get the default certificate');
     assert.equal(lines[2], 'Ingress default/site error InvalidTLSSecret: spec.tls[2].secretName: Secret default/no-crt has no tls.crt; its hosts get the default certificate');
     assert.equal(lines[3], 'Ingress default/site error InvalidTLSSecret: spec.tls[3].secretName: Secret default/no-key has no tls.key; its hosts get the default certificate');
     assert.match(lines[4]!, /^Ingress default\/site error InvalidTLSSecret: spec\.tls\[4\]\.secretName: Secret default\/bad-cert: tls\.crt is not a PEM certificate \(.+\); its hosts get the default certificate$/);
     assert.match(lines[5]!, /^Ingress default\/site error InvalidTLSSecret: spec\.tls\[5\]\.secretName: Secret default\/bad-key: tls\.key is not a PEM private key \(.+\); its hosts get the default certificate$/);
     assert.equal(lines[6], 'Ingress default/site error InvalidTLSSecret: spec.tls[6].secretName: Secret default/mismatch: tls.key does not match the certificate in tls.crt; its hosts get the default certificate');
-    assert.equal(lines[7], 'Ingress default/site error TLSSecretNotFound: spec.tls[7].secretName: Secret default/elsewhere not found; its hosts get the default certificate');
+    assert.equal(lines[7], 'Ingress default/site error TLSSecretNotFound: spec.tls[7].secretName: Secret default/elsewhere not found (only Secrets of type kubernetes.io/tls are read); its hosts get the default certificate');
     assert.equal(lines[8], 'Ingress default/site warning TLSSecretNotFound: spec.tls[8].secretName: not set; these hosts get the default certificate');
   });
 
