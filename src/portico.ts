@@ -49,6 +49,15 @@ function listen(server: net.Server, port: number, host: string, what: string): P
   });
 }
 
+/** " on http://host:port and https://host:port", naming only the listeners that are on. */
+function listenerUrls(bind: string, ports: { http?: number; https?: number }): string {
+  const host = bind.includes(':') ? `[${bind}]` : bind;
+  const urls: string[] = [];
+  if (ports.http !== undefined) urls.push(`http://${host}:${ports.http}`);
+  if (ports.https !== undefined) urls.push(`https://${host}:${ports.https}`);
+  return urls.length === 0 ? ' (no proxy listener: --http-port and --https-port are off)' : ` on ${urls.join(' and ')}`;
+}
+
 export async function startPortico(options: Options): Promise<Portico> {
   const log = createLogger(options.logLevel);
   const metrics = createMetrics();
@@ -194,7 +203,7 @@ export async function startPortico(options: Options): Promise<Portico> {
   controller.start();
   log.info(
     { mode: standalone ? 'standalone' : 'cluster', http: ports.http, https: ports.https, admin: ports.admin, routes: holder.current.size },
-    `portico ready: serving ${holder.current.size} routes on http://${options.bind}:${ports.http ?? '-'} and https://${options.bind}:${ports.https ?? '-'}`,
+    `portico ready: serving ${holder.current.size} routes${listenerUrls(options.bind, ports)}`,
   );
 
   return {

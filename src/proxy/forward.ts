@@ -50,34 +50,37 @@ interface Failure {
   message: string;
 }
 
-function describe(err: Error & { code?: string }, endpoint: Endpoint, ctx: RequestContext, connecting: boolean): Failure {
-  const pod = endpoint.key;
+/**
+ * Status and client-facing text of an upstream failure. The text names the case, not the
+ * pod: internal addresses are for the access log (upstream), not for whoever asked.
+ */
+function describe(err: Error & { code?: string }, ctx: RequestContext, connecting: boolean): Failure {
   switch (err.code) {
     case 'UND_ERR_CONNECT_TIMEOUT':
-      return { status: 504, kind: 'timeout', message: `timed out connecting to pod ${pod}` };
+      return { status: 504, kind: 'timeout', message: 'timed out connecting to the pod' };
     case 'UND_ERR_HEADERS_TIMEOUT':
-      return { status: 504, kind: 'timeout', message: `pod ${pod} did not answer within ${ctx.timeouts.responseHeaders} ms` };
+      return { status: 504, kind: 'timeout', message: `the pod did not answer within ${ctx.timeouts.responseHeaders} ms` };
     case 'UND_ERR_BODY_TIMEOUT':
-      return { status: 504, kind: 'timeout', message: `pod ${pod} stopped sending for ${ctx.timeouts.idle} ms` };
+      return { status: 504, kind: 'timeout', message: `the pod stopped sending for ${ctx.timeouts.idle} ms` };
     case 'ECONNREFUSED':
-      return { status: 502, kind: 'connect', message: `connection refused by pod ${pod}` };
+      return { status: 502, kind: 'connect', message: 'connection refused by the pod' };
     case 'EHOSTUNREACH':
     case 'ENETUNREACH':
     case 'EHOSTDOWN':
     case 'EADDRNOTAVAIL':
     case 'ENOTFOUND':
     case 'EAI_AGAIN':
-      return { status: 502, kind: 'connect', message: `cannot reach pod ${pod} (${err.code})` };
+      return { status: 502, kind: 'connect', message: `cannot reach the pod (${err.code})` };
     case 'ECONNRESET':
     case 'EPIPE':
     case 'UND_ERR_SOCKET':
     case 'UND_ERR_CLOSED':
       return connecting
-        ? { status: 502, kind: 'connect', message: `connection to pod ${pod} failed (${err.code})` }
-        : { status: 502, kind: 'reset', message: `pod ${pod} closed the connection before answering` };
+        ? { status: 502, kind: 'connect', message: `connection to the pod failed (${err.code})` }
+        : { status: 502, kind: 'reset', message: 'the pod closed the connection before answering' };
     default:
-      if (connecting) return { status: 502, kind: 'connect', message: `cannot connect to pod ${pod} (${err.code ?? 'error'})` };
-      return { status: 502, kind: 'reset', message: `error talking to pod ${pod} (${err.code ?? 'error'})` };
+      if (connecting) return { status: 502, kind: 'connect', message: `cannot connect to the pod (${err.code ?? 'error'})` };
+      return { status: 502, kind: 'reset', message: `error talking to the pod (${err.code ?? 'error'})` };
   }
 }
 
@@ -220,7 +223,7 @@ class Exchange extends UpstreamRequestHead implements Dispatcher.DispatchHandler
       this.done = true;
       // The client refuses some requests outright (a header value or path it does not accept).
       if ((err as { code?: string }).code === 'UND_ERR_INVALID_ARG') sendError(ctx.res, 400, `request cannot be forwarded: ${(err as Error).message}`);
-      else sendError(ctx.res, 502, `cannot send the request to pod ${endpoint.key}`);
+      else sendError(ctx.res, 502, 'cannot send the request to the pod');
     }
   }
 
@@ -308,7 +311,7 @@ class Exchange extends UpstreamRequestHead implements Dispatcher.DispatchHandler
     }
     const endpoint = this.endpoint!;
     const connecting = this.controller === undefined;
-    const failure = describe(err, endpoint, ctx, connecting);
+    const failure = describe(err, ctx, connecting);
     if (this.responseStarted || res.headersSent) {
       // Too late for an error page: cut the client response so it is not taken as complete.
       this.done = true;
@@ -327,6 +330,8 @@ class Exchange extends UpstreamRequestHead implements Dispatcher.DispatchHandler
     }
     this.done = true;
     this.forwarder.metrics.countError(failure.kind);
+    // The access log names the pod that failed; the client is told only the case.
+    ctx.upstreamAddress = endpoint.key;
     sendError(res, failure.status, failure.message);
   }
 

@@ -132,9 +132,10 @@ class Tunnel extends UpstreamRequestHead {
       return;
     }
     this.finished = true;
-    if (timeout) sendError(ctx.res, 504, `timed out connecting to pod ${endpoint.key}`);
-    else if (err.code === 'ECONNREFUSED') sendError(ctx.res, 502, `connection refused by pod ${endpoint.key}`);
-    else sendError(ctx.res, 502, `cannot connect to pod ${endpoint.key} (${err.code ?? 'error'})`);
+    ctx.upstreamAddress = endpoint.key;
+    if (timeout) sendError(ctx.res, 504, 'timed out connecting to the pod');
+    else if (err.code === 'ECONNREFUSED') sendError(ctx.res, 502, 'connection refused by the pod');
+    else sendError(ctx.res, 502, `cannot connect to the pod (${err.code ?? 'error'})`);
   }
 
   /** Ends the tunnel: both sockets go. */

@@ -81,9 +81,10 @@ function readYaml(file: string, text: string, result: ParsedManifestFile): Locat
   for (const doc of parseAllDocuments(text, { lineCounter })) {
     if (doc.errors.length) {
       result.failed = true;
-      for (const err of doc.errors) {
-        result.errors.push({ file, line: lineAt(err.pos[0]), message: yamlReason(err.message) });
-      }
+      // The first error is the cause; the ones after it are mostly its echoes.
+      const first = doc.errors[0]!;
+      const more = doc.errors.length - 1;
+      result.errors.push({ file, line: lineAt(first.pos[0]), message: yamlReason(first.message) + (more > 0 ? ` (${more} more error${more > 1 ? 's' : ''} after it in this document)` : '') });
       continue;
     }
     const contents = doc.contents as Node | null;

@@ -81,6 +81,14 @@ describe('parseManifestFile: YAML', () => {
     assert.deepEqual(names(parsed.objects), ['Service default/fine'], 'the documents that parsed are still returned');
   });
 
+  test('one misindented line: one error, its cause, not the cascade the parser reports after it', () => {
+    const text = ['apiVersion: v1', 'kind: Service', 'metadata:', '  name: web', '   labels: {a: b}', 'spec:', '  ports: [{port: 80}', ''].join('\n');
+    const parsed = parseManifestFile('web.yaml', text);
+    assert.equal(parsed.errors.length, 1);
+    assert.equal(parsed.errors[0]!.line, 4);
+    assert.match(parsed.errors[0]!.message, /\(\d+ more errors? after it in this document\)$/);
+  });
+
   test('duplicate keys and unresolved aliases are errors too', () => {
     const dup = parseManifestFile('dup.yaml', 'apiVersion: v1\nkind: Service\nkind: Service\nmetadata: {name: x}\n');
     assert.equal(dup.failed, true);
