@@ -44,6 +44,8 @@ export class Http1Request {
   expectsContinue = false;
   /** No Host header (HTTP/1.1), or more than one: answered 400 by the server. */
   badHost = false;
+  /** Transfer-Encoding has codings before chunked (gzip, chunked): answered 501. */
+  otherTransferCoding = false;
   /** The whole request, body included, has been received. */
   complete = false;
   /** The connection died before the request was complete. */

@@ -73,6 +73,31 @@ const EXPECTS_CONTINUE = 1;
 const BAD_HOST = 2;
 const HAS_BODY = 4;
 const BAD_TRANSFER_ENCODING = 8;
+const HAS_TRANSFER_ENCODING = 32;
+const OTHER_TRANSFER_CODING = 16;
+const OTHER_CODING_BODY = 'transfer codings other than chunked are not supported\n';
+
+/**
+ * Transfer-Encoding, over all its header lines in order: BAD_TRANSFER_ENCODING when the
+ * last coding is not chunked (llhttp refuses the request), OTHER_TRANSFER_CODING when
+ * codings such as gzip come before it (the body cannot be passed on as it was sent).
+ */
+function inspectTransferEncoding(headers: string[], first: number): number {
+  let last = '';
+  let others = false;
+  for (let i = first; i < headers.length; i += 2) {
+    const name = headers[i]!;
+    if (name.length !== 17 || name.toLowerCase() !== 'transfer-encoding') continue;
+    for (const raw of headers[i + 1]!.split(',')) {
+      const coding = raw.trim().toLowerCase();
+      if (coding === '') continue;
+      if (last !== '' && last !== 'chunked') others = true;
+      if (coding !== 'chunked') others = true;
+      last = coding;
+    }
+  }
+  return last !== 'chunked' ? BAD_TRANSFER_ENCODING : others ? OTHER_TRANSFER_CODING : 0;
+}
 
 /** One pass over a request head for what the server itself must act on. */
 function inspectHead(headers: string[], http11: boolean): number {
@@ -86,10 +111,8 @@ function inspectHead(headers: string[], http11: boolean): number {
       flags |= EXPECTS_CONTINUE;
     } else if (name.length === 14 && headers[i + 1] !== '0' && name.toLowerCase() === 'content-length') {
       flags |= HAS_BODY;
-    } else if (name.length === 17 && name.toLowerCase() === 'transfer-encoding') {
-      flags |= HAS_BODY;
-      const value = headers[i + 1]!;
-      if (value.slice(value.lastIndexOf(',') + 1).trim().toLowerCase() !== 'chunked') flags |= BAD_TRANSFER_ENCODING;
+    } else if (name.length === 17 && (flags & HAS_TRANSFER_ENCODING) === 0 && name.toLowerCase() === 'transfer-encoding') {
+      flags |= HAS_BODY | HAS_TRANSFER_ENCODING | inspectTransferEncoding(headers, i);
     }
   }
   if (hosts > 1 || (hosts === 0 && http11)) flags |= BAD_HOST;
@@ -290,6 +313,7 @@ class Connection implements BodyFlow, ResponseOwner {
     }
     req.expectsContinue = (flags & EXPECTS_CONTINUE) !== 0;
     req.badHost = (flags & BAD_HOST) !== 0;
+    req.otherTransferCoding = (flags & OTHER_TRANSFER_CODING) !== 0;
     // Without Content-Length or Transfer-Encoding a request has no body (RFC 9112 6.3):
     // it is complete now, so a handler answering at once (inside this execute, before
     // kOnMessageComplete) keeps the connection instead of closing it for an "unread body".
@@ -378,6 +402,13 @@ class Connection implements BodyFlow, ResponseOwner {
       res.shouldKeepAlive = false;
       res.writeHead(400, ['content-type', 'text/plain; charset=utf-8', 'content-length', String(BAD_HOST_BODY.length)]);
       res.end(BAD_HOST_BODY);
+      return;
+    }
+    if (req.otherTransferCoding) {
+      // RFC 9112 section 6.1: 501 for a transfer coding the server does not implement.
+      res.shouldKeepAlive = false;
+      res.writeHead(501, ['content-type', 'text/plain; charset=utf-8', 'content-length', String(OTHER_CODING_BODY.length)]);
+      res.end(OTHER_CODING_BODY);
       return;
     }
     // As node:http does: the client may send the body right away.

@@ -96,11 +96,28 @@ test('request smuggling shapes: CL+TE, duplicate or bad Content-Length, bad Tran
     'POST /hex HTTP/1.1\r\nHost: test\r\nContent-Length: 0x5\r\n\r\nhello',
     'POST /te HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: chunked, identity\r\n\r\n0\r\n\r\n',
     'POST /te2 HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: gzip\r\n\r\n',
+    'POST /te3 HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: gzip\r\n\r\n0\r\n\r\n',
   ]) {
     await expectRejected(s, head, 400);
   }
   assert.deepEqual(seen, []);
   await stillServes(s);
+});
+
+test('a transfer coding before chunked (gzip, chunked; or over two header lines) → 501 and close, never passed on', async (t) => {
+  const seen: string[] = [];
+  const s = await serve((req, res) => {
+    seen.push(req.url);
+    echoHandler(req, res);
+  });
+  t.after(() => s.close());
+  await expectRejected(s, 'POST /gz HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: gzip, chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n', 501);
+  await expectRejected(s, 'POST /gz2 HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n', 501);
+  assert.deepEqual(seen, []);
+  const c = await RawClient.connect(s.port);
+  t.after(() => c.destroy());
+  c.write('POST /plain HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: Chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n');
+  assert.equal((await c.readResponse()).status, 200, 'chunked alone is fine, in any case');
 });
 
 test('Host: none in HTTP/1.1, or two → 400 and close; HTTP/1.0 without Host is served', async (t) => {
