@@ -9,7 +9,8 @@ import { composeChain } from '../middleware/registry.ts';
 import type { SharedState } from '../middleware/types.ts';
 import type { Handler, RequestContext, UpstreamTimeouts } from './context.ts';
 import { Forwarder } from './forward.ts';
-import { ProxyMetrics, type AccessLogHook, type RouteMetrics } from './metrics.ts';
+import type { AccessLogHook } from './access-log.ts';
+import { ProxyMetrics, type RouteMetrics } from './metrics.ts';
 import type { UpstreamPools } from './upstreams.ts';
 
 export interface RouteCompilerDeps {
@@ -22,6 +23,17 @@ export interface RouteCompilerDeps {
   accessLog?: AccessLogHook;
   /** Upstream timeouts every request of these routes starts with (policies may change them). */
   timeouts?: UpstreamTimeouts;
+}
+
+/** What the proxy needs from the compiler. */
+export interface ProxyRoutes {
+  readonly compile: RouteCompiler;
+  /**
+   * The pseudo-route of requests answered before a route is found (400, 404): its
+   * handle() only arranges the access-log line and the count (route labels all ""),
+   * the caller answers.
+   */
+  readonly unrouted: Route;
 }
 
 const kContext = Symbol('portico.context');
@@ -74,12 +86,25 @@ function onRequestFinished(this: TrackedResponse): void {
   if (route.accessLog !== undefined) route.accessLog(ctx, status, ctx.responseBytes, ctx.upstreamMillis, ctx.upstreamAddress);
 }
 
-export function createRouteCompiler(deps: RouteCompilerDeps): RouteCompiler {
+/** The config of the unrouted pseudo-route: an empty id (the access log leaves route out). */
+const UNROUTED_CONFIG: RouteConfig = Object.freeze({
+  id: '',
+  ingress: { namespace: '', name: '' },
+  host: '',
+  path: '',
+  pathType: 'Prefix',
+  backend: { key: '', namespace: '', service: '', port: '', addresses: [] },
+  policies: [],
+  tls: false,
+});
+
+export function createRouteCompiler(deps: RouteCompilerDeps): ProxyRoutes {
   const metrics = new ProxyMetrics(deps.registry);
   const compiled = new WeakMap<RouteConfig, CompiledRoute>();
   // Policies may replace ctx.timeouts, never edit the shared defaults.
   const timeouts = deps.timeouts ? Object.freeze({ ...deps.timeouts }) : undefined;
-  return (config: RouteConfig): Route => {
+  const unrouted = new CompiledRoute(UNROUTED_CONFIG, () => {}, metrics.unrouted, deps.accessLog, undefined);
+  const compile = (config: RouteConfig): Route => {
     let route = compiled.get(config);
     if (route === undefined) {
       const routeMetrics = metrics.forRoute(config);
@@ -91,4 +116,5 @@ export function createRouteCompiler(deps: RouteCompilerDeps): RouteCompiler {
     }
     return route;
   };
+  return { compile, unrouted };
 }

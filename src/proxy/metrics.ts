@@ -1,38 +1,8 @@
 // Proxy metrics. The hot path only bumps plain numbers on objects bound to the route
 // at compile time; prom-client sees them when /metrics is scraped (collect hooks and
 // a small histogram that formats itself), so a request never hashes label sets.
-import type { AccessLogEntry } from '../util/log.ts';
 import { Counter, type Registry } from 'prom-client';
 import type { RouteConfig } from '../model/config.ts';
-import type { RequestContext } from './context.ts';
-
-/**
- * Called once per finished request, when set (another module wires it to the access log).
- * status is 499 when the client went away first; upstreamMs is -1 when no pod answered;
- * upstreamAddress is "host:port" of the pod that answered, or "".
- */
-export type AccessLogHook = (ctx: RequestContext, status: number, bytes: number, upstreamMs: number, upstreamAddress: string) => void;
-
-/** One access-log line as a plain object: the shape src/util/log.ts' access logger takes. */
-export type AccessLogFields = AccessLogEntry;
-
-/** Adapts a logger of AccessLogFields to the proxy's hook. */
-export function accessLogHook(log: (fields: AccessLogFields) => void): AccessLogHook {
-  return (ctx, status, bytes, upstreamMs, upstreamAddress) =>
-    log({
-      method: ctx.req.method ?? '',
-      host: ctx.host,
-      path: ctx.path,
-      status,
-      bytes,
-      durationMs: performance.now() - ctx.startTime,
-      upstreamMs,
-      upstream: upstreamAddress,
-      route: ctx.route.config.id,
-      clientIp: ctx.clientIp,
-      requestId: ctx.requestId,
-    });
-}
 
 export type UpstreamErrorKind = 'connect' | 'reset' | 'timeout' | 'no_endpoints' | 'service_unavailable';
 
@@ -40,6 +10,9 @@ export type UpstreamErrorKind = 'connect' | 'reset' | 'timeout' | 'no_endpoints'
 export const LATENCY_BUCKETS: readonly number[] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
 type Labels = Record<string, string>;
+
+/** Route labels of requests answered before a route was found (400, 404): all empty. */
+const UNROUTED_LABELS: Readonly<Labels> = Object.freeze({ namespace: '', ingress: '', host: '', path: '', service: '' });
 
 interface MetricValue {
   metricName?: string;
@@ -186,12 +159,14 @@ export class ProxyMetrics {
   readonly latency: RouteLatencyHistogram;
   readonly errors: Counter;
   private readonly counts = new Map<string, RequestCounts>();
+  /** Requests answered before a route was found: counted under UNROUTED_LABELS. */
+  readonly unrouted: RouteMetrics;
 
   constructor(registry: Registry) {
     const counts = this.counts;
     this.requests = new Counter({
       name: 'portico_requests_total',
-      help: 'Requests answered, by Ingress rule and status code (499: the client went away first).',
+      help: 'Requests answered, by Ingress rule and status code (499: the client went away first; empty route labels: no route was found).',
       labelNames: ['namespace', 'ingress', 'host', 'path', 'service', 'status'],
       registers: [registry],
       collect(this: Counter) {
@@ -218,6 +193,10 @@ export class ProxyMetrics {
       labelNames: ['namespace', 'ingress', 'service', 'kind'],
       registers: [registry],
     });
+    // Nothing unrouted reaches a pod: its latency series is never exported.
+    const unrouted = new RequestCounts({ ...UNROUTED_LABELS });
+    this.counts.set(Object.values(UNROUTED_LABELS).join('\u0000'), unrouted);
+    this.unrouted = new RouteMetrics(this, unrouted, new HistogramSeries({}, LATENCY_BUCKETS.length), {});
   }
 
   /** Metrics handles for a route; routes with the same labels share their series. */
