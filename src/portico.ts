@@ -73,6 +73,8 @@ export async function startPortico(options: Options): Promise<Portico> {
     },
   });
   const holder = new RouteTableHolder(buildRouteTable(0, emptyRoutingConfig(), routes.compile));
+  // Series and policy state of routes that left the table go with the swap.
+  holder.onSwap((table) => routes.retain(table.config));
 
   // ---- sources ----
   let fileProblems: readonly Problem[] = [];

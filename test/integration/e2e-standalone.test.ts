@@ -170,6 +170,17 @@ describe('standalone mode, black box', () => {
     assert.match(metrics.text, /^portico_requests_total\{namespace="",ingress="",host="",path="",service="",status="404"\} [1-9]/m);
   });
 
+  test('the series of a deleted Ingress leave /metrics', async () => {
+    dir.write('churn.yaml', [ingress('churn', { rules: [{ host: 'churn.local', paths: [{ path: '/', service: 'web' }] }] })]);
+    await eventually(async () => (await get(portico.http, 'churn.local', '/')).status === 200, 5000, 'churn served');
+    assert.match((await get(portico.admin, 'x', '/metrics')).text, /portico_requests_total\{[^}]*host="churn\.local"/);
+    dir.remove('churn.yaml');
+    await eventually(async () => (await get(portico.http, 'churn.local', '/')).status === 404, 5000, 'churn removed');
+    const text = (await get(portico.admin, 'x', '/metrics')).text;
+    assert.doesNotMatch(text, /ingress="churn"/);
+    assert.match(text, /portico_requests_total\{[^}]*host="web\.local"/, 'other Ingresses keep theirs');
+  });
+
   test('admin: healthz, readyz, metrics and routes', async () => {
     assert.equal((await get(portico.admin, 'x', '/healthz')).status, 200);
     assert.equal((await get(portico.admin, 'x', '/readyz')).status, 200);

@@ -124,6 +124,8 @@ export interface Proxy {
   registry: Registry;
   proxy: ProxyServer;
   compile: RouteCompiler;
+  /** Policy state kept across tables (pruned at each swap). */
+  shared: SharedStateMap;
   /** Builds and swaps in a new table. */
   install(config: RoutingConfig): void;
   close(): Promise<void>;
@@ -143,7 +145,8 @@ export async function startProxy(config: RoutingConfig, o: ProxyOptions = {}): P
   const options = { ...TEST_OPTIONS, ...o.options };
   const pools = new UpstreamPools({ connectTimeout: options.upstreamConnectTimeout, keepAliveTimeout: 4_000, retireGraceMs: 200 });
   const registry = new Registry();
-  const routes = createRouteCompiler({ upstreams: pools, registry, shared: new SharedStateMap(), accessLog: o.accessLog, timeouts: o.timeouts });
+  const shared = new SharedStateMap();
+  const routes = createRouteCompiler({ upstreams: pools, registry, shared, accessLog: o.accessLog, timeouts: o.timeouts });
   const compiled = routes.compile;
   const before = o.before;
   const wrapped = new WeakMap<Route, Route>();
@@ -159,6 +162,7 @@ export async function startProxy(config: RoutingConfig, o: ProxyOptions = {}): P
       }
     : compiled;
   const holder = new RouteTableHolder(buildRouteTable(++version, config, compile));
+  holder.onSwap((table) => routes.retain(table.config));
   const server = net.createServer({ allowHalfOpen: true, noDelay: true });
   const proxy = attachProxy(server, holder, options, false, routes.unrouted);
   const port = await listen(server);
@@ -169,6 +173,7 @@ export async function startProxy(config: RoutingConfig, o: ProxyOptions = {}): P
     registry,
     proxy,
     compile,
+    shared,
     install(next) {
       holder.swap(buildRouteTable(++version, next, compile));
       pools.retain(next);

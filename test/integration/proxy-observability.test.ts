@@ -1,14 +1,16 @@
 // Access log and metrics over real sockets: requests answered without a route are
-// logged and counted too.
+// logged and counted too, and a table swap removes the series and policy state of
+// the routes it dropped.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
+import type { RouteConfig } from '../../src/model/config.ts';
 import { accessLogHook } from '../../src/proxy/access-log.ts';
 import { createAccessLogger, createLogger } from '../../src/util/log.ts';
 import { get } from '../support/http.ts';
 import { eventually } from '../support/portico-process.ts';
-import { backend, route, routing, startBackend, startProxy, type Backend, type Proxy } from './proxy-harness.ts';
+import { backend, closedPort, route, routing, startBackend, startProxy, type Backend, type Proxy } from './proxy-harness.ts';
 
 type Line = Record<string, unknown>;
 
@@ -47,6 +49,11 @@ function rawRequest(port: number, text: string): Promise<string> {
 }
 
 const UNROUTED = 'namespace="",ingress="",host="",path="",service=""';
+
+/** A route of its own Ingress, so that every metric of it has labels of its own. */
+function ingressRoute(ingress: string, host: string, service: string, port: number, extra: Partial<RouteConfig> = {}): RouteConfig {
+  return route(host, '/', backend(service, [port]), { id: `default/${ingress}|${host}|Prefix|/`, ingress: { namespace: 'default', name: ingress }, ...extra });
+}
 
 describe('proxy: requests without a route are logged and counted', () => {
   let web: Backend;
@@ -131,5 +138,107 @@ describe('proxy: requests without a route are logged and counted', () => {
     assert.ok(!('upstreamMs' in line), `upstreamMs absent, got ${String(line.upstreamMs)}`);
     assert.ok(!('upstream' in line));
     assert.equal(line.route, 'default/test|silent.test|Prefix|/');
+  });
+});
+
+describe('proxy: a table swap removes what the dropped routes left behind', () => {
+  let web: Backend;
+  let slow: Backend;
+  let deadPort: number;
+  let proxy: Proxy;
+  const release: (() => void)[] = [];
+
+  before(async () => {
+    web = await startBackend('web');
+    slow = await startBackend('slow', (_req, res) => release.push(() => res.end('late')));
+    deadPort = await closedPort();
+    proxy = await startProxy(routing([]));
+  });
+
+  after(async () => {
+    for (const r of release) r();
+    await proxy?.close();
+    await Promise.all([web?.close(), slow?.close()]);
+  });
+
+  test('requests, latency and error series of a removed route are gone from /metrics; the others stay', async () => {
+    const kept = ingressRoute('kept', 'kept.test', 'kept-svc', web.port);
+    proxy.install(routing([
+      kept,
+      ingressRoute('churn', 'churn1.test', 'churn-svc', web.port),
+      route('churn1.test', '/dead', backend('churn-dead', [deadPort]), { ingress: { namespace: 'default', name: 'churn' } }),
+    ]));
+    assert.equal((await get(proxy.port, 'kept.test', '/')).status, 200);
+    assert.equal((await get(proxy.port, 'churn1.test', '/')).status, 200);
+    assert.equal((await get(proxy.port, 'churn1.test', '/dead')).status, 502);
+    assert.equal((await get(proxy.port, 'gone.test', '/')).status, 404);
+    const full = await proxy.registry.metrics();
+    assert.equal(sample(full, 'portico_requests_total{namespace="default",ingress="churn",host="churn1.test",path="/",service="churn-svc",status="200"}'), 1);
+    assert.match(full, /portico_upstream_latency_seconds_count\{namespace="default",ingress="churn",service="churn-svc"\} 1/);
+    assert.match(full, /portico_upstream_errors_total\{namespace="default",ingress="churn",service="churn-dead",kind="connect"\} [1-9]/);
+
+    for (let i = 2; i <= 20; i++) {
+      proxy.install(routing([kept, ingressRoute('churn', `churn${i}.test`, 'churn-svc', web.port)]));
+      assert.equal((await get(proxy.port, `churn${i}.test`, '/')).status, 200);
+    }
+    proxy.install(routing([kept]));
+
+    const text = await proxy.registry.metrics();
+    assert.doesNotMatch(text, /ingress="churn"/, 'no series of the removed Ingress is left');
+    assert.doesNotMatch(text, /host="churn\d+\.test"/);
+    assert.equal(sample(text, 'portico_requests_total{namespace="default",ingress="kept",host="kept.test",path="/",service="kept-svc",status="200"}'), 1, 'a route still served keeps its count');
+    assert.match(text, /portico_upstream_latency_seconds_count\{namespace="default",ingress="kept",service="kept-svc"\} 1/);
+    assert.equal(sample(text, `portico_requests_total{${UNROUTED},status="404"}`), 1, 'the unrouted series is never removed');
+  });
+
+  test('a route that comes back starts over from zero', async () => {
+    const r = () => ingressRoute('back', 'back.test', 'back-svc', web.port);
+    proxy.install(routing([r()]));
+    await get(proxy.port, 'back.test', '/');
+    await get(proxy.port, 'back.test', '/');
+    const series = 'portico_requests_total{namespace="default",ingress="back",host="back.test",path="/",service="back-svc",status="200"}';
+    assert.equal(sample(await proxy.registry.metrics(), series), 2);
+    proxy.install(routing([]));
+    assert.equal(sample(await proxy.registry.metrics(), series), undefined);
+    proxy.install(routing([r()]));
+    await get(proxy.port, 'back.test', '/');
+    assert.equal(sample(await proxy.registry.metrics(), series), 1);
+  });
+
+  test('a request in flight on a removed route completes and does not bring its series back', async () => {
+    proxy.install(routing([ingressRoute('inflight', 'inflight.test', 'slow-svc', slow.port)]));
+    const seen = slow.seen.length;
+    const pending = get(proxy.port, 'inflight.test', '/');
+    await eventually(async () => slow.seen.length > seen, 2000, 'the pod got the request');
+    proxy.install(routing([]));
+    assert.equal(await proxy.registry.metrics().then((t) => /ingress="inflight"/.test(t)), false);
+    release.shift()!();
+    const reply = await pending;
+    assert.equal(reply.status, 200);
+    assert.equal(reply.text, 'late');
+    // The old route's count lands in objects no longer exported: dropped, not resurrected.
+    await new Promise((r) => setTimeout(r, 50));
+    proxy.install(routing([]));
+    assert.doesNotMatch(await proxy.registry.metrics(), /ingress="inflight"/);
+  });
+
+  test('rate-limit state of an Ingress that left the table is pruned; that of a live one is kept', async () => {
+    const limited = (ingress: string, host: string) =>
+      ingressRoute(ingress, host, 'web', web.port, { policies: [{ name: 'rate-limit', config: { rate: 1, burst: 1 } }] });
+    proxy.install(routing([limited('limited', 'limited.test'), limited('stays', 'stays.test')]));
+    for (const host of ['limited.test', 'stays.test']) {
+      assert.equal((await get(proxy.port, host, '/')).status, 200);
+      assert.equal((await get(proxy.port, host, '/')).status, 429, `${host} is limited`);
+    }
+    assert.ok(proxy.shared.has('rate-limit|default/limited'));
+
+    // "stays" is rebuilt from a new RouteConfig: its buckets must survive, "limited"'s must not.
+    proxy.install(routing([limited('stays', 'stays.test')]));
+    assert.equal(proxy.shared.has('rate-limit|default/limited'), false, 'state of the removed Ingress is dropped');
+    assert.ok(proxy.shared.has('rate-limit|default/stays'));
+    assert.equal((await get(proxy.port, 'stays.test', '/')).status, 429, 'state of a live Ingress survives the swap');
+
+    proxy.install(routing([limited('limited', 'limited.test'), limited('stays', 'stays.test')]));
+    assert.equal((await get(proxy.port, 'limited.test', '/')).status, 200, 'an Ingress that comes back starts with full buckets');
   });
 });
