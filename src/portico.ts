@@ -22,7 +22,7 @@ import { createAdminServer } from './admin/server.ts';
 import { CertificateStore } from './tls/certificates.ts';
 import { UpstreamPools } from './proxy/upstreams.ts';
 import { createRouteCompiler } from './proxy/compile.ts';
-import { accessLogHook } from './proxy/metrics.ts';
+import { accessLogHook } from './proxy/access-log.ts';
 import { attachProxy, type ProxyServer } from './proxy/server.ts';
 import { configureClientIp, isTrustedProxy } from './proxy/client-ip.ts';
 import { acceptProxyProtocol } from './proxy/proxy-protocol.ts';
@@ -70,7 +70,7 @@ export async function startPortico(options: Options): Promise<Portico> {
     connectTimeout: options.upstreamConnectTimeout,
     keepAliveTimeout: options.upstreamKeepAlive,
   });
-  const compile = createRouteCompiler({
+  const routes = createRouteCompiler({
     upstreams,
     registry: metrics.registry,
     shared: new SharedStateMap(),
@@ -81,7 +81,9 @@ export async function startPortico(options: Options): Promise<Portico> {
       idle: options.upstreamIdleTimeout,
     },
   });
-  const holder = new RouteTableHolder(buildRouteTable(0, emptyRoutingConfig(), compile));
+  const holder = new RouteTableHolder(buildRouteTable(0, emptyRoutingConfig(), routes.compile));
+  // Series and policy state of routes that left the table go with the swap.
+  holder.onSwap((table) => routes.retain(table.config));
 
   // ---- sources ----
   let fileProblems: readonly Problem[] = [];
@@ -146,7 +148,7 @@ export async function startPortico(options: Options): Promise<Portico> {
   const controller = new Controller({
     store,
     holder,
-    compile,
+    compile: routes.compile,
     translateOptions: { ingressClass: options.ingressClass, controllerName: CONTROLLER_NAME, allowExternalName: options.allowExternalName },
     log,
     debounceMs: options.debounce,
@@ -174,7 +176,7 @@ export async function startPortico(options: Options): Promise<Portico> {
   const servers: net.Server[] = [];
   if (options.httpPort >= 0) {
     const server = net.createServer({ allowHalfOpen: true, noDelay: true });
-    proxies.push(attachProxy(server, holder, options, false));
+    proxies.push(attachProxy(server, holder, options, false, routes.unrouted));
     // After attachProxy: it wraps the connection listener that attachProxy added.
     if (options.proxyProtocol) acceptProxyProtocol(server, { isTrusted: isTrustedProxy });
     servers.push(server);
@@ -182,7 +184,7 @@ export async function startPortico(options: Options): Promise<Portico> {
   }
   if (options.httpsPort >= 0) {
     const server = tls.createServer({ ...certificates.httpsServerOptions(), allowHalfOpen: true });
-    proxies.push(attachProxy(server, holder, options, true));
+    proxies.push(attachProxy(server, holder, options, true, routes.unrouted));
     if (options.proxyProtocol) acceptProxyProtocol(server, { isTrusted: isTrustedProxy });
     servers.push(server);
     ports.https = await listen(server, options.httpsPort, options.bind, '--https-port');

@@ -4,7 +4,8 @@
 //
 // Limits are per replica (and per worker process, if any): with N replicas behind a
 // load balancer a client can get up to N times the limit. Buckets live in the process
-// and survive route-table rebuilds (SharedState), not restarts.
+// and survive route-table rebuilds (SharedState) while the Ingress is served, not
+// restarts; the proxy drops them when the Ingress leaves the table.
 //
 // Memory stays bounded under a flood of distinct addresses: there is no timer per
 // bucket; every SWEEP_INTERVAL_MS a request sweeps out the buckets that have refilled

@@ -4,7 +4,7 @@
 import type { PolicyConfig, Problem, RouteConfig } from '../model/config.ts';
 import type { ObjectRef } from '../model/k8s.ts';
 import type { Handler } from '../proxy/context.ts';
-import type { PolicyDefinition, PolicyParseInput, SharedState } from './types.ts';
+import type { PolicyDefinition, PolicyParseInput, SharedState, SharedStateStore } from './types.ts';
 import { corsPolicy } from './cors.ts';
 import { headersPolicy } from './headers.ts';
 import { ipAllowPolicy, ipDenyPolicy } from './ip-filter.ts';
@@ -107,7 +107,7 @@ function activeConfigs(policies: readonly PolicyConfig[], route: RouteConfig | u
 }
 
 /** SharedState backed by a Map; the proxy keeps one for the life of the process. */
-export class SharedStateMap implements SharedState {
+export class SharedStateMap implements SharedStateStore {
   private readonly values = new Map<string, unknown>();
   get<T>(key: string, create: () => T): T {
     let v = this.values.get(key) as T | undefined;
@@ -116,5 +116,17 @@ export class SharedStateMap implements SharedState {
       this.values.set(key, v);
     }
     return v;
+  }
+
+  has(key: string): boolean {
+    return this.values.has(key);
+  }
+
+  get size(): number {
+    return this.values.size;
+  }
+
+  retain(live: ReadonlySet<string>): void {
+    for (const key of this.values.keys()) if (!live.has(key)) this.values.delete(key);
   }
 }

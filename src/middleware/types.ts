@@ -7,9 +7,19 @@ import type { ObjectRef } from '../model/k8s.ts';
 /** Wraps the next handler; called once when a route is compiled. */
 export type Middleware = (next: Handler) => Handler;
 
-/** State that must survive route-table rebuilds (rate-limit buckets...), keyed by the policy. */
+/**
+ * State that must survive route-table rebuilds (rate-limit buckets...), keyed by the policy.
+ * Call get() when the middleware is created, not per request: the keys a route read then
+ * keep that state alive for as long as the route is in the live table.
+ */
 export interface SharedState {
   get<T>(key: string, create: () => T): T;
+}
+
+/** The proxy's SharedState, which forgets what no live route uses. */
+export interface SharedStateStore extends SharedState {
+  /** Drops every key not in `live`. */
+  retain(live: ReadonlySet<string>): void;
 }
 
 export interface PolicyParseInput {

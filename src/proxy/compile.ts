@@ -1,27 +1,46 @@
 // Turns a RouteConfig into a live Route: the forwarder wrapped in the route's
-// policies, with its metrics bound. Memoized by RouteConfig identity, so a route
-// that did not change keeps its compiled chain (and policy state) across rebuilds.
+// policies, with its metrics bound. Memoized by RouteConfig identity while the route
+// stays in the live table, so a route that did not change keeps its compiled chain
+// (and policy state) across rebuilds; retain() forgets the routes a swap left behind,
+// with their metric series and policy state.
 import type { Registry } from 'prom-client';
 import type { Http1Response } from '../http1/response.ts';
-import type { RouteConfig } from '../model/config.ts';
+import type { RouteConfig, RoutingConfig } from '../model/config.ts';
 import type { Route, RouteCompiler } from '../routing/table.ts';
 import { composeChain } from '../middleware/registry.ts';
-import type { SharedState } from '../middleware/types.ts';
+import type { SharedState, SharedStateStore } from '../middleware/types.ts';
+import type { AccessLogHook } from './access-log.ts';
 import type { Handler, RequestContext, UpstreamTimeouts } from './context.ts';
 import { Forwarder } from './forward.ts';
-import { ProxyMetrics, type AccessLogHook, type RouteMetrics } from './metrics.ts';
+import { ProxyMetrics, type RouteMetrics } from './metrics.ts';
 import type { UpstreamPools } from './upstreams.ts';
 
 export interface RouteCompilerDeps {
   upstreams: UpstreamPools;
   /** Where the proxy metrics are registered (never the global registry). */
   registry: Registry;
-  /** Policy state that survives rebuilds. */
-  shared: SharedState;
+  /** Policy state that survives rebuilds (and is pruned by retain()). */
+  shared: SharedStateStore;
   /** Called once per finished request; absent: no access log, at no cost. */
   accessLog?: AccessLogHook;
   /** Upstream timeouts every request of these routes starts with (policies may change them). */
   timeouts?: UpstreamTimeouts;
+}
+
+/** What the proxy needs from the compiler. */
+export interface ProxyRoutes {
+  readonly compile: RouteCompiler;
+  /**
+   * The pseudo-route of requests answered before a route is found (400, 404): its
+   * handle() only arranges the access-log line and the count (route labels all ""),
+   * the caller answers.
+   */
+  readonly unrouted: Route;
+  /**
+   * Call after each swap with the live table's config: forgets the compiled routes it
+   * does not hold, their metric series and the policy state only they used.
+   */
+  retain(config: RoutingConfig): void;
 }
 
 const kContext = Symbol('portico.context');
@@ -33,15 +52,25 @@ export class CompiledRoute implements Route {
   readonly config: RouteConfig;
   readonly metrics: RouteMetrics;
   readonly accessLog: AccessLogHook | undefined;
+  /** SharedState keys its policies read: kept while the route is live. */
+  readonly sharedKeys: readonly string[];
   private readonly chain: Handler;
   private readonly timeouts: UpstreamTimeouts | undefined;
 
-  constructor(config: RouteConfig, chain: Handler, metrics: RouteMetrics, accessLog: AccessLogHook | undefined, timeouts: UpstreamTimeouts | undefined) {
+  constructor(
+    config: RouteConfig,
+    chain: Handler,
+    metrics: RouteMetrics,
+    accessLog: AccessLogHook | undefined,
+    timeouts: UpstreamTimeouts | undefined,
+    sharedKeys: readonly string[] = [],
+  ) {
     this.config = config;
     this.chain = chain;
     this.metrics = metrics;
     this.accessLog = accessLog;
     this.timeouts = timeouts;
+    this.sharedKeys = sharedKeys;
     this.handle = this.handle.bind(this);
   }
 
@@ -74,21 +103,65 @@ function onRequestFinished(this: TrackedResponse): void {
   if (route.accessLog !== undefined) route.accessLog(ctx, status, ctx.responseBytes, ctx.upstreamMillis, ctx.upstreamAddress);
 }
 
-export function createRouteCompiler(deps: RouteCompilerDeps): RouteCompiler {
+/** The config of the unrouted pseudo-route: an empty id (the access log leaves route out). */
+const UNROUTED_CONFIG: RouteConfig = Object.freeze({
+  id: '',
+  ingress: { namespace: '', name: '' },
+  host: '',
+  path: '',
+  pathType: 'Prefix',
+  backend: { key: '', namespace: '', service: '', port: '', addresses: [] },
+  policies: [],
+  tls: false,
+});
+
+/** A SharedState that notes each key read into `keys`. */
+function recordingKeys(shared: SharedState, keys: string[]): SharedState {
+  return {
+    get<T>(key: string, create: () => T): T {
+      keys.push(key);
+      return shared.get(key, create);
+    },
+  };
+}
+
+export function createRouteCompiler(deps: RouteCompilerDeps): ProxyRoutes {
   const metrics = new ProxyMetrics(deps.registry);
-  const compiled = new WeakMap<RouteConfig, CompiledRoute>();
+  let compiled = new Map<RouteConfig, CompiledRoute>();
   // Policies may replace ctx.timeouts, never edit the shared defaults.
   const timeouts = deps.timeouts ? Object.freeze({ ...deps.timeouts }) : undefined;
-  return (config: RouteConfig): Route => {
+  const unrouted = new CompiledRoute(UNROUTED_CONFIG, () => {}, metrics.unrouted, deps.accessLog, undefined);
+
+  const compile = (config: RouteConfig): Route => {
     let route = compiled.get(config);
     if (route === undefined) {
       const routeMetrics = metrics.forRoute(config);
       const forwarder = new Forwarder(config, deps.upstreams, routeMetrics);
       const key = `${config.ingress.namespace}/${config.ingress.name}`;
-      const chain = composeChain(config.policies, forwarder.handle, deps.shared, key, config);
-      route = new CompiledRoute(config, chain, routeMetrics, deps.accessLog, timeouts);
+      const sharedKeys: string[] = [];
+      const chain = composeChain(config.policies, forwarder.handle, recordingKeys(deps.shared, sharedKeys), key, config);
+      route = new CompiledRoute(config, chain, routeMetrics, deps.accessLog, timeouts, sharedKeys);
       compiled.set(config, route);
     }
     return route;
   };
+
+  const retain = (config: RoutingConfig): void => {
+    const live = new Map<RouteConfig, CompiledRoute>();
+    const keep = (rc: RouteConfig | undefined): void => {
+      if (rc === undefined) return;
+      const route = compiled.get(rc);
+      if (route !== undefined) live.set(rc, route);
+    };
+    for (const rc of config.routes) keep(rc);
+    keep(config.defaultBackend);
+    // A route that comes back later is compiled afresh, with new series and state.
+    compiled = live;
+    const sharedKeys = new Set<string>();
+    for (const route of live.values()) for (const k of route.sharedKeys) sharedKeys.add(k);
+    metrics.retain([...live.values()].map((r) => r.metrics));
+    deps.shared.retain(sharedKeys);
+  };
+
+  return { compile, unrouted, retain };
 }

@@ -1,223 +1,165 @@
 // Proxy metrics. The hot path only bumps plain numbers on objects bound to the route
 // at compile time; prom-client sees them when /metrics is scraped (collect hooks and
 // a small histogram that formats itself), so a request never hashes label sets.
-import type { AccessLogEntry } from '../util/log.ts';
+//
+// Series live as long as a route of the live table uses them: retain() after each
+// table swap removes the others. A request still in flight on a removed route counts
+// into objects no longer exported, so its count is dropped instead of bringing the
+// series back for good.
 import { Counter, type Registry } from 'prom-client';
 import type { RouteConfig } from '../model/config.ts';
-import type { RequestContext } from './context.ts';
-
-/**
- * Called once per finished request, when set (another module wires it to the access log).
- * status is 499 when the client went away first; upstreamMs is -1 when no pod answered;
- * upstreamAddress is "host:port" of the pod that answered, or "".
- */
-export type AccessLogHook = (ctx: RequestContext, status: number, bytes: number, upstreamMs: number, upstreamAddress: string) => void;
-
-/** One access-log line as a plain object: the shape src/util/log.ts' access logger takes. */
-export type AccessLogFields = AccessLogEntry;
-
-/** Adapts a logger of AccessLogFields to the proxy's hook. */
-export function accessLogHook(log: (fields: AccessLogFields) => void): AccessLogHook {
-  return (ctx, status, bytes, upstreamMs, upstreamAddress) =>
-    log({
-      method: ctx.req.method ?? '',
-      host: ctx.host,
-      path: ctx.path,
-      status,
-      bytes,
-      durationMs: performance.now() - ctx.startTime,
-      upstreamMs,
-      upstream: upstreamAddress,
-      route: ctx.route.config.id,
-      clientIp: ctx.clientIp,
-      requestId: ctx.requestId,
-    });
-}
+import { LatencyHistogram, type HistogramSeries, type Labels } from './latency-histogram.ts';
 
 export type UpstreamErrorKind = 'connect' | 'reset' | 'timeout' | 'no_endpoints' | 'service_unavailable';
 
 /** Seconds; from sub-millisecond pod answers to the default 60 s response timeout. */
 export const LATENCY_BUCKETS: readonly number[] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
-type Labels = Record<string, string>;
+/** Route labels of requests answered before a route was found (400, 404): all empty. */
+const UNROUTED_LABELS: Readonly<Labels> = Object.freeze({ namespace: '', ingress: '', host: '', path: '', service: '' });
 
-interface MetricValue {
-  metricName?: string;
-  labels: Labels;
-  value: number;
-}
-
-/** One label set of the latency histogram: non-cumulative bucket counts, summed at scrape time. */
-class HistogramSeries {
+/** Counts of one label set by the value of one more label (status, kind), not yet handed to prom-client. */
+class PendingCounts<K extends number | string> {
   readonly labels: Labels;
-  readonly counts: Float64Array;
-  sum = 0;
-  count = 0;
-
-  constructor(labels: Labels, buckets: number) {
-    this.labels = labels;
-    this.counts = new Float64Array(buckets);
-  }
-}
-
-/**
- * A histogram in the shape prom-client's Registry reads (name, help, type, get(), reset()).
- * observe() is a short loop over the bounds and three additions.
- */
-class RouteLatencyHistogram {
-  readonly name: string;
-  readonly help: string;
-  readonly type = 'histogram';
-  readonly aggregator = 'sum';
-  private readonly bounds: readonly number[];
-  private readonly series = new Map<string, HistogramSeries>();
-
-  constructor(name: string, help: string, bounds: readonly number[]) {
-    this.name = name;
-    this.help = help;
-    this.bounds = bounds;
-  }
-
-  seriesFor(labels: Labels): HistogramSeries {
-    const key = Object.values(labels).join('\u0000');
-    let s = this.series.get(key);
-    if (!s) {
-      s = new HistogramSeries(labels, this.bounds.length);
-      this.series.set(key, s);
-    }
-    return s;
-  }
-
-  observe(s: HistogramSeries, seconds: number): void {
-    const bounds = this.bounds;
-    let i = 0;
-    while (i < bounds.length && seconds > bounds[i]!) i++;
-    if (i < bounds.length) s.counts[i]!++;
-    s.sum += seconds;
-    s.count++;
-  }
-
-  async get(): Promise<{ name: string; help: string; type: string; aggregator: string; values: MetricValue[] }> {
-    const values: MetricValue[] = [];
-    const bucketName = `${this.name}_bucket`;
-    for (const s of this.series.values()) {
-      let cumulative = 0;
-      for (let i = 0; i < this.bounds.length; i++) {
-        cumulative += s.counts[i]!;
-        values.push({ metricName: bucketName, labels: { ...s.labels, le: String(this.bounds[i]) }, value: cumulative });
-      }
-      values.push({ metricName: bucketName, labels: { ...s.labels, le: '+Inf' }, value: s.count });
-      values.push({ metricName: `${this.name}_sum`, labels: s.labels, value: s.sum });
-      values.push({ metricName: `${this.name}_count`, labels: s.labels, value: s.count });
-    }
-    return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
-  }
-
-  getForPromString(): ReturnType<RouteLatencyHistogram['get']> {
-    return this.get();
-  }
-
-  reset(): void {
-    for (const s of this.series.values()) {
-      s.counts.fill(0);
-      s.sum = 0;
-      s.count = 0;
-    }
-  }
-}
-
-/** Response counts of one (namespace, ingress, host, path, service): status codes seen, and counts not yet handed to prom-client. */
-class RequestCounts {
-  readonly labels: Labels;
-  readonly statuses: number[] = [];
+  /** Every value seen, so that removing the series removes all of them. */
+  readonly values: K[] = [];
   readonly pending: number[] = [];
 
   constructor(labels: Labels) {
     this.labels = labels;
   }
+
+  add(value: K): void {
+    const values = this.values;
+    for (let i = 0; i < values.length; i++) {
+      if (values[i] === value) {
+        this.pending[i]!++;
+        return;
+      }
+    }
+    values.push(value);
+    this.pending.push(1);
+  }
+
+  flush(counter: Counter, label: string): void {
+    for (let i = 0; i < this.values.length; i++) {
+      const n = this.pending[i]!;
+      if (n === 0) continue;
+      this.pending[i] = 0;
+      counter.inc({ ...this.labels, [label]: String(this.values[i]) }, n);
+    }
+  }
+
+  removeFrom(counter: Counter, label: string): void {
+    for (const value of this.values) counter.remove({ ...this.labels, [label]: String(value) });
+  }
+}
+
+/** A prom-client Counter filled at scrape time from PendingCounts bound to routes. */
+class ScrapedCounter<K extends number | string> {
+  readonly counter: Counter;
+  private readonly label: string;
+  private readonly sets = new Map<string, PendingCounts<K>>();
+
+  constructor(registry: Registry, name: string, help: string, labelNames: readonly string[], label: string) {
+    const sets = this.sets;
+    this.label = label;
+    this.counter = new Counter({
+      name,
+      help,
+      labelNames: [...labelNames, label],
+      registers: [registry],
+      collect(this: Counter) {
+        for (const c of sets.values()) c.flush(this, label);
+      },
+    });
+  }
+
+  /** The counts of a label set; routes with the same labels share them. */
+  countsFor(labels: Labels): PendingCounts<K> {
+    const key = Object.values(labels).join('\u0000');
+    let c = this.sets.get(key);
+    if (!c) {
+      c = new PendingCounts<K>(labels);
+      this.sets.set(key, c);
+    }
+    return c;
+  }
+
+  /** Counts that are never exported (for handles that must exist but never count). */
+  unexported(): PendingCounts<K> {
+    return new PendingCounts<K>({});
+  }
+
+  /** Removes every series whose counts are not in `live`. */
+  retain(live: ReadonlySet<PendingCounts<K>>): void {
+    for (const [key, c] of this.sets) {
+      if (live.has(c)) continue;
+      this.sets.delete(key);
+      c.removeFrom(this.counter, this.label);
+    }
+  }
 }
 
 /** The metrics of one route, bound when the route is compiled. */
 export class RouteMetrics {
-  private readonly owner: ProxyMetrics;
-  private readonly requests: RequestCounts;
-  private readonly latency: HistogramSeries;
-  private readonly errorLabels: Labels;
-  private readonly errorChildren = new Map<UpstreamErrorKind, Counter.Internal>();
+  readonly requests: PendingCounts<number>;
+  readonly latency: HistogramSeries;
+  readonly errors: PendingCounts<UpstreamErrorKind>;
+  private readonly histogram: LatencyHistogram;
 
-  constructor(owner: ProxyMetrics, requests: RequestCounts, latency: HistogramSeries, errorLabels: Labels) {
-    this.owner = owner;
+  constructor(requests: PendingCounts<number>, histogram: LatencyHistogram, latency: HistogramSeries, errors: PendingCounts<UpstreamErrorKind>) {
     this.requests = requests;
+    this.histogram = histogram;
     this.latency = latency;
-    this.errorLabels = errorLabels;
+    this.errors = errors;
   }
 
   countResponse(status: number): void {
-    const r = this.requests;
-    const statuses = r.statuses;
-    for (let i = 0; i < statuses.length; i++) {
-      if (statuses[i] === status) {
-        r.pending[i]!++;
-        return;
-      }
-    }
-    statuses.push(status);
-    r.pending.push(1);
+    this.requests.add(status);
   }
 
   /** Time from sending the request to the response headers. */
   observeLatency(seconds: number): void {
-    this.owner.latency.observe(this.latency, seconds);
+    this.histogram.observe(this.latency, seconds);
   }
 
   countError(kind: UpstreamErrorKind): void {
-    let child = this.errorChildren.get(kind);
-    if (!child) {
-      child = this.owner.errors.labels({ ...this.errorLabels, kind });
-      this.errorChildren.set(kind, child);
-    }
-    child.inc();
+    this.errors.add(kind);
   }
 }
 
 /** The proxy's metrics in a given registry (never the global one). */
 export class ProxyMetrics {
-  readonly requests: Counter;
-  readonly latency: RouteLatencyHistogram;
-  readonly errors: Counter;
-  private readonly counts = new Map<string, RequestCounts>();
+  private readonly requests: ScrapedCounter<number>;
+  private readonly latency: LatencyHistogram;
+  private readonly errors: ScrapedCounter<UpstreamErrorKind>;
+  /** Requests answered before a route was found: counted under UNROUTED_LABELS, never removed. */
+  readonly unrouted: RouteMetrics;
 
   constructor(registry: Registry) {
-    const counts = this.counts;
-    this.requests = new Counter({
-      name: 'portico_requests_total',
-      help: 'Requests answered, by Ingress rule and status code (499: the client went away first).',
-      labelNames: ['namespace', 'ingress', 'host', 'path', 'service', 'status'],
-      registers: [registry],
-      collect(this: Counter) {
-        for (const c of counts.values()) {
-          for (let i = 0; i < c.statuses.length; i++) {
-            const n = c.pending[i]!;
-            if (n === 0) continue;
-            c.pending[i] = 0;
-            this.inc({ ...c.labels, status: String(c.statuses[i]) }, n);
-          }
-        }
-      },
-    });
-    this.latency = new RouteLatencyHistogram(
+    this.requests = new ScrapedCounter(
+      registry,
+      'portico_requests_total',
+      'Requests answered, by Ingress rule and status code (499: the client went away first; empty route labels: no route was found).',
+      ['namespace', 'ingress', 'host', 'path', 'service'],
+      'status',
+    );
+    this.latency = new LatencyHistogram(
       'portico_upstream_latency_seconds',
       'Time from sending a request to a pod to its response headers.',
       LATENCY_BUCKETS,
     );
-    // The Registry only needs name/get/reset; the cast is the one place that relies on it.
-    registry.registerMetric(this.latency as unknown as Counter);
-    this.errors = new Counter({
-      name: 'portico_upstream_errors_total',
-      help: 'Requests that could not be served by a pod, by kind: connect, reset, timeout, no_endpoints, service_unavailable.',
-      labelNames: ['namespace', 'ingress', 'service', 'kind'],
-      registers: [registry],
-    });
+    registry.registerMetric(this.latency.asMetric());
+    this.errors = new ScrapedCounter(
+      registry,
+      'portico_upstream_errors_total',
+      'Requests that could not be served by a pod, by kind: connect, reset, timeout, no_endpoints, service_unavailable.',
+      ['namespace', 'ingress', 'service'],
+      'kind',
+    );
+    // Nothing unrouted reaches a pod: its latency and errors are never exported.
+    this.unrouted = new RouteMetrics(this.requests.countsFor({ ...UNROUTED_LABELS }), this.latency, this.latency.newSeries({}), this.errors.unexported());
   }
 
   /** Metrics handles for a route; routes with the same labels share their series. */
@@ -225,14 +167,26 @@ export class ProxyMetrics {
     const namespace = config.ingress.namespace;
     const ingress = config.ingress.name;
     const service = config.backend.service;
-    const requestLabels = { namespace, ingress, host: config.host, path: config.path, service };
-    const key = `${namespace}\u0000${ingress}\u0000${config.host}\u0000${config.path}\u0000${service}`;
-    let requests = this.counts.get(key);
-    if (!requests) {
-      requests = new RequestCounts(requestLabels);
-      this.counts.set(key, requests);
+    return new RouteMetrics(
+      this.requests.countsFor({ namespace, ingress, host: config.host, path: config.path, service }),
+      this.latency,
+      this.latency.seriesFor({ namespace, ingress, service }),
+      this.errors.countsFor({ namespace, ingress, service }),
+    );
+  }
+
+  /** Removes the series that none of `live` (the routes of the live table) uses. */
+  retain(live: Iterable<RouteMetrics>): void {
+    const requests = new Set([this.unrouted.requests]);
+    const latency = new Set<HistogramSeries>();
+    const errors = new Set<PendingCounts<UpstreamErrorKind>>();
+    for (const m of live) {
+      requests.add(m.requests);
+      latency.add(m.latency);
+      errors.add(m.errors);
     }
-    const latency = this.latency.seriesFor({ namespace, ingress, service });
-    return new RouteMetrics(this, requests, latency, { namespace, ingress, service });
+    this.requests.retain(requests);
+    this.latency.retain(latency);
+    this.errors.retain(errors);
   }
 }

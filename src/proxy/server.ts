@@ -8,7 +8,7 @@ import { Http1Server } from '../http1/server.ts';
 import type { Http1Request } from '../http1/request.ts';
 import type { Http1Response } from '../http1/response.ts';
 import { hasDotSegment, normalizeHost, splitTarget } from '../routing/request-target.ts';
-import type { RouteTableHolder } from '../routing/table.ts';
+import type { Route, RouteTableHolder } from '../routing/table.ts';
 import { resolveClientIp } from './client-ip.ts';
 import { RequestContext, type UpstreamTimeouts } from './context.ts';
 import { sendError } from './errors.ts';
@@ -46,14 +46,17 @@ export class ProxyRequestHandler {
   private readonly holder: RouteTableHolder;
   private readonly secure: boolean;
   private readonly timeouts: UpstreamTimeouts;
+  /** Logs and counts what is answered without a route; absent: nothing is. */
+  private readonly unrouted: Route | undefined;
   /** Requests (and upgrade tunnels) not finished yet. */
   inflight = 0;
   draining = false;
   private onIdle: (() => void) | undefined = undefined;
 
-  constructor(holder: RouteTableHolder, options: ProxyServerOptions, secure: boolean) {
+  constructor(holder: RouteTableHolder, options: ProxyServerOptions, secure: boolean, unrouted?: Route) {
     this.holder = holder;
     this.secure = secure;
+    this.unrouted = unrouted;
     // Frozen: policies replace ctx.timeouts, they must not edit these shared defaults.
     this.timeouts = Object.freeze({
       connect: options.upstreamConnectTimeout,
@@ -71,7 +74,7 @@ export class ProxyRequestHandler {
       // While draining, answer what still arrives on open connections, then close them.
       res.shouldKeepAlive = false;
       if (req.upgrade) {
-        sendError(res, 503, 'shutting down');
+        this.reject(req, res, performance.now(), normalizeHost(hostHeader(req)), req.url ?? '', '', 503, 'shutting down');
         return;
       }
     }
@@ -80,20 +83,21 @@ export class ProxyRequestHandler {
 
   private route(req: Http1Request, res: Http1Response): void {
     const start = performance.now();
-    const target = splitTarget(req.url ?? '');
+    const host = normalizeHost(hostHeader(req));
+    const url = req.url ?? '';
+    const target = splitTarget(url);
     if (target === undefined) {
-      sendError(res, 400, 'invalid request target');
+      this.reject(req, res, start, host, url, '', 400, 'invalid request target');
       return;
     }
     const path = target.path;
     if (hasDotSegment(path)) {
-      sendError(res, 400, 'request path has a "." or ".." segment');
+      this.reject(req, res, start, host, path, target.query, 400, 'request path has a "." or ".." segment');
       return;
     }
-    const host = normalizeHost(hostHeader(req));
     const route = this.holder.current.match(host, path);
     if (route === undefined) {
-      sendError(res, 404, `no route for host ${host === '' ? '(none)' : host} path ${path}`);
+      this.reject(req, res, start, host, path, target.query, 404, `no route for host ${host === '' ? '(none)' : host} path ${path}`);
       return;
     }
     const ctx = new RequestContext(req, res, route, resolveClientIp(req), this.secure, host, path, target.query, this.timeouts, start);
@@ -103,6 +107,15 @@ export class ProxyRequestHandler {
       // A bug in a policy must cost one request, not the process.
       if (!sendError(res, 500, 'internal error while handling the request')) res.destroy();
     }
+  }
+
+  /** Answers a request that has no route, logged and counted like any other. */
+  private reject(req: Http1Request, res: Http1Response, start: number, host: string, path: string, query: string, status: number, message: string): void {
+    const unrouted = this.unrouted;
+    if (unrouted !== undefined) {
+      unrouted.handle(new RequestContext(req, res, unrouted, resolveClientIp(req), this.secure, host, path, query, this.timeouts, start));
+    }
+    sendError(res, status, message);
   }
 
   private finished(): void {
@@ -132,10 +145,11 @@ export interface ProxyServer {
 
 /**
  * Serves the route table on `server`: a net.Server (plain HTTP) or a tls.Server (HTTPS),
- * created elsewhere without connection listeners of its own.
+ * created elsewhere without connection listeners of its own. `unrouted` (ProxyRoutes.unrouted)
+ * logs and counts the requests answered before a route is found.
  */
-export function attachProxy(server: Server, holder: RouteTableHolder, options: ProxyServerOptions, secure: boolean): ProxyServer {
-  const handler = new ProxyRequestHandler(holder, options, secure);
+export function attachProxy(server: Server, holder: RouteTableHolder, options: ProxyServerOptions, secure: boolean, unrouted?: Route): ProxyServer {
+  const handler = new ProxyRequestHandler(holder, options, secure, unrouted);
   const http1 = new Http1Server(handler.handleRequest, {
     // The header timeout lies within the request timeout.
     headerTimeout: options.clientRequestTimeout > 0 ? Math.min(options.clientHeaderTimeout, options.clientRequestTimeout) : options.clientHeaderTimeout,

@@ -25,7 +25,7 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
   return destination ? pino(options, destination) : pino(options);
 }
 
-/** One finished request, as the proxy reports it (see AccessLogFields in src/proxy/metrics.ts). */
+/** One finished request, as the proxy reports it (see src/proxy/access-log.ts). */
 export interface AccessLogEntry {
   method: string;
   host: string;
@@ -33,11 +33,15 @@ export interface AccessLogEntry {
   status: number;
   bytes: number;
   durationMs: number;
-  upstreamMs: number;
-  upstream: string;
-  route: string;
+  /** Absent when no pod answered. */
+  upstreamMs: number | undefined;
+  /** "host:port" of the pod that answered; absent when none did. */
+  upstream: string | undefined;
+  /** Route id; absent when the request matched no route (400, 404). */
+  route: string | undefined;
   clientIp: string;
-  requestId: string;
+  /** Absent when the request was answered before it was forwarded. */
+  requestId: string | undefined;
 }
 
 /**

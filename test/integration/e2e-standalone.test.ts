@@ -160,6 +160,27 @@ describe('standalone mode, black box', () => {
     await eventually(async () => (await get(portico.http, 'fragile.local', '/')).json().service === 'api', 5000, 'fixed file applied');
   });
 
+  test('a request without a route gets an access-log line and is counted with empty route labels', async () => {
+    assert.equal((await get(portico.http, 'nothing.test', '/x')).status, 404);
+    const line = await portico.waitForLog((l) => l.kind === 'access' && l.host === 'nothing.test', 5000);
+    assert.equal(line.status, 404);
+    assert.equal(line.path, '/x');
+    assert.ok(!('route' in line) && !('upstreamMs' in line), 'no route, no upstream time');
+    const metrics = await get(portico.admin, 'x', '/metrics');
+    assert.match(metrics.text, /^portico_requests_total\{namespace="",ingress="",host="",path="",service="",status="404"\} [1-9]/m);
+  });
+
+  test('the series of a deleted Ingress leave /metrics', async () => {
+    dir.write('churn.yaml', [ingress('churn', { rules: [{ host: 'churn.local', paths: [{ path: '/', service: 'web' }] }] })]);
+    await eventually(async () => (await get(portico.http, 'churn.local', '/')).status === 200, 5000, 'churn served');
+    assert.match((await get(portico.admin, 'x', '/metrics')).text, /portico_requests_total\{[^}]*host="churn\.local"/);
+    dir.remove('churn.yaml');
+    await eventually(async () => (await get(portico.http, 'churn.local', '/')).status === 404, 5000, 'churn removed');
+    const text = (await get(portico.admin, 'x', '/metrics')).text;
+    assert.doesNotMatch(text, /ingress="churn"/);
+    assert.match(text, /portico_requests_total\{[^}]*host="web\.local"/, 'other Ingresses keep theirs');
+  });
+
   test('admin: healthz, readyz, metrics and routes', async () => {
     assert.equal((await get(portico.admin, 'x', '/healthz')).status, 200);
     assert.equal((await get(portico.admin, 'x', '/readyz')).status, 200);

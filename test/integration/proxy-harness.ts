@@ -10,7 +10,7 @@ import { SharedStateMap } from '../../src/middleware/registry.ts';
 import { buildRouteTable, RouteTableHolder, type Route, type RouteCompiler } from '../../src/routing/table.ts';
 import { createRouteCompiler } from '../../src/proxy/compile.ts';
 import type { RequestContext, UpstreamTimeouts } from '../../src/proxy/context.ts';
-import type { AccessLogHook } from '../../src/proxy/metrics.ts';
+import type { AccessLogHook } from '../../src/proxy/access-log.ts';
 import { attachProxy, type ProxyServer, type ProxyServerOptions } from '../../src/proxy/server.ts';
 import { UpstreamPools } from '../../src/proxy/upstreams.ts';
 
@@ -124,6 +124,8 @@ export interface Proxy {
   registry: Registry;
   proxy: ProxyServer;
   compile: RouteCompiler;
+  /** Policy state kept across tables (pruned at each swap). */
+  shared: SharedStateMap;
   /** Builds and swaps in a new table. */
   install(config: RoutingConfig): void;
   close(): Promise<void>;
@@ -143,7 +145,9 @@ export async function startProxy(config: RoutingConfig, o: ProxyOptions = {}): P
   const options = { ...TEST_OPTIONS, ...o.options };
   const pools = new UpstreamPools({ connectTimeout: options.upstreamConnectTimeout, keepAliveTimeout: 4_000, retireGraceMs: 200 });
   const registry = new Registry();
-  const compiled = createRouteCompiler({ upstreams: pools, registry, shared: new SharedStateMap(), accessLog: o.accessLog, timeouts: o.timeouts });
+  const shared = new SharedStateMap();
+  const routes = createRouteCompiler({ upstreams: pools, registry, shared, accessLog: o.accessLog, timeouts: o.timeouts });
+  const compiled = routes.compile;
   const before = o.before;
   const wrapped = new WeakMap<Route, Route>();
   const compile: RouteCompiler = before
@@ -158,8 +162,9 @@ export async function startProxy(config: RoutingConfig, o: ProxyOptions = {}): P
       }
     : compiled;
   const holder = new RouteTableHolder(buildRouteTable(++version, config, compile));
+  holder.onSwap((table) => routes.retain(table.config));
   const server = net.createServer({ allowHalfOpen: true, noDelay: true });
-  const proxy = attachProxy(server, holder, options, false);
+  const proxy = attachProxy(server, holder, options, false, routes.unrouted);
   const port = await listen(server);
   return {
     port,
@@ -168,6 +173,7 @@ export async function startProxy(config: RoutingConfig, o: ProxyOptions = {}): P
     registry,
     proxy,
     compile,
+    shared,
     install(next) {
       holder.swap(buildRouteTable(++version, next, compile));
       pools.retain(next);

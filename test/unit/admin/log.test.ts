@@ -59,14 +59,16 @@ describe('logging', () => {
     const out = capture();
     const access = createAccessLogger(createLogger('info', out));
     access(entry);
-    access({ ...entry, status: 503, upstream: '', upstreamMs: -1 });
+    access({ ...entry, status: 503, upstream: undefined, upstreamMs: undefined, route: undefined, requestId: undefined });
     assert.equal(out.lines.length, 2);
     const line = JSON.parse(out.lines[0]!);
     assert.equal(line.msg, 'access');
     assert.equal(line.kind, 'access');
     assert.equal(line.level, 'info');
     for (const [key, value] of Object.entries(entry)) assert.deepEqual(line[key], value, key);
-    assert.equal(JSON.parse(out.lines[1]!).status, 503);
+    const noPod = JSON.parse(out.lines[1]!);
+    assert.equal(noPod.status, 503);
+    for (const key of ['upstream', 'upstreamMs', 'route', 'requestId']) assert.ok(!(key in noPod), `${key} left out when it does not apply`);
   });
 
   test('the access log is silent when the level is above info', () => {

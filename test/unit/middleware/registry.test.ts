@@ -106,3 +106,16 @@ describe('registry: composeChain', () => {
     });
   });
 });
+
+describe('registry: SharedStateMap', () => {
+  test('retain keeps the live keys and their values, and drops the others', () => {
+    const shared = new SharedStateMap();
+    const kept = shared.get('rate-limit|default/a', () => ({ n: 1 }));
+    shared.get('rate-limit|default/b', () => ({ n: 2 }));
+    shared.retain(new Set(['rate-limit|default/a']));
+    assert.equal(shared.size, 1);
+    assert.equal(shared.has('rate-limit|default/b'), false);
+    assert.equal(shared.get('rate-limit|default/a', () => ({ n: 3 })), kept, 'same object after retain');
+    assert.equal(shared.get('rate-limit|default/b', () => ({ n: 4 })).n, 4, 'a dropped key starts over');
+  });
+});

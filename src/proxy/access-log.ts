@@ -1,0 +1,34 @@
+// The proxy's side of the access log: what a finished request reports, turned into
+// the fields src/util/log.ts writes. Fields that do not apply are left out, never
+// filled with a sentinel: no route, no pod reached, no request id.
+import type { AccessLogEntry } from '../util/log.ts';
+import type { RequestContext } from './context.ts';
+
+/**
+ * Called once per finished request, when set. status is 499 when the client went away
+ * first; upstreamMs is -1 when no pod answered; upstreamAddress is "host:port" of the
+ * pod that answered (or, on a 502/504, of the last one that failed), or "".
+ */
+export type AccessLogHook = (ctx: RequestContext, status: number, bytes: number, upstreamMs: number, upstreamAddress: string) => void;
+
+/** One access-log line as a plain object: the shape src/util/log.ts' access logger takes. */
+export type AccessLogFields = AccessLogEntry;
+
+/** Adapts a logger of AccessLogFields to the proxy's hook. */
+export function accessLogHook(log: (fields: AccessLogFields) => void): AccessLogHook {
+  // Every key is always set (undefined when absent, which JSON leaves out), so V8 keeps one shape.
+  return (ctx, status, bytes, upstreamMs, upstreamAddress) =>
+    log({
+      method: ctx.req.method ?? '',
+      host: ctx.host,
+      path: ctx.path,
+      status,
+      bytes,
+      durationMs: performance.now() - ctx.startTime,
+      upstreamMs: upstreamMs < 0 ? undefined : upstreamMs,
+      upstream: upstreamAddress === '' ? undefined : upstreamAddress,
+      route: ctx.route.config.id === '' ? undefined : ctx.route.config.id,
+      clientIp: ctx.clientIp,
+      requestId: ctx.requestId === '' ? undefined : ctx.requestId,
+    });
+}
