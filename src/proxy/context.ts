@@ -43,6 +43,8 @@ export class RequestContext {
   readonly path: string;
   /** "?..." or "". */
   readonly query: string;
+  /** The authority of an absolute-form request target, sent as Host instead of the Host header; "" otherwise. */
+  targetAuthority = '';
   /** Path and query sent upstream; rewrite-target changes it. */
   upstreamPath: string;
   /** Extra headers to set on the upstream request (replacing any of the same name). */

@@ -102,6 +102,7 @@ export function buildRequestHeaders(ctx: RequestContext, head: UpstreamRequestHe
   let contentLength = -1;
   let chunked = false;
   let upgradeValue = '';
+  const authority = ctx.targetAuthority;
 
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;
@@ -116,8 +117,9 @@ export function buildRequestHeaders(ctx: RequestContext, head: UpstreamRequestHe
           // The first Host is the one routing used; undici accepts only one.
           if (hasHost) continue;
           hasHost = true;
-          host = value;
-          break;
+          host = authority === '' ? value : authority;
+          if (extra === undefined || !hasName(extra, lower)) out.push(name, host);
+          continue;
         case CONTENT_LENGTH:
           contentLength = Number(value);
           break;
@@ -154,6 +156,11 @@ export function buildRequestHeaders(ctx: RequestContext, head: UpstreamRequestHe
     out.length = w;
   }
 
+  if (!hasHost && authority !== '' && (extra === undefined || !hasName(extra, 'host'))) {
+    // An HTTP/1.0 absolute-form request without Host: the pod still learns the name.
+    host = authority;
+    out.push('host', authority);
+  }
   if (upgrade && upgradeValue !== '') out.push('connection', 'upgrade', 'upgrade', upgradeValue);
   out.push('x-forwarded-for', forwardedFor === '' ? ctx.clientIp : `${forwardedFor}, ${ctx.clientIp}`);
   out.push('x-forwarded-proto', ctx.secure ? 'https' : 'http');

@@ -83,13 +83,15 @@ export class ProxyRequestHandler {
 
   private route(req: Http1Request, res: Http1Response): void {
     const start = performance.now();
-    const host = normalizeHost(hostHeader(req));
     const url = req.url ?? '';
     const target = splitTarget(url);
     if (target === undefined) {
-      this.reject(req, res, start, host, url, '', 400, 'invalid request target');
+      this.reject(req, res, start, normalizeHost(hostHeader(req)), url, '', 400, 'invalid request target');
       return;
     }
+    // An absolute-form target's authority replaces the Host header (RFC 9112 section 3.2.2).
+    const authority = target.authority;
+    const host = normalizeHost(authority === '' ? hostHeader(req) : authority);
     const path = target.path;
     if (hasDotSegment(path)) {
       this.reject(req, res, start, host, path, target.query, 400, 'request path has a "." or ".." segment');
@@ -101,6 +103,7 @@ export class ProxyRequestHandler {
       return;
     }
     const ctx = new RequestContext(req, res, route, resolveClientIp(req), this.secure, host, path, target.query, this.timeouts, start);
+    if (authority !== '') ctx.targetAuthority = authority;
     try {
       route.handle(ctx);
     } catch {

@@ -48,23 +48,25 @@ export interface RequestTarget {
   readonly path: string;
   /** "" or starting with "?". */
   readonly query: string;
+  /** The authority of an absolute-form target ("host:8080"); "" for the other forms. */
+  readonly authority: string;
 }
 
-const ASTERISK_TARGET: RequestTarget = { path: '*', query: '' };
+const ASTERISK_TARGET: RequestTarget = { path: '*', query: '', authority: '' };
 
 /**
  * Splits a request-target (RFC 9112 section 3.2) into path and query.
  * origin-form "/a/b?x=1" -> { path: "/a/b", query: "?x=1" };
- * absolute-form "http://host:8080/a?x" -> { path: "/a", query: "?x" } (the authority is
- * dropped: routing uses the Host header either way), "http://host" -> { path: "/" };
- * asterisk-form "*" -> { path: "*" }. Anything else (authority-form, garbage) -> undefined,
- * which the proxy answers with 400.
+ * absolute-form "http://host:8080/a?x" -> { path: "/a", query: "?x", authority: "host:8080" }
+ * (the authority then stands for the Host header, RFC 9112 section 3.2.2), "http://host"
+ * -> { path: "/" }; asterisk-form "*" -> { path: "*" }. Anything else (authority-form, an
+ * authority with userinfo, garbage) -> undefined, which the proxy answers with 400.
  * Returns a small object rather than two indexes: one short-lived allocation per request
  * is noise next to what node:http allocates, and it keeps the call site obvious.
  */
 export function splitTarget(url: string): RequestTarget | undefined {
   const first = url.charCodeAt(0);
-  if (first === SLASH) return splitAt(url, 0);
+  if (first === SLASH) return splitAt(url, 0, '');
   if (url === '*') return ASTERISK_TARGET;
   const afterScheme = schemeLength(url);
   if (afterScheme === 0) return undefined;
@@ -76,18 +78,21 @@ export function splitTarget(url: string): RequestTarget | undefined {
     i++;
   }
   if (i === afterScheme) return undefined; // "http:///path" has no authority
+  const authority = url.slice(afterScheme, i);
+  // userinfo ("user:pass@host") is deprecated and a classic way to confuse parsers (RFC 9110 section 4.2.4).
+  if (authority.includes('@')) return undefined;
   if (i === url.length || url.charCodeAt(i) !== SLASH) {
     // No path: "http://host" or "http://host?x" means "/".
     const query = i < url.length && url.charCodeAt(i) === QUESTION ? url.slice(i) : '';
-    return { path: '/', query };
+    return { path: '/', query, authority };
   }
-  return splitAt(url, i);
+  return splitAt(url, i, authority);
 }
 
-function splitAt(url: string, pathStart: number): RequestTarget {
+function splitAt(url: string, pathStart: number, authority: string): RequestTarget {
   const q = url.indexOf('?', pathStart);
-  if (q === -1) return { path: pathStart === 0 ? url : url.slice(pathStart), query: '' };
-  return { path: url.slice(pathStart, q), query: url.slice(q) };
+  if (q === -1) return { path: pathStart === 0 ? url : url.slice(pathStart), query: '', authority };
+  return { path: url.slice(pathStart, q), query: url.slice(q), authority };
 }
 
 /** Length of a leading "http://" or "https://" (any case), else 0. Absolute-form is rare: allocating is fine. */

@@ -90,6 +90,21 @@ describe('proxy: routing and forwarding', () => {
     assert.equal((await get(proxy.port, 'web.test', '/')).status, 200, 'still serving');
   });
 
+  test('an absolute-form target is routed by its authority, which the pod gets as Host (RFC 9112 3.2.2)', async () => {
+    const raw = await rawRequest(proxy.port, 'GET http://Web.Test:8080/api/x?q=1 HTTP/1.1\r\nHost: other.test\r\nConnection: close\r\n\r\n', false);
+    assert.match(raw, /^HTTP\/1\.1 200 /);
+    const body = JSON.parse(raw.slice(raw.indexOf('{'), raw.lastIndexOf('}') + 1)) as { service: string; path: string; query: string; host: string; headers: Record<string, string> };
+    assert.equal(body.service, 'api', 'web.test /api, not the default backend that Host: other.test would get');
+    assert.equal(body.path, '/api/x', 'origin-form to the pod');
+    assert.equal(body.query, 'q=1');
+    assert.equal(body.host, 'Web.Test:8080');
+    assert.equal(body.headers['x-forwarded-host'], 'Web.Test:8080');
+    const http10 = await rawRequest(proxy.port, 'GET http://web.test/ HTTP/1.0\r\n\r\n', false);
+    assert.equal(JSON.parse(http10.slice(http10.indexOf('{'), http10.lastIndexOf('}') + 1)).host, 'web.test', 'no Host header at all: the authority is sent');
+    const userinfo = await rawRequest(proxy.port, 'GET http://evil.test@web.test/ HTTP/1.1\r\nHost: web.test\r\nConnection: close\r\n\r\n');
+    assert.match(userinfo, /^HTTP\/1\.1 400 /);
+  });
+
   test('method, path, query and Host are forwarded unchanged', async () => {
     const r = await send(proxy.port, { method: 'PATCH', host: 'Web.Test:8080', path: '/api/a/b%20c/?x=1&y=%2F&&z' });
     const body = r.json();
@@ -159,9 +174,14 @@ describe('proxy: routing and forwarding', () => {
   });
 });
 
-function rawRequest(port: number, text: string): Promise<string> {
+/**
+ * Sends `text` as is and reads until the server closes. With `halfClose` the client
+ * ends its side right after; a request that goes to a pod must not (a FIN while the
+ * answer is pending means the client left).
+ */
+function rawRequest(port: number, text: string, halfClose = true): Promise<string> {
   return new Promise((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1', () => socket.end(text));
+    const socket = net.connect(port, '127.0.0.1', () => (halfClose ? socket.end(text) : socket.write(text)));
     let out = '';
     socket.setEncoding('latin1');
     socket.on('data', (d: string) => (out += d));

@@ -33,34 +33,36 @@ describe('normalizeHost', () => {
 });
 
 describe('splitTarget', () => {
-  const cases: [url: string, expected: { path: string; query: string } | undefined][] = [
-    ['/', { path: '/', query: '' }],
-    ['/a/b', { path: '/a/b', query: '' }],
-    ['/a/b?x=1', { path: '/a/b', query: '?x=1' }],
-    ['/a?', { path: '/a', query: '?' }],
-    ['/a?x=1?y=2', { path: '/a', query: '?x=1?y=2' }],
-    ['//double/slash', { path: '//double/slash', query: '' }],
-    ['/a%2Fb?q=%3F', { path: '/a%2Fb', query: '?q=%3F' }],
-    ['http://host:8080/a?x', { path: '/a', query: '?x' }],
-    ['http://host/a/b', { path: '/a/b', query: '' }],
-    ['HTTPS://Host/a', { path: '/a', query: '' }],
-    ['https://[::1]:8443/p?q', { path: '/p', query: '?q' }],
-    ['http://host', { path: '/', query: '' }],
-    ['http://host?x=1', { path: '/', query: '?x=1' }],
-    ['*', { path: '*', query: '' }],
+  const cases: [url: string, expected: { path: string; query: string; authority: string } | undefined][] = [
+    ['/', { path: '/', query: '', authority: '' }],
+    ['/a/b', { path: '/a/b', query: '', authority: '' }],
+    ['/a/b?x=1', { path: '/a/b', query: '?x=1', authority: '' }],
+    ['/a?', { path: '/a', query: '?', authority: '' }],
+    ['/a?x=1?y=2', { path: '/a', query: '?x=1?y=2', authority: '' }],
+    ['//double/slash', { path: '//double/slash', query: '', authority: '' }],
+    ['/a%2Fb?q=%3F', { path: '/a%2Fb', query: '?q=%3F', authority: '' }],
+    ['http://host:8080/a?x', { path: '/a', query: '?x', authority: 'host:8080' }],
+    ['http://host/a/b', { path: '/a/b', query: '', authority: 'host' }],
+    ['HTTPS://Host/a', { path: '/a', query: '', authority: 'Host' }],
+    ['https://[::1]:8443/p?q', { path: '/p', query: '?q', authority: '[::1]:8443' }],
+    ['http://host', { path: '/', query: '', authority: 'host' }],
+    ['http://host?x=1', { path: '/', query: '?x=1', authority: 'host' }],
+    ['*', { path: '*', query: '', authority: '' }],
     ['', undefined],
     ['host:443', undefined],
     ['example.com/a', undefined],
     ['ftp://host/a', undefined],
     ['http:///a', undefined],
     ['http:/a', undefined],
+    ['http://user:pass@host/a', undefined],
+    ['http://evil.com@good.com/', undefined],
     ['a/b', undefined],
     ['**', undefined],
   ];
   for (const [url, expected] of cases) {
     test(`${JSON.stringify(url)}`, () => {
       const target = splitTarget(url);
-      assert.deepEqual(target === undefined ? undefined : { path: target.path, query: target.query }, expected);
+      assert.deepEqual(target === undefined ? undefined : { path: target.path, query: target.query, authority: target.authority }, expected);
     });
   }
 });
