@@ -69,10 +69,13 @@ export class Controller {
       return deps.holder.current;
     }
     const translateMs = performance.now() - t0;
+    // Problems of the sources (unreadable manifest files) go with the table, so /routes shows them too.
+    const external = deps.externalProblems?.() ?? [];
+    if (external.length > 0) config = { ...config, problems: [...external, ...config.problems] };
+    const problems = config.problems;
     const table = buildRouteTable(++this.version, config, deps.compile);
     deps.holder.swap(table);
 
-    const problems = [...(deps.externalProblems?.() ?? []), ...config.problems];
     this.reportProblems(problems);
     const changeToServeMs = this.pendingSince === undefined ? undefined : performance.now() - this.pendingSince;
     this.pendingSince = undefined;

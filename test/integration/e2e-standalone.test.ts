@@ -156,8 +156,15 @@ describe('standalone mode, black box', () => {
     assert.match(reported.msg as string, /fragile\.yaml:\d+/);
     assert.equal((await get(portico.http, 'fragile.local', '/')).status, 200, 'last good version still served');
     assert.equal((await get(portico.http, 'web.local', '/')).status, 200, 'others unaffected');
+    await eventually(
+      async () => ((await get(portico.admin, 'x', '/routes')).json().problems as { message: string }[]).some((p) => /fragile\.yaml/.test(p.message)),
+      5000,
+      'the file problem listed in /routes',
+    );
     dir.write('fragile.yaml', [ingress('fragile', { rules: [{ host: 'fragile.local', paths: [{ path: '/', service: 'api' }] }] })]);
     await eventually(async () => (await get(portico.http, 'fragile.local', '/')).json().service === 'api', 5000, 'fixed file applied');
+    const problems = (await get(portico.admin, 'x', '/routes')).json().problems as { message: string }[];
+    assert.ok(!problems.some((p) => /fragile\.yaml/.test(p.message)), 'and gone once fixed');
   });
 
   test('a request without a route gets an access-log line and is counted with empty route labels', async () => {
