@@ -91,7 +91,7 @@ export async function startPortico(options: Options): Promise<Portico> {
   let cluster: ClusterSource | undefined;
   let kube: KubeClient | undefined;
   if (options.manifests) {
-    standalone = new ManifestDirectorySource({ dir: options.manifests, store, onProblems: (p: readonly Problem[]) => {
+    standalone = new ManifestDirectorySource({ dir: options.manifests, store, log, onProblems: (p: readonly Problem[]) => {
         fileProblems = p;
         controller.changed();
       } });

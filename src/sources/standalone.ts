@@ -7,11 +7,14 @@
 //   rejected object keeps its last good version, as the API server would keep the
 //   stored object when an update is rejected.
 // - Two files defining the same object: the first in sorted path order wins.
-// - Changes are noticed by fs.watch (recursive), debounced, plus a cheap periodic
-//   rescan of mtimes and sizes for editors that replace files and for missed events.
-import { watch, type FSWatcher } from 'node:fs';
-import { readdir, readFile, stat } from 'node:fs/promises';
-import { join, relative, sep } from 'node:path';
+// - Changes are noticed by watching each directory, not each file: a file replaced by
+//   rename (sed -i, mv, editors' safe-write) would leave a file's watch on the old inode,
+//   so later writes went unseen (Node's recursive fs.watch on Linux watches each file).
+//   Events are debounced. A periodic rescan of mtimes and sizes catches missed events
+//   (network filesystems), and runs more often while watching fails.
+import { stat as statCallback, watch, type FSWatcher, type Stats } from 'node:fs';
+import { readdir, readFile, realpath, stat } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import type { Problem } from '../model/config.ts';
 import { objectKey, type KubeObject, type RoutingKind } from '../model/k8s.ts';
 import { isManifestFile, parseManifestFile, type ManifestError } from './manifests.ts';
@@ -24,14 +27,24 @@ export interface ManifestDirectorySourceOptions {
   onProblems?: (problems: readonly Problem[]) => void;
   /** Quiet time after a file event before reading, in ms. */
   debounceMs?: number;
-  /** Interval of the safety-net rescan, in ms. */
+  /** Interval of the safety-net rescan while the directory is watched, in ms. */
   rescanMs?: number;
+  /** Interval of the rescan when it is not (watch: false, or fs.watch failed), in ms. */
+  pollMs?: number;
   /** Use fs.watch (default true); without it, only the periodic rescan notices changes. */
   watch?: boolean;
+  /** Says when watching fails and when it works again. */
+  log?: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void };
 }
 
 /** Manifests larger than this are refused rather than read into memory. */
 const MAX_FILE_BYTES = 64 * 1024 * 1024;
+
+/** Concurrent stats in a walk: hides the thread-pool round trip without flooding it. */
+const STAT_BATCH = 64;
+
+/** Rescans wait at least this many times the last walk, so they stay under ~20% of a core. */
+const RESCAN_COST_FACTOR = 4;
 
 interface StoredObject {
   readonly object: KubeObject;
@@ -50,6 +63,14 @@ interface FoundFile {
   readonly path: string;
   readonly stamp: string;
   readonly size: number;
+}
+
+interface DirWatch {
+  readonly watcher: FSWatcher;
+  /** Path relative to the root as last walked; undefined if watched only as a symlink's target. */
+  rel: string | undefined;
+  /** The walk that last saw the directory. */
+  walk: number;
 }
 
 /** "Kind/ns/name": what makes two definitions the same object. */
@@ -73,12 +94,17 @@ function errorCode(err: unknown): string | undefined {
   return (err as NodeJS.ErrnoException | undefined)?.code;
 }
 
+/** fs.stat with a callback: about half the CPU of fs.promises.stat, which counts at thousands of files. */
+function statOrUndefined(path: string): Promise<Stats | undefined> {
+  return new Promise((resolve) => statCallback(path, (err, st) => resolve(err ? undefined : st)));
+}
+
 class DirectoryGone extends Error {}
 
 export class ManifestDirectorySource {
   /** Resolves after the first full load (rejects if start() failed). */
   readonly ready: Promise<void>;
-  private readonly o: Required<Omit<ManifestDirectorySourceOptions, 'onProblems'>> & Pick<ManifestDirectorySourceOptions, 'onProblems'>;
+  private readonly o: Required<Omit<ManifestDirectorySourceOptions, 'onProblems' | 'log'>> & Pick<ManifestDirectorySourceOptions, 'onProblems' | 'log'>;
   private readonly files = new Map<string, FileEntry>();
   /** What this source put in the store, by identity. */
   private readonly applied = new Map<string, KubeObject>();
@@ -86,7 +112,14 @@ export class ManifestDirectorySource {
   private dirty = new Set<string>();
   private dirProblem: Problem | undefined;
   private reportedProblems: string | undefined;
-  private watcher: FSWatcher | undefined;
+  /** One watch per directory, by "dev:ino". */
+  private readonly watches = new Map<string, DirWatch>();
+  /** Directories whose watcher failed: polled from then on rather than re-watched and failing again. */
+  private readonly unwatchable = new Set<string>();
+  /** Why part of the tree is not watched, while that lasts (rescans then run every pollMs). */
+  private unwatched: string | undefined;
+  private walks = 0;
+  private lastWalkMs = 0;
   private debounceTimer: NodeJS.Timeout | undefined;
   private rescanTimer: NodeJS.Timeout | undefined;
   private scanning: Promise<void> | undefined;
@@ -95,35 +128,31 @@ export class ManifestDirectorySource {
   private settleReady!: (err?: Error) => void;
 
   constructor(options: ManifestDirectorySourceOptions) {
-    this.o = { debounceMs: 100, rescanMs: 2000, watch: true, ...options };
+    this.o = { debounceMs: 100, rescanMs: 2000, pollMs: 500, watch: true, ...options };
     this.ready = new Promise<void>((resolve, reject) => {
       this.settleReady = (err) => (err ? reject(err) : resolve());
     });
     this.ready.catch(() => {}); // start() reports the failure to its caller
   }
 
-  /** Loads every manifest under the directory, then watches it. Throws if the directory does not exist. */
+  /** Loads every manifest under the directory and watches it. Throws if the directory does not exist. */
   async start(): Promise<void> {
     try {
       await this.checkDirectory();
-      await this.scan();
+      await this.serialized(); // the first walk also sets up the watches
     } catch (err) {
+      this.stop();
       this.settleReady(err as Error);
       throw err;
     }
     this.settleReady();
-    if (this.stopped) return; // stop() during the first load: nothing to watch
-    this.startWatcher();
-    this.rescanTimer = setInterval(() => this.requestScan(), this.o.rescanMs);
-    this.rescanTimer.unref();
   }
 
   stop(): void {
     this.stopped = true;
-    this.watcher?.close();
-    this.watcher = undefined;
+    this.closeWatches(() => true);
     clearTimeout(this.debounceTimer);
-    clearInterval(this.rescanTimer);
+    clearTimeout(this.rescanTimer);
   }
 
   /** Current problems with the manifest files. */
@@ -152,21 +181,55 @@ export class ManifestDirectorySource {
 
   // ---- change detection ----
 
-  private startWatcher(): void {
-    if (this.watcher || this.stopped || !this.o.watch) return;
+  /** Watches one directory, before it is listed, so that no change after the listing goes unseen. */
+  private watchDir(id: string, path: string, rel: string | undefined, walk: number, failures: string[]): void {
+    if (!this.o.watch || this.stopped) return;
+    const known = this.watches.get(id);
+    if (known) {
+      if (known.walk !== walk || rel !== undefined) known.rel = rel;
+      known.walk = walk;
+      return;
+    }
+    if (this.unwatchable.has(id)) return;
+    let watcher: FSWatcher;
     try {
-      const watcher = watch(this.o.dir, { recursive: true, persistent: false }, (_event, filename) => {
-        if (filename) this.dirty.add(String(filename).split(sep).join('/'));
+      watcher = watch(path, { persistent: false }, (_event, name) => {
+        const dirRel = this.watches.get(id)?.rel;
+        if (name && dirRel !== undefined) this.dirty.add(dirRel ? `${dirRel}/${name}` : String(name));
         this.scheduleScan();
       });
-      // A watcher that fails (directory removed, inotify limit) is dropped; the rescan recreates it.
-      watcher.on('error', () => {
-        watcher.close();
-        if (this.watcher === watcher) this.watcher = undefined;
-      });
-      this.watcher = watcher;
-    } catch {
-      this.watcher = undefined; // rescans alone still pick up changes
+    } catch (err) {
+      const code = errorCode(err);
+      if (code !== 'ENOENT' && code !== 'ENOTDIR') failures.push(`${path}: ${code ?? (err as Error).message}`); // else gone meanwhile
+      return;
+    }
+    watcher.on('error', (err: Error) => {
+      watcher.close();
+      if (this.watches.get(id)?.watcher === watcher) this.watches.delete(id);
+      this.unwatchable.add(id);
+      this.setUnwatched(`${path}: ${errorCode(err) ?? err.message}`);
+    });
+    this.watches.set(id, { watcher, rel, walk });
+  }
+
+  private closeWatches(which: (w: DirWatch) => boolean): void {
+    for (const [id, w] of this.watches) {
+      if (!which(w)) continue;
+      w.watcher.close();
+      this.watches.delete(id);
+    }
+  }
+
+  /** Enters (reason) or leaves (undefined) polling mode, saying so once per change. */
+  private setUnwatched(reason: string | undefined): void {
+    if (!this.o.watch || this.stopped) return;
+    const was = this.unwatched;
+    this.unwatched = reason;
+    if (was === undefined && reason !== undefined) {
+      this.o.log?.warn({ dir: this.o.dir, reason }, `cannot watch the manifest directory; rescanning it every ${this.o.pollMs} ms instead`);
+      this.scheduleRescan(); // sooner than the safety-net interval
+    } else if (was !== undefined && reason === undefined) {
+      this.o.log?.info({ dir: this.o.dir }, 'watching the manifest directory again');
     }
   }
 
@@ -178,6 +241,16 @@ export class ManifestDirectorySource {
     }, this.o.debounceMs);
   }
 
+  /** Sets the next periodic rescan, counted from the end of the last scan. */
+  private scheduleRescan(): void {
+    clearTimeout(this.rescanTimer);
+    if (this.stopped) return;
+    const polling = !this.o.watch || this.unwatched !== undefined;
+    const every = polling ? Math.min(this.o.pollMs, this.o.rescanMs) : this.o.rescanMs;
+    this.rescanTimer = setTimeout(() => this.requestScan(), Math.max(every, RESCAN_COST_FACTOR * this.lastWalkMs));
+    this.rescanTimer.unref();
+  }
+
   /** Runs a scan now, or right after the one in progress. */
   private requestScan(): void {
     if (this.stopped) return;
@@ -185,19 +258,26 @@ export class ManifestDirectorySource {
       this.scanAgain = true;
       return;
     }
-    this.scanning = this.scan()
-      .catch((err: unknown) => {
-        // Unexpected (a bug or an unreadable tree): keep serving, say so.
-        this.setDirProblem(`cannot read the manifest directory: ${(err as Error).message}`);
-      })
-      .finally(() => {
-        this.scanning = undefined;
-        if (this.scanAgain) {
-          this.scanAgain = false;
-          this.requestScan();
-        }
-      });
-    if (!this.watcher) this.startWatcher();
+    this.serialized().catch((err: unknown) => {
+      // Unexpected (a bug or an unreadable tree): keep serving, say so.
+      this.setDirProblem(`cannot read the manifest directory: ${(err as Error).message}`);
+    });
+  }
+
+  /** One scan at a time: the first load too, so that an early event cannot race it. */
+  private async serialized(): Promise<void> {
+    const scan = this.scan();
+    this.scanning = scan;
+    try {
+      await scan;
+    } finally {
+      this.scanning = undefined;
+      if (this.scanAgain) {
+        this.scanAgain = false;
+        this.requestScan();
+      }
+      this.scheduleRescan();
+    }
   }
 
   // ---- scanning ----
@@ -210,6 +290,8 @@ export class ManifestDirectorySource {
       found = await this.walk();
     } catch (err) {
       if (!(err instanceof DirectoryGone)) throw err;
+      this.closeWatches(() => true); // they follow the old inodes
+      this.setUnwatched('the directory is gone');
       // Keep serving what was read: an emptied mount or a moved directory is more likely a mistake than an intent.
       this.setDirProblem(`${this.o.dir}: the directory is gone; still serving the objects last read from it`);
       this.report();
@@ -236,11 +318,16 @@ export class ManifestDirectorySource {
     this.report();
   }
 
-  /** Every manifest file under the directory, by path relative to it ("/"-separated). */
+  /** Every manifest file under the directory, by path relative to it ("/"-separated); watches what it visits. */
   private async walk(): Promise<Map<string, FoundFile>> {
+    const began = performance.now();
+    const walk = ++this.walks;
     const root = this.o.dir;
     const found = new Map<string, FoundFile>();
     const visited = new Set<string>();
+    const targetDirs = new Set<string>();
+    const targetIds = new Set<string>();
+    const failures: string[] = [];
     let rootStat;
     try {
       rootStat = await stat(root);
@@ -249,9 +336,25 @@ export class ManifestDirectorySource {
       throw err;
     }
     if (!rootStat.isDirectory()) throw new DirectoryGone();
-    visited.add(`${rootStat.dev}:${rootStat.ino}`);
 
-    const visit = async (dir: string): Promise<void> => {
+    // A symlinked manifest changes in its target's directory, which may lie outside the tree.
+    const watchTarget = async (link: string): Promise<void> => {
+      let dir;
+      try {
+        dir = dirname(await realpath(link));
+        if (targetDirs.has(dir)) return;
+        targetDirs.add(dir);
+        const st = await stat(dir);
+        targetIds.add(`${st.dev}:${st.ino}`);
+        this.watchDir(`${st.dev}:${st.ino}`, dir, undefined, walk, failures);
+      } catch {
+        // gone meanwhile: the next walk sees it
+      }
+    };
+
+    const visit = async (dir: string, rel: string, id: string): Promise<void> => {
+      visited.add(id);
+      this.watchDir(id, dir, rel, walk, failures);
       let entries;
       try {
         entries = await readdir(dir, { withFileTypes: true });
@@ -259,28 +362,34 @@ export class ManifestDirectorySource {
         if (dir === root && errorCode(err) === 'ENOENT') throw new DirectoryGone();
         return; // a subdirectory removed meanwhile, or unreadable: its files count as gone
       }
-      for (const entry of entries) {
-        if (entry.name.startsWith('.')) continue; // dotfiles, editor swap files, .git
-        const path = join(dir, entry.name);
-        if (!entry.isDirectory() && !entry.isSymbolicLink() && !(entry.isFile() && isManifestFile(entry.name))) continue;
-        let st;
-        try {
-          st = await stat(path); // follows symlinks
-        } catch {
-          continue; // dangling link or removed meanwhile
-        }
-        if (st.isDirectory()) {
-          const id = `${st.dev}:${st.ino}`;
-          if (visited.has(id)) continue; // symlink loop, or the same tree linked twice
-          visited.add(id);
-          await visit(path);
-        } else if (st.isFile() && isManifestFile(entry.name)) {
-          const rel = relative(root, path).split(sep).join('/');
-          found.set(rel, { path, size: st.size, stamp: `${st.mtimeMs}|${st.ctimeMs}|${st.size}|${st.dev}:${st.ino}` });
+      // dotfiles, editor swap files and .git are skipped
+      const candidates = entries.filter((e) => !e.name.startsWith('.') && (e.isDirectory() || e.isSymbolicLink() || (e.isFile() && isManifestFile(e.name))));
+      for (let i = 0; i < candidates.length; i += STAT_BATCH) {
+        const batch = candidates.slice(i, i + STAT_BATCH);
+        const stats = await Promise.all(batch.map((e) => statOrUndefined(join(dir, e.name)))); // follows symlinks
+        for (let j = 0; j < batch.length; j++) {
+          const entry = batch[j]!;
+          const st = stats[j];
+          if (!st) continue; // dangling link or removed meanwhile
+          const path = join(dir, entry.name);
+          const entryRel = rel ? `${rel}/${entry.name}` : entry.name;
+          if (st.isDirectory()) {
+            const subId = `${st.dev}:${st.ino}`;
+            if (visited.has(subId)) continue; // symlink loop, or the same tree linked twice
+            await visit(path, entryRel, subId);
+          } else if (st.isFile() && isManifestFile(entry.name)) {
+            found.set(entryRel, { path, size: st.size, stamp: `${st.mtimeMs}|${st.ctimeMs}|${st.size}|${st.dev}:${st.ino}` });
+            if (entry.isSymbolicLink() && this.o.watch) await watchTarget(path);
+          }
         }
       }
     };
-    await visit(root);
+    await visit(root, '', `${rootStat.dev}:${rootStat.ino}`);
+
+    this.closeWatches((w) => w.walk !== walk); // directories gone, moved out or replaced
+    for (const id of this.unwatchable) if (visited.has(id) || targetIds.has(id)) failures.push(`directory ${id}: its watcher failed`);
+    this.setUnwatched(failures.length === 0 ? undefined : failures.length === 1 ? failures[0] : `${failures[0]} (and ${failures.length - 1} more)`);
+    this.lastWalkMs = performance.now() - began;
     return found;
   }
 

@@ -2,7 +2,9 @@
 // through fs.watch and rescans, broken files, deletions, duplicates.
 import { after, afterEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import { mkdtemp, mkdir, rm, symlink, writeFile, rename, unlink } from 'node:fs/promises';
+import { syncBuiltinESMExports } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { stringify } from 'yaml';
@@ -54,10 +56,21 @@ interface Harness {
   problems: () => readonly Problem[];
 }
 
-async function start(dir: string, options: { rescanMs?: number; watch?: boolean } = {}): Promise<Harness> {
+interface LogLine {
+  level: 'warn' | 'info';
+  msg: string;
+  obj: object;
+}
+
+async function start(dir: string, options: { rescanMs?: number; pollMs?: number; watch?: boolean; logs?: LogLine[] } = {}): Promise<Harness> {
   const store = new ObjectStore();
   let problems: readonly Problem[] = [];
-  const source = new ManifestDirectorySource({ dir, store, onProblems: (p) => (problems = p), rescanMs: 500, ...options });
+  const { logs, ...rest } = options;
+  const log = {
+    warn: (obj: object, msg: string) => logs?.push({ level: 'warn', msg, obj }),
+    info: (obj: object, msg: string) => logs?.push({ level: 'info', msg, obj }),
+  };
+  const source = new ManifestDirectorySource({ dir, store, onProblems: (p) => (problems = p), rescanMs: 500, log, ...rest });
   sources.push(source);
   await source.start();
   return { dir, store, source, problems: () => problems };
@@ -69,6 +82,28 @@ async function eventually(what: string, check: () => boolean): Promise<void> {
   while (!check()) {
     if (Date.now() > deadline) assert.fail(`never happened: ${what}`);
     await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** The product requirement: a change to the directory is applied within 1 s (debounce and scan take ~0.1 s). */
+async function withinOneSecond(what: string, check: () => boolean): Promise<void> {
+  const deadline = Date.now() + 1000;
+  while (!check()) {
+    if (Date.now() > deadline) assert.fail(`not applied within 1 s: ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** Runs `body` with fs.watch replaced (the source imports it by name: syncBuiltinESMExports updates that binding). */
+async function withFsWatch(fake: typeof fs.watch, body: () => Promise<void>): Promise<void> {
+  const real = fs.watch;
+  fs.watch = fake;
+  syncBuiltinESMExports();
+  try {
+    await body();
+  } finally {
+    fs.watch = real;
+    syncBuiltinESMExports();
   }
 }
 
@@ -158,7 +193,7 @@ describe('ManifestDirectorySource: changes', () => {
   test('the periodic rescan alone notices changes (no watcher)', async () => {
     const dir = await tempDir();
     await put(dir, 'app.yaml', [service('web', 80)]);
-    const h = await start(dir, { watch: false, rescanMs: 100 });
+    const h = await start(dir, { watch: false, pollMs: 100 });
     await put(dir, 'app.yaml', [service('web', 81)]);
     await put(dir, 'more/b.yaml', [service('b')]);
     await eventually('the changes are applied', () => servicePort(h.store, 'default/web') === 81 && h.store.services.has('default/b'));
@@ -270,5 +305,116 @@ describe('ManifestDirectorySource: changes', () => {
     await put(dir, 'a.yaml', [service('c')]);
     await new Promise((r) => setTimeout(r, 700)); // longer than the debounce and the rescan interval
     assert.deepEqual(seen, ['added default/b'], 'nothing applied after stop()');
+  });
+});
+
+describe('ManifestDirectorySource: every edit applied within 1 s, whatever the editing style', () => {
+  // The safety-net rescan is set far off: only the watches can meet the deadline.
+  test('a file replaced by rename (sed -i, mv, safe-write), then written in place, is applied each time', async () => {
+    const dir = await tempDir();
+    await put(dir, 'app.yaml', [service('web', 80)]);
+    await put(dir, 'team/b.yaml', [service('b', 80)]);
+    const h = await start(dir, { rescanMs: 600_000 });
+    let port = 80;
+    for (let round = 0; round < 3; round++) {
+      for (const [rel, name] of [['app.yaml', 'web'], ['team/b.yaml', 'b']] as const) {
+        const want = ++port;
+        await put(dir, `${rel}.tmp`, [service(name, want)]);
+        await rename(join(dir, `${rel}.tmp`), join(dir, rel));
+        await withinOneSecond(`${rel} replaced by rename`, () => servicePort(h.store, `default/${name}`) === want);
+        const next = ++port;
+        await put(dir, rel, [service(name, next)]); // in place: same inode, truncated and rewritten
+        await withinOneSecond(`${rel} written in place after the rename`, () => servicePort(h.store, `default/${name}`) === next);
+      }
+    }
+  });
+
+  test('a directory moved into the tree is watched: a later in-place write in it is applied', async () => {
+    const dir = await tempDir();
+    const outside = await tempDir();
+    const h = await start(dir, { rescanMs: 600_000 });
+    await put(outside, 'staged/app.yaml', [service('moved', 80)]);
+    await rename(join(outside, 'staged'), join(dir, 'moved'));
+    await withinOneSecond('the moved-in directory is read', () => servicePort(h.store, 'default/moved') === 80);
+    await put(dir, 'moved/app.yaml', [service('moved', 81)]);
+    await withinOneSecond('an in-place write in it is applied', () => servicePort(h.store, 'default/moved') === 81);
+  });
+
+  test('a symlinked manifest: writes to its target outside the tree are applied, also after the target is replaced', async () => {
+    const dir = await tempDir();
+    const outside = await tempDir();
+    await put(outside, 'real.yaml', [service('linked', 80)]);
+    await symlink(join(outside, 'real.yaml'), join(dir, 'linked.yaml'));
+    const h = await start(dir, { rescanMs: 600_000 });
+    assert.equal(servicePort(h.store, 'default/linked'), 80);
+    await put(outside, 'real.yaml', [service('linked', 81)]);
+    await withinOneSecond('an in-place write to the target', () => servicePort(h.store, 'default/linked') === 81);
+    await put(outside, '.real.yaml.tmp', [service('linked', 82)]);
+    await rename(join(outside, '.real.yaml.tmp'), join(outside, 'real.yaml'));
+    await withinOneSecond('the target replaced by rename', () => servicePort(h.store, 'default/linked') === 82);
+    await put(outside, 'real.yaml', [service('linked', 83)]);
+    await withinOneSecond('an in-place write to the new target', () => servicePort(h.store, 'default/linked') === 83);
+  });
+});
+
+describe('ManifestDirectorySource: when watching fails', () => {
+  test('fs.watch refused (inotify watch limit): logged once, and rescans apply changes within 1 s', async () => {
+    const dir = await tempDir();
+    await put(dir, 'app.yaml', [service('web', 80)]);
+    const logs: LogLine[] = [];
+    const enospc = () => {
+      throw Object.assign(new Error('ENOSPC: System limit for number of file watchers reached'), { code: 'ENOSPC' });
+    };
+    await withFsWatch(enospc as typeof fs.watch, async () => {
+      const h = await start(dir, { rescanMs: 600_000, logs });
+      for (const port of [81, 82, 83]) {
+        await put(dir, 'app.yaml', [service('web', port)]);
+        await withinOneSecond(`port ${port} by rescans`, () => servicePort(h.store, 'default/web') === port);
+      }
+    });
+    assert.equal(logs.length, 1, JSON.stringify(logs));
+    assert.equal(logs[0]!.level, 'warn');
+    assert.match(logs[0]!.msg, /cannot watch the manifest directory; rescanning it every 500 ms instead/);
+    assert.match(JSON.stringify(logs[0]!.obj), /ENOSPC/);
+  });
+
+  test('a watcher that emits an error is dropped and logged once; rescans carry on', async () => {
+    const dir = await tempDir();
+    await put(dir, 'app.yaml', [service('web', 80)]);
+    const logs: LogLine[] = [];
+    const real = fs.watch;
+    const failing = ((...args: Parameters<typeof fs.watch>) => {
+      const w = real(...args);
+      setImmediate(() => w.emit('error', Object.assign(new Error('watch failed'), { code: 'EIO' })));
+      return w;
+    }) as typeof fs.watch;
+    await withFsWatch(failing, async () => {
+      const h = await start(dir, { rescanMs: 600_000, logs });
+      await eventually('the error is logged', () => logs.length > 0);
+      for (const port of [81, 82]) {
+        await put(dir, 'app.yaml', [service('web', port)]);
+        await withinOneSecond(`port ${port} by rescans`, () => servicePort(h.store, 'default/web') === port);
+      }
+    });
+    assert.deepEqual(logs.map((l) => l.level), ['warn']);
+    assert.match(JSON.stringify(logs[0]!.obj), /EIO/);
+  });
+
+  test('the directory deleted: its objects are kept and the problem reported; recreated, it is read and watched again', async () => {
+    const parent = await tempDir();
+    const dir = join(parent, 'manifests');
+    await put(dir, 'app.yaml', [service('web', 80)]);
+    const logs: LogLine[] = [];
+    const h = await start(dir, { rescanMs: 600_000, logs });
+    await rm(dir, { recursive: true });
+    await eventually('the problem is reported', () => h.problems().some((p) => p.reason === 'ManifestDirectoryUnreadable'));
+    assert.equal(servicePort(h.store, 'default/web'), 80, 'still served');
+    await put(dir, 'app.yaml', [service('web', 81)]);
+    await withinOneSecond('the recreated directory is read', () => servicePort(h.store, 'default/web') === 81);
+    await eventually('watching again', () => logs.some((l) => l.level === 'info'));
+    await put(dir, 'app.yaml', [service('web', 82)]);
+    await withinOneSecond('a change in it is applied', () => servicePort(h.store, 'default/web') === 82);
+    assert.deepEqual(logs.map((l) => l.level), ['warn', 'info']);
+    assert.deepEqual(h.problems(), []);
   });
 });
