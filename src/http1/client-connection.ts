@@ -14,9 +14,9 @@ import {
   kOnHeadersComplete,
   kOnMessageComplete,
   LENIENT_NONE,
+  pauseInput,
   RESPONSE,
-  startReading,
-  stopReading,
+  resumeInput,
   type LlhttpParser,
   type ParserError,
 } from './parser.ts';
@@ -355,14 +355,13 @@ export class Connection implements RequestConnection {
   pauseResponse(): void {
     if (this.readPaused) return;
     this.readPaused = true;
-    if (this.attached) stopReading(this.socket);
-    else this.socket.pause();
+    pauseInput(this.socket, this.attached);
   }
 
   resumeResponse(): void {
     if (!this.readPaused) return;
     this.readPaused = false;
-    this.resumeInput();
+    resumeInput(this.socket, this.attached);
     // The body timer does not run out while the handler holds the response back.
     if (this.response === BODY && this.request !== null && this.request.bodyTimeout > 0) this.bodyTimer?.refresh();
   }
@@ -414,7 +413,7 @@ export class Connection implements RequestConnection {
     }
     if (this.readPaused) {
       this.readPaused = false;
-      this.resumeInput();
+      resumeInput(this.socket, this.attached);
     }
     this.state = IDLE;
     if (this.idleMs > 0) this.armIdle(this.idleMs);
@@ -423,11 +422,6 @@ export class Connection implements RequestConnection {
       this.socket.unref();
     }
     this.pool.release(this);
-  }
-
-  private resumeInput(): void {
-    if (this.attached) startReading(this.socket);
-    else this.socket.resume();
   }
 
   /** Closes the connection now (it is taken off the idle list at once). */

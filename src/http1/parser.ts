@@ -134,7 +134,7 @@ export function attachParser<P extends LlhttpParser>(parser: P, socket: Socket, 
  * stream never sees the data, so it does not stop the handle. `reading` is kept as
  * net.Socket keeps it, so the socket's own code agrees.
  */
-export function stopReading(socket: Socket): void {
+function stopReading(socket: Socket): void {
   const handle = streamHandle(socket);
   if (handle !== null && handle.reading !== false) {
     handle.reading = false;
@@ -148,4 +148,15 @@ export function startReading(socket: Socket): void {
     handle.reading = true;
     handle.readStart();
   }
+}
+
+/** Back-pressure on a socket read by an attached parser (`attached`) or through 'data'. */
+export function pauseInput(socket: Socket, attached: boolean): void {
+  if (attached) stopReading(socket);
+  else socket.pause();
+}
+
+export function resumeInput(socket: Socket, attached: boolean): void {
+  if (attached) startReading(socket);
+  else socket.resume();
 }

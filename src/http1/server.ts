@@ -21,8 +21,9 @@ import {
   METHODS,
   REQUEST,
   attachParser,
+  pauseInput,
+  resumeInput,
   startReading,
-  stopReading,
   type LlhttpParser,
   type ParserError,
 } from './parser.ts';
@@ -73,8 +74,8 @@ const EXPECTS_CONTINUE = 1;
 const BAD_HOST = 2;
 const HAS_BODY = 4;
 const BAD_TRANSFER_ENCODING = 8;
-const HAS_TRANSFER_ENCODING = 32;
 const OTHER_TRANSFER_CODING = 16;
+const HAS_TRANSFER_ENCODING = 32;
 const OTHER_CODING_BODY = 'transfer codings other than chunked are not supported\n';
 
 /**
@@ -517,13 +518,11 @@ class Connection implements BodyFlow, ResponseOwner {
   }
 
   private pauseInput(): void {
-    if (this.attached) stopReading(this.socket);
-    else this.socket.pause();
+    pauseInput(this.socket, this.attached);
   }
 
   private resumeInput(): void {
-    if (this.attached) startReading(this.socket);
-    else this.socket.resume();
+    resumeInput(this.socket, this.attached);
   }
 
   onEnd(): void {
