@@ -8,6 +8,7 @@ import type { Readable } from 'node:stream';
 import tls from 'node:tls';
 import {
   attachParser,
+  disposeParser,
   HTTPParser,
   kOnBody,
   kOnHeaders,
@@ -591,8 +592,7 @@ export class Connection implements RequestConnection {
       this.attached = false;
       parser.unconsume();
     }
-    parser.remove();
-    parser.free();
+    disposeParser(parser);
   }
 
   // ---- timers: one of each kind per connection, refreshed, replaced only when the delay changes ----

@@ -21,6 +21,7 @@ import {
   METHODS,
   REQUEST,
   attachParser,
+  disposeParser,
   pauseInput,
   resumeInput,
   startReading,
@@ -62,6 +63,19 @@ type Phase = typeof IDLE | typeof RECEIVING | typeof ANSWERING | typeof DETACHED
  * the answer before the client reads it (RFC 9112 section 9.6; nginx's lingering_close).
  */
 const LINGER_MS = 2_000;
+
+/**
+ * Pipelined requests held while an earlier one is answered before the socket stops
+ * being read. Below it reading goes on, so a client that leaves (FIN, reset) is noticed
+ * and the request in flight is cancelled.
+ */
+const PIPELINE_LIMIT = 32;
+
+/**
+ * Body bytes of an answered request that are read and dropped to keep the connection
+ * (the pod answered before the client sent it all). Beyond that, the connection closes.
+ */
+const DISCARD_LIMIT = 1024 * 1024;
 
 const CONTINUE = 'HTTP/1.1 100 Continue\r\n\r\n';
 
@@ -174,6 +188,9 @@ class Connection implements BodyFlow, ResponseOwner {
   private active: Http1Response | null = null;
   /** Pipelined requests waiting for `active` to finish. */
   private queue: Http1Response[] | undefined = undefined;
+  /** An answered request whose body is still coming: it is read and dropped. */
+  private discarding: Http1Request | null = null;
+  private discarded = 0;
   /** Header pairs of a head that came in pieces (over 32 headers). */
   private pendingHeaders: string[] | undefined = undefined;
   private pendingUrl = '';
@@ -280,6 +297,8 @@ class Connection implements BodyFlow, ResponseOwner {
       headers = this.pendingHeaders ?? [];
       this.pendingHeaders = undefined;
     }
+    // Closing: what the rest of this read holds is dropped, never served.
+    if (this.phase === LINGERING) return;
     if (url === undefined) {
       url = this.pendingUrl;
       this.pendingUrl = '';
@@ -322,9 +341,10 @@ class Connection implements BodyFlow, ResponseOwner {
     if (this.active === null) {
       this.start(res);
     } else {
-      (this.queue ??= []).push(res);
-      // Stop reading until the earlier answers are out; what was read stays buffered.
-      if (!this.pausedForQueue) {
+      const queue = (this.queue ??= []);
+      queue.push(res);
+      // Enough queued: stop reading until the earlier answers are out.
+      if (queue.length >= PIPELINE_LIMIT && !this.pausedForQueue) {
         this.pausedForQueue = true;
         this.pauseInput();
       }
@@ -339,6 +359,16 @@ class Connection implements BodyFlow, ResponseOwner {
   bodyChunk(chunk: Buffer): void {
     const req = this.receiving;
     if (req === null) return;
+    if (req === this.discarding) {
+      this.discarded += chunk.length;
+      if (this.discarded > DISCARD_LIMIT) {
+        // Too much to drop: close, gently (the answer may still be on its way out).
+        this.discarding = null;
+        this.receiving = null;
+        this.linger();
+      }
+      return;
+    }
     if (!req.pushBody(chunk) && !this.pausedForBody) {
       this.pausedForBody = true;
       this.pauseInput();
@@ -354,6 +384,12 @@ class Connection implements BodyFlow, ResponseOwner {
     // A body stream that ended gets no more _read() calls: whatever paused the socket
     // for this body must not keep it paused for the next request.
     this.resumeBody();
+    if (req === this.discarding) {
+      // Its answer went out before; now the connection goes on.
+      this.discarding = null;
+      this.next();
+      return;
+    }
     if (this.phase === RECEIVING) {
       this.phase = this.active === null ? IDLE : ANSWERING;
       this.since = this.server.now;
@@ -448,10 +484,10 @@ class Connection implements BodyFlow, ResponseOwner {
     if (this.active !== res) return;
     this.active = null;
     const req = res.req;
-    if (!keepAlive || !req.complete || this.closing || this.server.draining) {
-      // An unread body (the answer came first) leaves the connection unusable.
+    if (!keepAlive || this.closing || this.server.draining) {
       this.closing = true;
       if (!req.complete) {
+        // FIN after the answer, and drop what the client still sends.
         this.linger();
         return;
       }
@@ -460,11 +496,36 @@ class Connection implements BodyFlow, ResponseOwner {
       this.socket.destroySoon();
       return;
     }
+    if (!req.complete) {
+      // Answered (by the pod, say) before the client sent the whole body: read the rest
+      // and drop it, as nginx does, so the connection and the requests pipelined behind
+      // it go on. The request timeout still bounds it, and DISCARD_LIMIT its size.
+      this.discarding = req;
+      this.discarded = 0;
+      this.phase = RECEIVING;
+      if (this.pausedForBody) {
+        this.pausedForBody = false;
+        if (!this.pausedForQueue) this.resumeInput();
+      }
+      return;
+    }
+    this.next();
+  }
+
+  /** The answer is out and the request all read: the next request, or idle, or close. */
+  private next(): void {
+    if (this.closing || this.server.draining) {
+      this.closing = true;
+      this.phase = DETACHED;
+      this.socket.end();
+      this.socket.destroySoon();
+      return;
+    }
     const next = this.queue?.shift();
     if (next !== undefined) {
-      // Nothing is queued behind `next` any more, and its body may still be on the way:
-      // read again (it stayed paused, and a pipelined POST or 100-continue body hung).
-      if (this.queue!.length === 0 && this.pausedForQueue) {
+      // Fewer queued now, and `next`'s body may still be on the way: read again (it
+      // stayed paused, and a pipelined POST or 100-continue body hung).
+      if (this.queue!.length < PIPELINE_LIMIT && this.pausedForQueue) {
         this.pausedForQueue = false;
         if (!this.pausedForBody) this.resumeInput();
       }
@@ -580,8 +641,7 @@ class Connection implements BodyFlow, ResponseOwner {
     this.detachParser();
     this.parser = null;
     parser.connection = null;
-    parser.remove();
-    parser.free();
+    disposeParser(parser);
   }
 
   /**

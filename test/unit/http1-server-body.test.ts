@@ -279,6 +279,55 @@ test('closing after an early answer lingers: the rest of the upload is read and 
   await c.until(() => c.closed, 'the connection closes once the client is done too');
 });
 
+/** Answers as the proxy streams a pod's answer (writeHead, write, end), never reading the body. */
+function answersEarly(seen: string[]) {
+  return (req: Http1Request, res: Http1Response): void => {
+    seen.push(`${req.method} ${req.url}`);
+    res.writeHead(200, ['content-type', 'text/plain']);
+    res.write(`answer to ${req.url}`);
+    res.end();
+  };
+}
+
+test('a streamed answer before the whole body: the rest is read and dropped, the connection and the pipelined requests behind go on', async (t) => {
+  const seen: string[] = [];
+  const s = await serve(answersEarly(seen));
+  t.after(() => s.close());
+  const c = await RawClient.connect(s.port);
+  t.after(() => c.destroy());
+  // The body's rest is itself a request: it must be dropped as body, never served.
+  const smuggled = get('/smuggled');
+  const half = Buffer.alloc(500, 'a');
+  c.write(`POST /early HTTP/1.1\r\nHost: test\r\nContent-Length: ${500 + smuggled.length}\r\n\r\n`);
+  c.write(half);
+  const first = await c.readResponse();
+  assert.equal(first.status, 200);
+  assert.equal(header(first, 'connection'), undefined, 'no close announced');
+  await delay(20);
+  c.write(smuggled + get('/next'));
+  const second = await c.readResponse();
+  assert.equal(second.body.toString(), 'answer to /next');
+  assert.deepEqual(seen, ['POST /early', 'GET /next']);
+  assert.equal(c.closed, false, 'still open');
+});
+
+test('a body to drop larger than 1 MiB: the connection is closed instead (lingering)', async (t) => {
+  const seen: string[] = [];
+  const s = await serve(answersEarly(seen));
+  t.after(() => s.close());
+  const c = await RawClient.connect(s.port);
+  t.after(() => c.destroy());
+  c.socket.on('error', () => {});
+  const size = 8 * 1024 * 1024;
+  c.write(`POST /big HTTP/1.1\r\nHost: test\r\nContent-Length: ${size}\r\n\r\n`);
+  assert.equal((await c.readResponse()).status, 200);
+  c.write(Buffer.alloc(size, 'x'));
+  assert.ok(await c.waitEnd(), 'the server ends the connection after about 1 MiB dropped');
+  await delay(50);
+  assert.equal(c.error, undefined, 'gently: it lingers, no reset');
+  assert.deepEqual(seen, ['POST /big']);
+});
+
 test('res.write() returns false for a slow reader, and the response emits drain', async (t) => {
   const events: string[] = [];
   let finished: () => void;

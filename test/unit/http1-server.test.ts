@@ -410,6 +410,26 @@ test('a client FIN while an answer is pending is the client leaving: the respons
   assert.equal(c.pending.length, 0, 'nothing was written');
 });
 
+test('a client that leaves while pipelined requests wait is noticed: the answer in progress closes at once', async (t) => {
+  let closed!: (destroyed: boolean) => void;
+  const sawClose = new Promise<boolean>((resolve) => (closed = resolve));
+  const urls: string[] = [];
+  const s = await serve((req: Http1Request, res: Http1Response) => {
+    urls.push(req.url);
+    res.on('close', () => closed(res.destroyed));
+    setTimeout(() => res.end('too late'), 5_000).unref();
+  });
+  t.after(() => s.close());
+  const c = await RawClient.connect(s.port);
+  t.after(() => c.destroy());
+  c.write(get('/slow') + get('/queued'));
+  await c.until(() => urls.length === 1, 'the first request is being answered');
+  await delay(20);
+  c.socket.end();
+  assert.equal(await sawClose, true, 'the response was destroyed, not left to run');
+  assert.deepEqual(urls, ['/slow'], 'the queued request never started');
+});
+
 test('client half-close with a synchronous handler', async (t) => {
   const s = await serve(echoHandler);
   t.after(() => s.close());
