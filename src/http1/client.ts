@@ -41,6 +41,8 @@ export interface Http1PoolOptions {
   connectTimeout: number;
   /** ms an idle keep-alive connection is kept (at most: a pod's Keep-Alive: timeout=N lowers it) */
   keepAliveTimeout: number;
+  /** Idle connections kept at most; beyond, the least recently used closes (default 256). */
+  maxIdle?: number;
   /** HTTP/1.1 over TLS */
   tls?: {
     /** PEM CA bundle the pod's certificate must chain to (default: the system's) */
@@ -56,7 +58,10 @@ export interface Http1PoolAddress {
   port: number;
 }
 
-/** Keep-alive HTTP/1.1 connections to one address; no limit on their number. */
+/**
+ * Keep-alive HTTP/1.1 connections to one address: as many as requests in flight, and at
+ * most maxIdle idle ones (a burst leaves no thousands of idle connections on a pod).
+ */
 export class Http1Pool implements ConnectionPool {
   readonly host: string;
   readonly port: number;
@@ -64,6 +69,7 @@ export class Http1Pool implements ConnectionPool {
   readonly hostHeader: string;
   readonly connectTimeout: number;
   readonly keepAliveTimeout: number;
+  private readonly maxIdle: number;
   readonly tls: { ca?: string; rejectUnauthorized: boolean } | undefined;
   private readonly defaultServername: string;
   /** Free connections; the last is the most recently used. */
@@ -80,6 +86,7 @@ export class Http1Pool implements ConnectionPool {
     this.hostHeader = address.host.includes(':') ? `[${address.host}]:${address.port}` : `${address.host}:${address.port}`;
     this.connectTimeout = options.connectTimeout;
     this.keepAliveTimeout = options.keepAliveTimeout;
+    this.maxIdle = options.maxIdle ?? 256;
     const tls = options.tls;
     if (tls !== undefined) {
       this.tls = { ca: tls.ca, rejectUnauthorized: tls.rejectUnauthorized };
@@ -146,7 +153,9 @@ export class Http1Pool implements ConnectionPool {
   // ---- ConnectionPool ----
 
   release(conn: Connection): void {
-    this.idle.push(conn);
+    const idle = this.idle;
+    idle.push(conn);
+    if (idle.length > this.maxIdle) idle.shift()!.destroy();
   }
 
   unidle(conn: Connection): void {

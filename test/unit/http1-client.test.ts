@@ -755,6 +755,19 @@ test('103 Early Hints are passed on before the response; 100 Continue is not', a
   assert.equal(s.sockets.length, 1, 'still reusable');
 });
 
+test('after a burst, at most maxIdle connections stay idle; the least recently used ones close', async (t) => {
+  const s = await nodeServer((_req, res) => setTimeout(() => res.end('ok'), 30));
+  const pool = makePool(s.port, { maxIdle: 2 });
+  t.after(() => pool.destroy().then(() => s.close()));
+  const results = await Promise.all(Array.from({ length: 5 }, () => send(pool)));
+  assert.deepEqual(results.map((r) => r.status), [200, 200, 200, 200, 200]);
+  assert.equal(s.connections, 5, 'five at once needed five connections');
+  assert.equal(pool.idleCount, 2);
+  await until(() => pool.size === 2, 'the other three closed');
+  assert.equal((await send(pool)).status, 200, 'an idle one is reused');
+  assert.equal(s.connections, 5);
+});
+
 // ---- refused requests ----
 
 test('CR, LF, NUL and non-latin1 characters, and bad header names, are refused: UND_ERR_INVALID_ARG, nothing written', async (t) => {
