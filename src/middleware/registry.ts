@@ -126,7 +126,7 @@ export class SharedStateMap implements SharedStateStore {
     return this.values.size;
   }
 
-  retain(live: ReadonlySet<string>): void {
-    for (const key of this.values.keys()) if (!live.has(key)) this.values.delete(key);
+  delete(key: string): void {
+    this.values.delete(key);
   }
 }

@@ -18,8 +18,8 @@ export interface SharedState {
 
 /** The proxy's SharedState, which forgets what no live route uses. */
 export interface SharedStateStore extends SharedState {
-  /** Drops every key not in `live`. */
-  retain(live: ReadonlySet<string>): void;
+  /** Drops a key's state (no live route uses it any more). */
+  delete(key: string): void;
 }
 
 export interface PolicyParseInput {

@@ -54,6 +54,8 @@ export class CompiledRoute implements Route {
   readonly accessLog: AccessLogHook | undefined;
   /** SharedState keys its policies read: kept while the route is live. */
   readonly sharedKeys: readonly string[];
+  /** The last retain() that found it in the live table. */
+  generation = 0;
   private readonly chain: Handler;
   private readonly timeouts: UpstreamTimeouts | undefined;
 
@@ -127,7 +129,10 @@ function recordingKeys(shared: SharedState, keys: string[]): SharedState {
 
 export function createRouteCompiler(deps: RouteCompilerDeps): ProxyRoutes {
   const metrics = new ProxyMetrics(deps.registry);
-  let compiled = new Map<RouteConfig, CompiledRoute>();
+  const compiled = new Map<RouteConfig, CompiledRoute>();
+  /** Compiled routes holding each SharedState key. */
+  const sharedRefs = new Map<string, number>();
+  let generation = 0;
   // Policies may replace ctx.timeouts, never edit the shared defaults.
   const timeouts = deps.timeouts ? Object.freeze({ ...deps.timeouts }) : undefined;
   const unrouted = new CompiledRoute(UNROUTED_CONFIG, () => {}, metrics.unrouted, deps.accessLog, undefined);
@@ -138,29 +143,51 @@ export function createRouteCompiler(deps: RouteCompilerDeps): ProxyRoutes {
       const routeMetrics = metrics.forRoute(config);
       const forwarder = new Forwarder(config, deps.upstreams, routeMetrics);
       const key = `${config.ingress.namespace}/${config.ingress.name}`;
-      const sharedKeys: string[] = [];
-      const chain = composeChain(config.policies, forwarder.handle, recordingKeys(deps.shared, sharedKeys), key, config);
+      const read: string[] = [];
+      const chain = composeChain(config.policies, forwarder.handle, recordingKeys(deps.shared, read), key, config);
+      const sharedKeys = [...new Set(read)];
+      for (const k of sharedKeys) sharedRefs.set(k, (sharedRefs.get(k) ?? 0) + 1);
       route = new CompiledRoute(config, chain, routeMetrics, deps.accessLog, timeouts, sharedKeys);
       compiled.set(config, route);
     }
     return route;
   };
 
+  /** A compiled route left the table: its references to series and state go. */
+  const release = (route: CompiledRoute): void => {
+    metrics.release(route.metrics);
+    for (const k of route.sharedKeys) {
+      const refs = sharedRefs.get(k)! - 1;
+      if (refs > 0) {
+        sharedRefs.set(k, refs);
+      } else {
+        sharedRefs.delete(k);
+        deps.shared.delete(k);
+      }
+    }
+  };
+
+  // Mark the live routes, then sweep: one Map lookup per route, and work only for the
+  // routes that left (a swap at 30,000 routes must not cost a full recount).
   const retain = (config: RoutingConfig): void => {
-    const live = new Map<RouteConfig, CompiledRoute>();
+    const mark = ++generation;
+    let live = 0;
     const keep = (rc: RouteConfig | undefined): void => {
-      if (rc === undefined) return;
-      const route = compiled.get(rc);
-      if (route !== undefined) live.set(rc, route);
+      const route = rc === undefined ? undefined : compiled.get(rc);
+      if (route !== undefined && route.generation !== mark) {
+        route.generation = mark;
+        live++;
+      }
     };
     for (const rc of config.routes) keep(rc);
     keep(config.defaultBackend);
+    if (live === compiled.size) return;
     // A route that comes back later is compiled afresh, with new series and state.
-    compiled = live;
-    const sharedKeys = new Set<string>();
-    for (const route of live.values()) for (const k of route.sharedKeys) sharedKeys.add(k);
-    metrics.retain([...live.values()].map((r) => r.metrics));
-    deps.shared.retain(sharedKeys);
+    for (const [rc, route] of compiled) {
+      if (route.generation === mark) continue;
+      compiled.delete(rc);
+      release(route);
+    }
   };
 
   return { compile, unrouted, retain };

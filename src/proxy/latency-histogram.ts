@@ -5,6 +5,11 @@ import type { Counter } from 'prom-client';
 
 export type Labels = Record<string, string>;
 
+/** One string per label set (values in label order). */
+export function labelKey(labels: Labels): string {
+  return Object.values(labels).join('\u0000');
+}
+
 interface MetricValue {
   metricName?: string;
   labels: Labels;
@@ -14,6 +19,8 @@ interface MetricValue {
 /** One label set: non-cumulative bucket counts, summed at scrape time. */
 export class HistogramSeries {
   readonly labels: Labels;
+  /** Compiled routes observing here. */
+  refs = 0;
   readonly counts: Float64Array;
   sum = 0;
   count = 0;
@@ -44,13 +51,15 @@ export class LatencyHistogram {
     return this as unknown as Counter;
   }
 
+  /** The series of a label set, one more reference to it. */
   seriesFor(labels: Labels): HistogramSeries {
-    const key = Object.values(labels).join('\u0000');
+    const key = labelKey(labels);
     let s = this.series.get(key);
     if (!s) {
       s = this.newSeries(labels);
       this.series.set(key, s);
     }
+    s.refs++;
     return s;
   }
 
@@ -59,9 +68,11 @@ export class LatencyHistogram {
     return new HistogramSeries(labels, this.bounds.length);
   }
 
-  /** Stops exporting every series not in `live`. */
-  retain(live: ReadonlySet<HistogramSeries>): void {
-    for (const [key, s] of this.series) if (!live.has(s)) this.series.delete(key);
+  /** One reference less; at the last one the series is no longer exported. */
+  release(s: HistogramSeries): void {
+    if (--s.refs > 0) return;
+    const key = labelKey(s.labels);
+    if (this.series.get(key) === s) this.series.delete(key);
   }
 
   observe(s: HistogramSeries, seconds: number): void {

@@ -2,13 +2,13 @@
 // at compile time; prom-client sees them when /metrics is scraped (collect hooks and
 // a small histogram that formats itself), so a request never hashes label sets.
 //
-// Series live as long as a route of the live table uses them: retain() after each
-// table swap removes the others. A request still in flight on a removed route counts
-// into objects no longer exported, so its count is dropped instead of bringing the
-// series back for good.
+// Series live as long as a compiled route uses them: each route holds a reference, and
+// release() at the last one removes the series. A request still in flight on a removed
+// route counts into objects no longer exported, so its count is dropped instead of
+// bringing the series back for good.
 import { Counter, type Registry } from 'prom-client';
 import type { RouteConfig } from '../model/config.ts';
-import { LatencyHistogram, type HistogramSeries, type Labels } from './latency-histogram.ts';
+import { labelKey, LatencyHistogram, type HistogramSeries, type Labels } from './latency-histogram.ts';
 
 export type UpstreamErrorKind = 'connect' | 'reset' | 'timeout' | 'no_endpoints' | 'service_unavailable';
 
@@ -21,6 +21,8 @@ const UNROUTED_LABELS: Readonly<Labels> = Object.freeze({ namespace: '', ingress
 /** Counts of one label set by the value of one more label (status, kind), not yet handed to prom-client. */
 class PendingCounts<K extends number | string> {
   readonly labels: Labels;
+  /** Compiled routes counting here. */
+  refs = 0;
   /** Every value seen, so that removing the series removes all of them. */
   readonly values: K[] = [];
   readonly pending: number[] = [];
@@ -75,14 +77,15 @@ class ScrapedCounter<K extends number | string> {
     });
   }
 
-  /** The counts of a label set; routes with the same labels share them. */
+  /** The counts of a label set, one more reference to them; routes with the same labels share them. */
   countsFor(labels: Labels): PendingCounts<K> {
-    const key = Object.values(labels).join('\u0000');
+    const key = labelKey(labels);
     let c = this.sets.get(key);
     if (!c) {
       c = new PendingCounts<K>(labels);
       this.sets.set(key, c);
     }
+    c.refs++;
     return c;
   }
 
@@ -91,13 +94,13 @@ class ScrapedCounter<K extends number | string> {
     return new PendingCounts<K>({});
   }
 
-  /** Removes every series whose counts are not in `live`. */
-  retain(live: ReadonlySet<PendingCounts<K>>): void {
-    for (const [key, c] of this.sets) {
-      if (live.has(c)) continue;
-      this.sets.delete(key);
-      c.removeFrom(this.counter, this.label);
-    }
+  /** One reference less; the last one removes the series. */
+  release(c: PendingCounts<K>): void {
+    if (--c.refs > 0) return;
+    const key = labelKey(c.labels);
+    if (this.sets.get(key) !== c) return;
+    this.sets.delete(key);
+    c.removeFrom(this.counter, this.label);
   }
 }
 
@@ -175,18 +178,10 @@ export class ProxyMetrics {
     );
   }
 
-  /** Removes the series that none of `live` (the routes of the live table) uses. */
-  retain(live: Iterable<RouteMetrics>): void {
-    const requests = new Set([this.unrouted.requests]);
-    const latency = new Set<HistogramSeries>();
-    const errors = new Set<PendingCounts<UpstreamErrorKind>>();
-    for (const m of live) {
-      requests.add(m.requests);
-      latency.add(m.latency);
-      errors.add(m.errors);
-    }
-    this.requests.retain(requests);
-    this.latency.retain(latency);
-    this.errors.retain(errors);
+  /** The route of `m` is gone: series no other route uses are removed. */
+  release(m: RouteMetrics): void {
+    this.requests.release(m.requests);
+    this.latency.release(m.latency);
+    this.errors.release(m.errors);
   }
 }
