@@ -484,16 +484,11 @@ class Connection implements BodyFlow, ResponseOwner {
     if (this.active !== res) return;
     this.active = null;
     const req = res.req;
-    if (!keepAlive || this.closing || this.server.draining) {
+    if (!keepAlive) this.closing = true;
+    if (!req.complete && (this.closing || this.server.draining)) {
+      // FIN after the answer, and drop what the client still sends.
       this.closing = true;
-      if (!req.complete) {
-        // FIN after the answer, and drop what the client still sends.
-        this.linger();
-        return;
-      }
-      this.phase = DETACHED;
-      this.socket.end();
-      this.socket.destroySoon();
+      this.linger();
       return;
     }
     if (!req.complete) {
