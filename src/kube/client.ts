@@ -29,9 +29,18 @@ const IN_CLUSTER_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
 /** In-cluster config when running in a pod, else --kubeconfig, else $KUBECONFIG / ~/.kube/config. */
 export function loadKubeConfig(kubeconfigPath: string | undefined): KubeConfig {
   const kc = new KubeConfig();
-  if (kubeconfigPath) kc.loadFromFile(kubeconfigPath);
+  // Say which setting a file or YAML error comes from, not just the library's message.
+  const from = kubeconfigPath ? `--kubeconfig ${kubeconfigPath}` : process.env.KUBECONFIG ? `$KUBECONFIG ${process.env.KUBECONFIG}` : '~/.kube/config';
+  const load = (how: () => void): void => {
+    try {
+      how();
+    } catch (err) {
+      throw new Error(`${from}: cannot load the kubeconfig: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message.split('\n')[0]}`);
+    }
+  };
+  if (kubeconfigPath) load(() => kc.loadFromFile(kubeconfigPath));
   else if (process.env.KUBERNETES_SERVICE_HOST && existsSync(IN_CLUSTER_TOKEN)) kc.loadFromCluster();
-  else if (process.env.KUBECONFIG || existsSync(join(homedir(), '.kube', 'config'))) kc.loadFromDefault();
+  else if (process.env.KUBECONFIG || existsSync(join(homedir(), '.kube', 'config'))) load(() => kc.loadFromDefault());
   else {
     // client-node would fall back to http://localhost:8080; say what is missing instead.
     throw new Error('no Kubernetes API configured: not in a pod, no --kubeconfig, no $KUBECONFIG, no ~/.kube/config (use --manifests DIR for standalone mode)');

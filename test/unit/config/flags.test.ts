@@ -1,5 +1,8 @@
 // Flags and PORTICO_* variables, as parsed, and as the CLI reports mistakes.
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
@@ -115,5 +118,23 @@ test('the CLI: an unknown PORTICO_* variable is warned about once, and portico r
     await portico.stop();
     silent.close();
     dir.cleanup();
+  }
+});
+
+test('the CLI: an unreadable or broken --kubeconfig exits 1 with one line naming it', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'portico-kubeconfig-'));
+  try {
+    const broken = join(dir, 'config');
+    writeFileSync(broken, 'clusters: [\n');
+    for (const [path, reason] of [[join(dir, 'missing'), /no such file$/], [broken, /cannot load the kubeconfig: .+/]] as const) {
+      const r = spawnSync(process.execPath, [BIN, '--kubeconfig', path, '--http-port', 'off', '--https-port', 'off', '--admin-port', 'off'], { encoding: 'utf8', timeout: 20_000 });
+      assert.equal(r.status, 1);
+      const lines = r.stderr.trim().split('\n');
+      assert.equal(lines.length, 1, r.stderr);
+      assert.ok(lines[0]!.startsWith(`portico: --kubeconfig ${path}: cannot load the kubeconfig: `), lines[0]);
+      assert.match(lines[0]!, reason);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 });
