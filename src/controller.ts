@@ -12,7 +12,7 @@ export interface ControllerDeps {
   compile: RouteCompiler;
   translateOptions: TranslateOptions;
   log: Logger;
-  /** Quiet time, in ms, that gathers a burst of changes into one rebuild. */
+  /** Quiet time, in ms, that gathers a burst of changes into one rebuild (0: rebuild at once). */
   debounceMs: number;
   /** Problems that do not come from translation (unparsable manifest files...). */
   externalProblems?: () => readonly Problem[];
@@ -29,7 +29,7 @@ export function problemKey(p: Problem): string {
 export class Controller {
   private readonly deps: ControllerDeps;
   private readonly translate = createTranslator();
-  private timer: NodeJS.Timeout | undefined;
+  private timer: NodeJS.Timeout | NodeJS.Immediate | undefined;
   private version = 0;
   private knownProblems = new Set<string>();
   /** performance.now() of the first change not yet served; for the change-to-serve figure. */
@@ -46,15 +46,21 @@ export class Controller {
     return this.rebuild();
   }
 
-  /** A source saw a change: rebuild once the burst settles. */
+  /**
+   * A source saw a change. With no quiet time (the default) the rebuild runs as soon as
+   * the current I/O callbacks are done: changes that arrive together, or while a
+   * rebuild runs (it is synchronous), are gathered into the next one, and a lone
+   * change waits for nothing.
+   */
   changed(): void {
     if (!this.started) return;
     this.pendingSince ??= performance.now();
     if (this.timer) return;
-    this.timer = setTimeout(() => {
+    const run = () => {
       this.timer = undefined;
       this.rebuild();
-    }, this.deps.debounceMs);
+    };
+    this.timer = this.deps.debounceMs > 0 ? setTimeout(run, this.deps.debounceMs) : setImmediate(run);
   }
 
   rebuild(): RouteTable {
@@ -112,7 +118,10 @@ export class Controller {
   }
 
   stop(): void {
-    if (this.timer) clearTimeout(this.timer);
+    if (this.timer) {
+      clearTimeout(this.timer as NodeJS.Timeout);
+      clearImmediate(this.timer as NodeJS.Immediate);
+    }
     this.timer = undefined;
     this.started = false;
   }

@@ -78,7 +78,7 @@ const FLAGS: FlagSpec[] = [
   { flag: 'https-redirect-port', key: 'httpsRedirectPort', kind: 'port', default: '0', help: 'port in the Location of HTTP-to-HTTPS redirects (0: --https-port; in a cluster set the Service port, 443)' },
   { flag: 'access-log', key: 'accessLog', kind: 'bool', default: 'true', help: 'log one JSON line per request' },
   { flag: 'log-level', key: 'logLevel', kind: 'level', default: 'info', help: 'trace, debug, info, warn, error or fatal' },
-  { flag: 'debounce', key: 'debounce', kind: 'duration', default: '50ms', help: 'quiet time gathering a burst of changes into one route-table rebuild' },
+  { flag: 'debounce', key: 'debounce', kind: 'duration', default: '0ms', help: 'quiet time gathering a burst of changes into one route-table rebuild (0: rebuild at once; changes arriving during a rebuild go into the next)' },
   { flag: 'resync', key: 'resync', kind: 'duration', default: '10m', help: 'cluster mode: full re-list period that corrects drift' },
   { flag: 'publish-address', key: 'publishAddress', kind: 'string', default: undefined, help: 'cluster mode: address (IP or hostname, comma-separated) written to Ingress status' },
   { flag: 'publish-service', key: 'publishService', kind: 'string', default: undefined, help: 'cluster mode: ns/name of the Service whose load-balancer address (or ClusterIP) is written to Ingress status' },

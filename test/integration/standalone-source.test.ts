@@ -308,6 +308,48 @@ describe('ManifestDirectorySource: changes', () => {
   });
 });
 
+describe('ManifestDirectorySource: work in proportion to the change', () => {
+  test('an edit re-reads only the edited file and walks no tree; a new directory is walked', async () => {
+    const dir = await tempDir();
+    for (let i = 0; i < 50; i++) await put(dir, `svc-${i}.yaml`, [service(`web-${i}`, 80)]);
+    const h = await start(dir, { rescanMs: 600_000 });
+    const before = h.source.work;
+    assert.equal(before.reads, 50);
+
+    await put(dir, 'svc-7.yaml', [service('web-7', 81)]);
+    await withinOneSecond('the edit', () => servicePort(h.store, 'default/web-7') === 81);
+    await put(dir, 'new.yaml', [service('new', 82)]);
+    await withinOneSecond('the new file', () => servicePort(h.store, 'default/new') === 82);
+    await unlink(join(dir, 'svc-3.yaml'));
+    await withinOneSecond('the removal', () => h.store.get('Service', 'default/web-3') === undefined);
+    const after = h.source.work;
+    assert.equal(after.walks, before.walks, 'no walk of the tree');
+    assert.ok(after.reads - before.reads <= 4, `files read: ${after.reads - before.reads}`);
+    assert.equal(servicePort(h.store, 'default/web-8'), 80, 'the other files keep serving');
+
+    await put(dir, 'sub/deeper.yaml', [service('deep', 83)]);
+    await withinOneSecond('a file in a new directory', () => servicePort(h.store, 'default/deep') === 83);
+    assert.ok(h.source.work.walks > after.walks, 'a new directory is walked (and watched)');
+    await put(dir, 'sub/deeper.yaml', [service('deep', 84)]);
+    await withinOneSecond('an edit in the new directory', () => servicePort(h.store, 'default/deep') === 84);
+  });
+
+  test('duplicates across files follow edits of either file', async () => {
+    const dir = await tempDir();
+    await put(dir, 'a.yaml', [service('web', 80)]);
+    await put(dir, 'b.yaml', [service('web', 90)]);
+    const h = await start(dir, { rescanMs: 600_000 });
+    assert.equal(servicePort(h.store, 'default/web'), 80, 'the first file in path order wins');
+    assert.deepEqual(h.problems().map((p) => [p.object.name, p.reason]), [['b.yaml', 'DuplicateObject']]);
+    await unlink(join(dir, 'a.yaml'));
+    await withinOneSecond('the other definition takes over', () => servicePort(h.store, 'default/web') === 90);
+    await eventually('no duplicate any more', () => h.problems().length === 0);
+    await put(dir, 'a.yaml', [service('web', 70)]);
+    await withinOneSecond('the first file wins again', () => servicePort(h.store, 'default/web') === 70);
+    await eventually('the duplicate is reported again', () => h.problems().some((p) => p.object.name === 'b.yaml'));
+  });
+});
+
 describe('ManifestDirectorySource: every edit applied within 1 s, whatever the editing style', () => {
   // The safety-net rescan is set far off: only the watches can meet the deadline.
   test('a file replaced by rename (sed -i, mv, safe-write), then written in place, is applied each time', async () => {
