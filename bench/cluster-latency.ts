@@ -36,7 +36,7 @@ try {
   const median = results[Math.floor(results.length / 2)]!;
   console.log(`${existing} existing Ingresses, ${samples} creations through the API`);
   console.log(`API write -> first 200 through portico: median ${median.toFixed(1)} ms, max ${results.at(-1)!.toFixed(1)} ms`);
-  console.log(`controller change -> table swapped (changeToServeMs, includes the --debounce quiet time, 50 ms by default): median ${serve.sort((a, b) => a - b)[Math.floor(serve.length / 2)]} ms over ${serve.length} rebuilds`);
+  console.log(`controller change -> table swapped (changeToServeMs, includes any --debounce quiet time, none by default): median ${serve.sort((a, b) => a - b)[Math.floor(serve.length / 2)]} ms over ${serve.length} rebuilds`);
 } finally {
   await echo.close();
   await api.stop();

@@ -17,7 +17,7 @@ import { LeaderElector } from './kube/leader.ts';
 import { IngressStatusWriter } from './status/ingress-status.ts';
 import { EventRecorder } from './status/events.ts';
 import { createLogger, createAccessLogger } from './util/log.ts';
-import { createMetrics } from './admin/metrics.ts';
+import { createMetrics, handshakeFailureReason } from './admin/metrics.ts';
 import { createAdminServer } from './admin/server.ts';
 import { CertificateStore } from './tls/certificates.ts';
 import { UpstreamPools } from './proxy/upstreams.ts';
@@ -176,15 +176,24 @@ export async function startPortico(options: Options): Promise<Portico> {
   const servers: net.Server[] = [];
   if (options.httpPort >= 0) {
     const server = net.createServer({ allowHalfOpen: true, noDelay: true });
-    proxies.push(attachProxy(server, holder, options, false, routes.unrouted));
+    const proxy = attachProxy(server, holder, options, false, routes.unrouted);
+    proxies.push(proxy);
+    metrics.trackConnections('http', () => proxy.openConnections);
     // After attachProxy: it wraps the connection listener that attachProxy added.
     if (options.proxyProtocol) acceptProxyProtocol(server, { isTrusted: isTrustedProxy });
     servers.push(server);
     ports.http = await listen(server, options.httpPort, options.bind, '--http-port');
   }
   if (options.httpsPort >= 0) {
-    const server = tls.createServer({ ...certificates.httpsServerOptions(), allowHalfOpen: true });
-    proxies.push(attachProxy(server, holder, options, true, routes.unrouted));
+    const server = tls.createServer({ ...certificates.httpsServerOptions(), allowHalfOpen: true, handshakeTimeout: options.tlsHandshakeTimeout });
+    const proxy = attachProxy(server, holder, options, true, routes.unrouted);
+    proxies.push(proxy);
+    metrics.trackConnections('https', () => proxy.openConnections);
+    server.on('tlsClientError', (err: NodeJS.ErrnoException, socket: tls.TLSSocket) => {
+      const reason = handshakeFailureReason(err);
+      metrics.countHandshakeFailure(reason);
+      log.debug({ client: socket.remoteAddress, reason, err: err.message }, 'TLS handshake failed; connection closed');
+    });
     if (options.proxyProtocol) acceptProxyProtocol(server, { isTrusted: isTrustedProxy });
     servers.push(server);
     ports.https = await listen(server, options.httpsPort, options.bind, '--https-port');

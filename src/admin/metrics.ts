@@ -1,6 +1,6 @@
 // Controller metrics and the registry /metrics serves. The proxy registers its
 // request metrics on the same registry (src/proxy/metrics.ts takes it as a parameter).
-import { collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Problem } from '../model/config.ts';
 import type { RouteTable } from '../routing/table.ts';
 
@@ -14,6 +14,22 @@ export interface Metrics {
   setReady(ready: boolean): void;
   /** Reads readiness at scrape time instead, e.g. `() => holder.ready`. */
   trackReadiness(isReady: () => boolean): void;
+  /** Reports a listener's open connections at scrape time. */
+  trackConnections(listener: string, count: () => number): void;
+  /** A client whose TLS handshake failed, by bounded reason (see handshakeFailureReason). */
+  countHandshakeFailure(reason: HandshakeFailureReason): void;
+}
+
+export type HandshakeFailureReason = 'timeout' | 'closed' | 'protocol' | 'no_common_alpn' | 'other';
+
+/** Maps a tlsClientError to a label value: a few fixed reasons, never the raw message. */
+export function handshakeFailureReason(err: NodeJS.ErrnoException): HandshakeFailureReason {
+  const code = err.code ?? '';
+  if (code === 'ERR_TLS_HANDSHAKE_TIMEOUT') return 'timeout';
+  if (code === 'ECONNRESET' || code === 'EPIPE' || err.message === 'socket hang up' || /before secure TLS connection/.test(err.message)) return 'closed';
+  if (code === 'ERR_SSL_NO_APPLICATION_PROTOCOL' || /no application protocol/i.test(err.message)) return 'no_common_alpn';
+  if (code.startsWith('ERR_SSL_') || (err as { library?: string }).library === 'SSL routines') return 'protocol';
+  return 'other';
 }
 
 /** Seconds; a rebuild takes from well under a millisecond to a few seconds for very large clusters. */
@@ -47,6 +63,23 @@ export function createMetrics(): Metrics {
   const apiConnected = new Gauge({
     name: 'portico_kubernetes_api_connected',
     help: '1 while the watch on the Kubernetes API is connected (cluster mode)',
+    registers,
+  });
+
+  const connectionCounts = new Map<string, () => number>();
+  new Gauge({
+    name: 'portico_open_connections',
+    help: 'Client connections open on each listener (TLS handshakes in progress included)',
+    labelNames: ['listener'] as const,
+    registers,
+    collect() {
+      for (const [listener, count] of connectionCounts) this.set({ listener }, count());
+    },
+  });
+  const handshakeFailures = new Counter({
+    name: 'portico_tls_handshake_failures_total',
+    help: 'Client connections closed because their TLS handshake failed, by reason (timeout, closed, protocol, no_common_alpn, other)',
+    labelNames: ['reason'] as const,
     registers,
   });
 
@@ -85,6 +118,12 @@ export function createMetrics(): Metrics {
     },
     trackReadiness(isReady) {
       readiness = isReady;
+    },
+    trackConnections(listener, count) {
+      connectionCounts.set(listener, count);
+    },
+    countHandshakeFailure(reason) {
+      handshakeFailures.inc({ reason });
     },
   };
 }

@@ -22,6 +22,7 @@ export interface Options {
   clientHeaderTimeout: number;
   clientRequestTimeout: number;
   clientIdleTimeout: number;
+  tlsHandshakeTimeout: number;
   shutdownGrace: number;
   defaultCertificate: string | undefined;
   defaultKey: string | undefined;
@@ -70,6 +71,7 @@ const FLAGS: FlagSpec[] = [
   { flag: 'client-header-timeout', key: 'clientHeaderTimeout', kind: 'duration', default: '10s', help: 'time a client has to send the request headers' },
   { flag: 'client-request-timeout', key: 'clientRequestTimeout', kind: 'duration', default: '5m', help: 'time a client has to send the whole request, body included (0: no limit)' },
   { flag: 'client-idle-timeout', key: 'clientIdleTimeout', kind: 'duration', default: '60s', help: 'idle keep-alive time of client connections' },
+  { flag: 'tls-handshake-timeout', key: 'tlsHandshakeTimeout', kind: 'duration', default: '10s', help: 'time a client has to complete the TLS handshake; then its connection is closed' },
   { flag: 'shutdown-grace', key: 'shutdownGrace', kind: 'duration', default: '25s', help: 'on SIGTERM, time to finish requests in flight before exiting' },
   { flag: 'default-certificate', key: 'defaultCertificate', kind: 'string', default: undefined, help: 'PEM certificate for unknown SNI names (default: self-signed, generated at start)' },
   { flag: 'default-key', key: 'defaultKey', kind: 'string', default: undefined, help: 'PEM private key of --default-certificate' },

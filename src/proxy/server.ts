@@ -137,6 +137,8 @@ export class ProxyRequestHandler {
 
 export interface ProxyServer {
   readonly server: Server;
+  /** Client connections open now, TLS handshakes in progress included. */
+  readonly openConnections: number;
   readonly handler: ProxyRequestHandler;
   readonly http1: Http1Server;
   /**
@@ -162,13 +164,23 @@ export function attachProxy(server: Server, holder: RouteTableHolder, options: P
   });
   // Sockets still in their TLS handshake are not http1's yet; drain closes them too.
   const handshaking = new Set<Socket>();
+  let open = 0;
+  const opened = (socket: Socket) => {
+    open++;
+    socket.once('close', () => open--);
+  };
   if (server instanceof TlsServer) {
     server.on('connection', (socket: Socket) => {
+      opened(socket);
       handshaking.add(socket);
       socket.once('close', () => handshaking.delete(socket));
     });
+    // Node reports a failed or timed-out handshake here and leaves the socket open (a
+    // client that connected and closed, or never spoke, would hold a descriptor forever).
+    server.on('tlsClientError', (_err: Error, socket: TLSSocket) => socket.destroy());
     server.on('secureConnection', (socket: TLSSocket) => http1.accept(socket));
   } else {
+    server.on('connection', opened);
     server.on('connection', http1.accept);
   }
 
@@ -177,6 +189,9 @@ export function attachProxy(server: Server, holder: RouteTableHolder, options: P
     server,
     handler,
     http1,
+    get openConnections() {
+      return open;
+    },
     drain(graceMs: number): Promise<void> {
       draining ??= (async () => {
         handler.draining = true;

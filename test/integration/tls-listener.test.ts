@@ -1,0 +1,71 @@
+// The HTTPS listener against clients that never finish a TLS handshake (health checks,
+// port scans, idle or broken clients): their sockets are closed within the handshake
+// timeout, and the open connections and handshake failures show in /metrics.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startPortico, type PorticoProcess } from '../support/portico-process.ts';
+
+/** Resolves when the socket is fully closed (portico closed its side too); rejects after `ms`. */
+function closedWithin(socket: net.Socket, ms: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (socket.destroyed) return resolve();
+    const timer = setTimeout(() => reject(new Error(`still open after ${ms} ms`)), ms);
+    socket.once('close', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
+function connect(port: number): Promise<net.Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1', () => resolve(socket));
+    socket.on('error', (err) => (socket.connecting ? reject(err) : undefined));
+  });
+}
+
+async function metric(port: number, name: string): Promise<string[]> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  return text.split('\n').filter((l) => l.startsWith(name));
+}
+
+describe('HTTPS listener: connections that never finish a handshake', () => {
+  let dir: string;
+  let portico: PorticoProcess;
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'portico-tls-listener-'));
+    portico = await startPortico(['--manifests', dir, '--tls-handshake-timeout', '400ms']);
+  });
+  after(async () => {
+    await portico.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('connect-and-close probes and silent clients are closed within the handshake timeout', async () => {
+    const probes = await Promise.all(Array.from({ length: 50 }, () => connect(portico.https)));
+    for (const p of probes) p.end(); // a TCP health check: connect, then FIN
+    const silent = await Promise.all(Array.from({ length: 20 }, () => connect(portico.https)));
+    const open = await metric(portico.admin, 'portico_open_connections{listener="https"}');
+    assert.equal(open.length, 1, 'the gauge exists');
+    await Promise.all([...probes, ...silent].map((s) => closedWithin(s, 3000)));
+    const after = await metric(portico.admin, 'portico_open_connections{listener="https"}');
+    assert.deepEqual(after, ['portico_open_connections{listener="https"} 0']);
+    const failures = await metric(portico.admin, 'portico_tls_handshake_failures_total');
+    const byReason = Object.fromEntries(failures.map((l) => [/reason="([^"]+)"/.exec(l)![1], Number(l.split(' ').at(-1))]));
+    assert.ok((byReason.timeout ?? 0) >= 20, `timeouts counted: ${failures.join(', ')}`);
+  });
+
+  test('a garbage client gets its connection closed at once and is counted', async () => {
+    const socket = await connect(portico.https);
+    socket.on('error', () => {});
+    socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n'); // plain HTTP to the TLS port
+    socket.resume();
+    await closedWithin(socket, 2000);
+    const failures = await metric(portico.admin, 'portico_tls_handshake_failures_total');
+    assert.ok(failures.some((l) => l.includes('reason="protocol"')), failures.join(', '));
+  });
+});
