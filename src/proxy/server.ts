@@ -7,7 +7,7 @@ import { Server as TlsServer, type TLSSocket } from 'node:tls';
 import { Http1Server } from '../http1/server.ts';
 import type { Http1Request } from '../http1/request.ts';
 import type { Http1Response } from '../http1/response.ts';
-import { hasDotSegment, normalizeHost, splitTarget } from '../routing/request-target.ts';
+import { hasDotSegment, isValidHost, normalizeHost, normalizePath, splitTarget, withoutPathParameters } from '../routing/request-target.ts';
 import type { Route, RouteTableHolder } from '../routing/table.ts';
 import { resolveClientIp } from './client-ip.ts';
 import { RequestContext, type UpstreamTimeouts } from './context.ts';
@@ -91,13 +91,23 @@ export class ProxyRequestHandler {
     }
     // An absolute-form target's authority replaces the Host header (RFC 9112 section 3.2.2).
     const authority = target.authority;
-    const host = normalizeHost(authority === '' ? hostHeader(req) : authority);
-    const path = target.path;
+    const rawHost = authority === '' ? hostHeader(req) : authority;
+    if (rawHost !== undefined && !isValidHost(rawHost)) {
+      this.reject(req, res, start, '', target.path, target.query, 400, 'invalid Host header');
+      return;
+    }
+    const host = normalizeHost(rawHost);
+    // The path the rules, the policies and the pod all see (see normalizePath).
+    const path = target.path === '*' ? '*' : normalizePath(target.path);
+    if (path === undefined) {
+      this.reject(req, res, start, host, target.path, target.query, 400, 'invalid request path');
+      return;
+    }
     if (hasDotSegment(path)) {
       this.reject(req, res, start, host, path, target.query, 400, 'request path has a "." or ".." segment');
       return;
     }
-    const route = this.holder.current.match(host, path);
+    const route = this.holder.current.match(host, withoutPathParameters(path));
     if (route === undefined) {
       this.reject(req, res, start, host, path, target.query, 404, `no route for host ${host === '' ? '(none)' : host} path ${path}`);
       return;

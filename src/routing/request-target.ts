@@ -43,6 +43,43 @@ function isAlreadyNormal(host: string): boolean {
   return host.charCodeAt(host.length - 1) !== DOT;
 }
 
+/**
+ * true when a Host header (or an absolute-form authority) is a host name, an IPv4
+ * address or a bracketed IPv6 address, with an optional port of digits (RFC 9110
+ * section 7.2, RFC 3986 section 3.2.2). "echo.test:@evil.com" or "a b" are not: routed by
+ * their first part, they would reach the pod as a poisoned Host. Host names are held to
+ * what DNS names use (letters, digits, '-', '.', '_'), a subset of reg-name.
+ */
+export function isValidHost(host: string): boolean {
+  const n = host.length;
+  let i = 0;
+  if (n > 0 && host.charCodeAt(0) === OPEN_BRACKET) {
+    const close = host.indexOf(']');
+    if (close < 2) return false;
+    for (i = 1; i < close; i++) {
+      const c = host.charCodeAt(i) | 0x20;
+      if (!((c >= 0x30 && c <= 0x3a) || (c >= 0x61 && c <= 0x66) || c === DOT)) return false; // hex digits, ':' and '.' (IPv4-mapped)
+    }
+    i = close + 1;
+  } else {
+    for (; i < n; i++) {
+      const c = host.charCodeAt(i);
+      if (c === COLON) break;
+      const lower = c | 0x20;
+      if (!((lower >= 0x61 && lower <= 0x7a) || (c >= 0x30 && c <= 0x39) || c === 0x2d || c === DOT || c === 0x5f)) return false;
+    }
+    if (i === 0 && n > 0) return false; // ":80" has no host
+  }
+  if (i === n) return true;
+  if (host.charCodeAt(i) !== COLON) return false;
+  // An empty port is allowed (RFC 3986: port = *DIGIT); otherwise digits only.
+  for (i++; i < n; i++) {
+    const c = host.charCodeAt(i);
+    if (c < 0x30 || c > 0x39) return false;
+  }
+  return true;
+}
+
 export interface RequestTarget {
   /** Starts with "/", or is "*" for the asterisk-form (OPTIONS *). */
   readonly path: string;
@@ -101,6 +138,111 @@ function schemeLength(url: string): number {
   if (head.startsWith('http://')) return 7;
   if (head === 'https://') return 8;
   return 0;
+}
+
+const HEX = '0123456789ABCDEF';
+
+/** The value of an ASCII hex digit, or -1. */
+function hexValue(c: number): number {
+  if (c >= 0x30 && c <= 0x39) return c - 0x30;
+  const lower = c | 0x20;
+  if (lower >= 0x61 && lower <= 0x66) return lower - 0x61 + 10;
+  return -1;
+}
+
+/** ALPHA / DIGIT / "-" / "." / "_" / "~" (RFC 3986 section 2.3): decoding them changes no meaning. */
+function isUnreserved(c: number): boolean {
+  const lower = c | 0x20;
+  return (lower >= 0x61 && lower <= 0x7a) || (c >= 0x30 && c <= 0x39) || c === 0x2d || c === DOT || c === 0x5f || c === 0x7e;
+}
+
+/**
+ * The path as routing, the policies and the pod all see it, or undefined when it must be
+ * refused with 400. A pod decodes and collapses what a proxy leaves encoded, so a path
+ * that matched one rule here could mean another rule's path there ("/%61pp" or "//app"
+ * are "/app" to most servers). So, as nginx does before it matches locations:
+ * - percent-encoded unreserved characters are decoded ("/%61pp" -> "/app"), the hex of
+ *   other escapes is uppercased ("%3f" -> "%3F", RFC 3986 section 6.2.2.1);
+ * - repeated slashes are merged ("//app///x" -> "/app/x");
+ * - an encoded slash or backslash ("%2F", "%5C"), a raw backslash, an encoded or raw
+ *   control character ("%00") and a malformed escape ("%zz", "%4") are refused: some pods
+ *   turn them into path separators or truncate there, others do not, so no one path can
+ *   be matched for them.
+ * Dot segments are refused separately (hasDotSegment), after this decoding. Case is kept:
+ * Ingress paths are case-sensitive. The common path, with nothing to change, is returned
+ * as is without allocating.
+ */
+export function normalizePath(path: string): string | undefined {
+  const n = path.length;
+  let previousSlash = false;
+  for (let i = 0; i < n; i++) {
+    const c = path.charCodeAt(i);
+    if (c === SLASH) {
+      if (previousSlash) return rewritePath(path, i);
+      previousSlash = true;
+      continue;
+    }
+    previousSlash = false;
+    if (c === PERCENT || c === BACKSLASH || c < 0x20 || c === 0x7f) return rewritePath(path, i);
+  }
+  return path;
+}
+
+/** normalizePath's slow path, from the first character `from` that needs work. */
+function rewritePath(path: string, from: number): string | undefined {
+  let out = path.slice(0, from);
+  let previousSlash = out.charCodeAt(out.length - 1) === SLASH;
+  for (let i = from; i < path.length; i++) {
+    let c = path.charCodeAt(i);
+    if (c === BACKSLASH || c < 0x20 || c === 0x7f) return undefined;
+    if (c === PERCENT) {
+      const high = hexValue(path.charCodeAt(i + 1));
+      const low = hexValue(path.charCodeAt(i + 2));
+      if (high < 0 || low < 0) return undefined;
+      const decoded = high * 16 + low;
+      i += 2;
+      if (decoded === SLASH || decoded === BACKSLASH || decoded < 0x20 || decoded === 0x7f) return undefined;
+      if (!isUnreserved(decoded)) {
+        out += '%' + HEX[high]! + HEX[low]!;
+        previousSlash = false;
+        continue;
+      }
+      c = decoded;
+    }
+    if (c === SLASH) {
+      if (previousSlash) continue;
+      previousSlash = true;
+    } else {
+      previousSlash = false;
+    }
+    out += String.fromCharCode(c);
+  }
+  return out;
+}
+
+/**
+ * The path without ";params" in its segments ("/app;jsessionid=1/x" -> "/app/x"): what
+ * servlet containers (Tomcat, Jetty, Spring) act on, so rules are matched on it, and a
+ * parameter cannot move a request from a restricted path to another rule. The pod still
+ * gets the parameters.
+ */
+export function withoutPathParameters(path: string): string {
+  if (path.indexOf(';') === -1) return path;
+  let out = '';
+  let i = 0;
+  while (i < path.length) {
+    const semicolon = path.indexOf(';', i);
+    if (semicolon === -1) {
+      out += path.slice(i);
+      break;
+    }
+    out += path.slice(i, semicolon);
+    const slash = path.indexOf('/', semicolon);
+    if (slash === -1) break;
+    i = slash;
+  }
+  // A segment that was only parameters ("/;x/app") leaves "//", which servers merge.
+  return out.includes('//') ? out.replace(/\/{2,}/g, '/') : out;
 }
 
 /**

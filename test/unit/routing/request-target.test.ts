@@ -1,6 +1,6 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { hasDotSegment, normalizeHost, splitTarget } from '../../../src/routing/request-target.ts';
+import { hasDotSegment, isValidHost, normalizeHost, normalizePath, splitTarget, withoutPathParameters } from '../../../src/routing/request-target.ts';
 
 describe('normalizeHost', () => {
   const cases: [input: string | undefined, expected: string][] = [
@@ -116,5 +116,56 @@ describe('hasDotSegment', () => {
   }
   for (const path of allowed) {
     test(`allows ${JSON.stringify(path)}`, () => assert.equal(hasDotSegment(path), false));
+  }
+});
+
+describe('normalizePath', () => {
+  const cases: [string, string | undefined][] = [
+    ['/', '/'],
+    ['/app/x', '/app/x'],
+    ['/%61pp', '/app'],
+    ['/%41%5a%7e%2D%2e%5F', '/AZ~-._'],
+    ['//app///x//', '/app/x/'],
+    ['/a%3f%2a%c3%a9', '/a%3F%2A%C3%A9'],
+    ['/a%252F', '/a%252F'],
+    ['/%2f', undefined],
+    ['/a%2Fb', undefined],
+    ['/a%5cb', undefined],
+    ['/a\\b', undefined],
+    ['/a%00', undefined],
+    ['/a%0a', undefined],
+    ['/a%7f', undefined],
+    ['/a%', undefined],
+    ['/a%4', undefined],
+    ['/a%g0', undefined],
+    ['/UPPER/Case', '/UPPER/Case'],
+  ];
+  for (const [input, expected] of cases) {
+    test(`${JSON.stringify(input)} -> ${JSON.stringify(expected)}`, () => assert.equal(normalizePath(input), expected));
+  }
+  test('a path with nothing to change is returned as is', () => {
+    const path = '/already/normal;x=1';
+    assert.equal(normalizePath(path), path);
+  });
+});
+
+describe('withoutPathParameters', () => {
+  const cases: [string, string][] = [
+    ['/app', '/app'],
+    ['/app;jsessionid=1', '/app'],
+    ['/app;x/admin;y=2/z', '/app/admin/z'],
+    ['/;x/app', '/app'],
+  ];
+  for (const [input, expected] of cases) {
+    test(`${JSON.stringify(input)} -> ${JSON.stringify(expected)}`, () => assert.equal(withoutPathParameters(input), expected));
+  }
+});
+
+describe('isValidHost', () => {
+  for (const host of ['echo.test', 'ECHO.test.', 'echo.test:8080', 'echo.test:', '10.0.0.1:80', '[::1]', '[::1]:8443', '[::ffff:10.0.0.1]', 'under_score.test', '']) {
+    test(`accepts ${JSON.stringify(host)}`, () => assert.equal(isValidHost(host), true));
+  }
+  for (const host of ['echo.test:@evil.com', 'echo.test:80x', 'echo.test:80:81', 'a b', 'echo.test/x', '[::1', '[zz::1]', '[::1]x', ':80', 'user@echo.test', 'echo.tést']) {
+    test(`refuses ${JSON.stringify(host)}`, () => assert.equal(isValidHost(host), false));
   }
 });
