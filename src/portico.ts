@@ -16,7 +16,7 @@ import { KubeClient, loadKubeConfig } from './kube/client.ts';
 import { LeaderElector } from './kube/leader.ts';
 import { IngressStatusWriter } from './status/ingress-status.ts';
 import { EventRecorder } from './status/events.ts';
-import { createLogger, createAccessLogger } from './util/log.ts';
+import { createLogger, createAccessLogger, throttledLog } from './util/log.ts';
 import { createMetrics, handshakeFailureReason } from './admin/metrics.ts';
 import { createAdminServer } from './admin/server.ts';
 import { CertificateStore } from './tls/certificates.ts';
@@ -172,12 +172,19 @@ export async function startPortico(options: Options): Promise<Portico> {
 
   // ---- listeners ----
   const ports: Portico['ports'] = {};
+  // Requests the HTTP server refuses itself: counted, and logged at most once a minute per reason.
+  const logRefusal = throttledLog((fields, msg) => log.info(fields, msg));
+  const onRefused = (reason: string, socket: net.Socket) => {
+    metrics.countRefusedRequest(reason);
+    logRefusal(reason, { reason, client: socket.remoteAddress }, `refused a request before routing: ${reason.replaceAll('_', ' ')}`);
+  };
   const proxies: ProxyServer[] = [];
   const servers: net.Server[] = [];
   if (options.httpPort >= 0) {
     const server = net.createServer({ allowHalfOpen: true, noDelay: true });
     const proxy = attachProxy(server, holder, options, false, routes.unrouted);
     proxies.push(proxy);
+    proxy.http1.onRefused = onRefused;
     metrics.trackConnections('http', () => proxy.openConnections);
     // After attachProxy: it wraps the connection listener that attachProxy added.
     if (options.proxyProtocol) acceptProxyProtocol(server, { isTrusted: isTrustedProxy });
@@ -188,6 +195,7 @@ export async function startPortico(options: Options): Promise<Portico> {
     const server = tls.createServer({ ...certificates.httpsServerOptions(), allowHalfOpen: true, handshakeTimeout: options.tlsHandshakeTimeout });
     const proxy = attachProxy(server, holder, options, true, routes.unrouted);
     proxies.push(proxy);
+    proxy.http1.onRefused = onRefused;
     metrics.trackConnections('https', () => proxy.openConnections);
     server.on('tlsClientError', (err: NodeJS.ErrnoException, socket: tls.TLSSocket) => {
       const reason = handshakeFailureReason(err);

@@ -16,6 +16,8 @@ export interface Metrics {
   trackReadiness(isReady: () => boolean): void;
   /** Reports a listener's open connections at scrape time. */
   trackConnections(listener: string, count: () => number): void;
+  /** A request the HTTP server answered itself (malformed, 414, 431, 505...), by its short reason. */
+  countRefusedRequest(reason: string): void;
   /** A client whose TLS handshake failed, by bounded reason (see handshakeFailureReason). */
   countHandshakeFailure(reason: HandshakeFailureReason): void;
 }
@@ -83,6 +85,13 @@ export function createMetrics(): Metrics {
     registers,
   });
 
+  const refusedRequests = new Counter({
+    name: 'portico_http_refused_requests_total',
+    help: 'Requests answered by the HTTP server itself, before routing, by reason (malformed_request, uri_too_long, header_overflow, too_many_headers, http_version_not_supported, unknown_method, bad_host...)',
+    labelNames: ['reason'] as const,
+    registers,
+  });
+
   let readiness: (() => boolean) | undefined;
   const ready = new Gauge({
     name: 'portico_ready',
@@ -121,6 +130,9 @@ export function createMetrics(): Metrics {
     },
     trackConnections(listener, count) {
       connectionCounts.set(listener, count);
+    },
+    countRefusedRequest(reason) {
+      refusedRequests.inc({ reason });
     },
     countHandshakeFailure(reason) {
       handshakeFailures.inc({ reason });

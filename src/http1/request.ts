@@ -25,6 +25,13 @@ class RequestBody extends Readable {
   }
 }
 
+/** An answer the server gives itself: status, a short reason for metrics and logs, and the body. */
+export interface Refusal {
+  readonly status: number;
+  readonly reason: string;
+  readonly body: string;
+}
+
 export class Http1Request {
   readonly method: string;
   /** The request target as sent (origin form, or absolute form from proxies). */
@@ -42,10 +49,11 @@ export class Http1Request {
   upgradeHead: Buffer | undefined = undefined;
   /** Expect: 100-continue (answered when the request's turn comes). */
   expectsContinue = false;
-  /** No Host header (HTTP/1.1), or more than one: answered 400 by the server. */
-  badHost = false;
-  /** Transfer-Encoding has codings before chunked (gzip, chunked): answered 501. */
-  otherTransferCoding = false;
+  /**
+   * Why the server answers this request itself instead of handing it over (no Host, too
+   * many headers, an unsupported version or transfer coding...); see server.ts.
+   */
+  refusal: Refusal | undefined = undefined;
   /** The whole request, body included, has been received. */
   complete = false;
   /** The connection died before the request was complete. */

@@ -278,6 +278,13 @@ export class Http1Response extends EventEmitter {
     this.emitClose();
   }
 
+  /** The connection answers in this response's place (its request was malformed): what the handler still writes is dropped. */
+  supersede(): void {
+    if (this.destroyed) return;
+    this.destroyed = true;
+    this.emitClose();
+  }
+
   /** Called by the connection when its socket closed. */
   connectionClosed(): void {
     if (!this.writableEnded) this.destroyed = true;

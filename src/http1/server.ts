@@ -28,7 +28,7 @@ import {
   type LlhttpParser,
   type ParserError,
 } from './parser.ts';
-import { Http1Request, type BodyFlow } from './request.ts';
+import { Http1Request, type BodyFlow, type Refusal } from './request.ts';
 import { Http1Response, type ResponseOwner } from './response.ts';
 
 export type RequestHandler = (req: Http1Request, res: Http1Response) => void;
@@ -83,14 +83,60 @@ function rejectRequest(status: number, reason: string): string {
   return `HTTP/1.1 ${status} ${reason}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`;
 }
 
-const BAD_HOST_BODY = 'a request needs exactly one Host header\n';
+/** Requests answered by the server itself, before any handler sees them. */
+const refusal = (status: number, reason: string, body: string): Refusal => ({ status, reason, body: body + '\n' });
+const BAD_HOST = refusal(400, 'bad_host', 'a request needs exactly one Host header');
+const TOO_MANY_HEADERS = refusal(431, 'too_many_headers', 'too many header fields');
+const NO_VERSION = refusal(400, 'no_http_version', 'the request line has no HTTP version');
+const VERSION_NOT_SUPPORTED = refusal(505, 'http_version_not_supported', 'only HTTP/1.0 and HTTP/1.1 are served on this connection');
+const TRANSFER_ENCODING_IN_HTTP10 = refusal(400, 'transfer_encoding_in_http10', 'Transfer-Encoding is not allowed in an HTTP/1.0 request');
+const OTHER_TRANSFER_CODING_REFUSAL = refusal(501, 'unsupported_transfer_coding', 'transfer codings other than chunked are not supported');
+
+/** Longest request line (method, target, version) before 414, as nginx's default large_client_header_buffers (8k). */
+export const MAX_REQUEST_LINE = 8192;
+
+/** A well-formed request line: method token, target, "HTTP/x.y", CRLF (RFC 9112 section 3). */
+const REQUEST_LINE = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+ [^ \r\n]+ HTTP\/(\d)\.\d\r$/;
+
+/**
+ * What a refused head says about itself, from the first line of the read being parsed:
+ * whether the request line alone is over MAX_REQUEST_LINE (414 rather than 431), and the
+ * major version of a request line that is well-formed (505 for one other than 1; a
+ * garbage line stays 400).
+ */
+interface HeadShape {
+  readonly lineTooLong: boolean;
+  readonly wellFormedMajor: number | undefined;
+}
+
+/** Answers and reasons for requests llhttp refuses, by its error code. */
+function parseErrorAnswer(code: string, head: HeadShape): { answer: string; reason: string } {
+  switch (code) {
+    case 'HPE_HEADER_OVERFLOW':
+      return head.lineTooLong
+        ? { answer: rejectRequest(414, 'URI Too Long'), reason: 'uri_too_long' }
+        : { answer: rejectRequest(431, 'Request Header Fields Too Large'), reason: 'header_overflow' };
+    case 'HPE_INVALID_VERSION':
+      if (head.wellFormedMajor !== undefined && head.wellFormedMajor !== 1) {
+        return { answer: rejectRequest(505, 'HTTP Version Not Supported'), reason: 'http_version_not_supported' };
+      }
+      break;
+    case 'HPE_INVALID_METHOD':
+      // RFC 9110 section 9.1: a well-formed request with a method not implemented gets
+      // 501 (llhttp knows a fixed set, the registered methods); garbage stays 400.
+      if (head.wellFormedMajor !== undefined) return { answer: rejectRequest(501, 'Not Implemented'), reason: 'unknown_method' };
+      break;
+    case 'HPE_INVALID_CHUNK_SIZE':
+      return { answer: rejectRequest(400, 'Bad Request'), reason: 'invalid_chunk' };
+  }
+  return { answer: rejectRequest(400, 'Bad Request'), reason: 'malformed_request' };
+}
 const EXPECTS_CONTINUE = 1;
-const BAD_HOST = 2;
+const BAD_HOST_FLAG = 2;
 const HAS_BODY = 4;
 const BAD_TRANSFER_ENCODING = 8;
 const OTHER_TRANSFER_CODING = 16;
 const HAS_TRANSFER_ENCODING = 32;
-const OTHER_CODING_BODY = 'transfer codings other than chunked are not supported\n';
 
 /**
  * Transfer-Encoding, over all its header lines in order: BAD_TRANSFER_ENCODING when the
@@ -130,7 +176,7 @@ function inspectHead(headers: string[], http11: boolean): number {
       flags |= HAS_BODY | HAS_TRANSFER_ENCODING | inspectTransferEncoding(headers, i);
     }
   }
-  if (hosts > 1 || (hosts === 0 && http11)) flags |= BAD_HOST;
+  if (hosts > 1 || (hosts === 0 && http11)) flags |= BAD_HOST_FLAG;
   return flags;
 }
 
@@ -194,6 +240,10 @@ class Connection implements BodyFlow, ResponseOwner {
   /** Header pairs of a head that came in pieces (over 32 headers). */
   private pendingHeaders: string[] | undefined = undefined;
   private pendingUrl = '';
+  /** The read being parsed, when it was fed (not read by the parser itself): for requestLineTooLong. */
+  private lastData: Buffer | undefined = undefined;
+  /** The head being received has more header fields than maxHeaders: it is refused (431). */
+  private headerOverflow = false;
   /** The socket is paused for back-pressure (body reader) or pipelining. */
   private pausedForBody = false;
   private pausedForQueue = false;
@@ -256,7 +306,9 @@ class Connection implements BodyFlow, ResponseOwner {
       return;
     }
     if (typeof result !== 'number') {
+      this.lastData = data ?? undefined;
       this.parseError(result);
+      this.lastData = undefined;
       return;
     }
     if (this.inputDone) {
@@ -280,7 +332,8 @@ class Connection implements BodyFlow, ResponseOwner {
     // on: kept, they became header lines of the next request on the connection.
     if (this.receiving !== null) return;
     const pending = (this.pendingHeaders ??= []);
-    if (pending.length < this.server.maxHeaderFields) for (let i = 0; i < headers.length; i++) pending.push(headers[i]!);
+    if (pending.length + headers.length <= this.server.maxHeaderFields) for (let i = 0; i < headers.length; i++) pending.push(headers[i]!);
+    else this.headerOverflow = true;
     this.pendingUrl += url;
   }
 
@@ -303,13 +356,29 @@ class Connection implements BodyFlow, ResponseOwner {
       url = this.pendingUrl;
       this.pendingUrl = '';
     }
-    if (headers.length > this.server.maxHeaderFields) headers.length = this.server.maxHeaderFields;
+    // Never a head with fields dropped: Content-Length or Transfer-Encoding could be among them.
+    const overflow = this.headerOverflow || headers.length > this.server.maxHeaderFields;
+    this.headerOverflow = false;
+    if (overflow) headers.length = Math.min(headers.length, this.server.maxHeaderFields);
     const methodName = METHODS[method] ?? 'GET';
     const http11 = versionMajor === 1 && versionMinor >= 1;
     const flags = inspectHead(headers, http11);
+    const refused = overflow
+      ? TOO_MANY_HEADERS
+      : versionMajor === 0
+        ? NO_VERSION // "GET /" (HTTP/0.9)
+        : versionMajor !== 1
+          ? VERSION_NOT_SUPPORTED // "HTTP/2.0" in a request line
+          : !http11 && (flags & HAS_TRANSFER_ENCODING) !== 0
+            ? TRANSFER_ENCODING_IN_HTTP10 // RFC 9112 section 6.1: the framing is faulty
+            : (flags & BAD_HOST_FLAG) !== 0
+              ? BAD_HOST
+              : (flags & OTHER_TRANSFER_CODING) !== 0
+                ? OTHER_TRANSFER_CODING_REFUSAL
+                : undefined;
     // CONNECT is no upgrade for a reverse proxy: it is answered (405) like any request.
-    // An upgrade with a bad Host is answered 400 like any request, not handed over.
-    const isUpgrade = upgrade && methodName !== 'CONNECT' && (flags & BAD_HOST) === 0;
+    // A refused upgrade (a bad Host...) is answered like any request, not handed over.
+    const isUpgrade = upgrade && methodName !== 'CONNECT' && refused === undefined;
     if (upgrade && !isUpgrade) {
       // What follows such a head is the client's tunnel data, never a request (llhttp
       // stops there and would parse the next packet as one): read no more, and close
@@ -317,7 +386,7 @@ class Connection implements BodyFlow, ResponseOwner {
       keepAlive = false;
       this.inputDone = true;
     }
-    if ((flags & BAD_TRANSFER_ENCODING) !== 0) {
+    if ((flags & BAD_TRANSFER_ENCODING) !== 0 && refused === undefined) {
       // A request whose last transfer coding is not chunked has no knowable length: llhttp
       // fails it right after this callback (RFC 9112 6.3: 400, close), and parseError
       // answers. The handler must not see it first (it could have answered or proxied it).
@@ -332,8 +401,7 @@ class Connection implements BodyFlow, ResponseOwner {
       return;
     }
     req.expectsContinue = (flags & EXPECTS_CONTINUE) !== 0;
-    req.badHost = (flags & BAD_HOST) !== 0;
-    req.otherTransferCoding = (flags & OTHER_TRANSFER_CODING) !== 0;
+    req.refusal = refused;
     // Without Content-Length or Transfer-Encoding a request has no body (RFC 9112 6.3):
     // it is complete now, so a handler answering at once (inside this execute, before
     // kOnMessageComplete) keeps the connection instead of closing it for an "unread body".
@@ -405,6 +473,8 @@ class Connection implements BodyFlow, ResponseOwner {
 
   private parseError(err: ParserError): void {
     const code = err.code;
+    // Before the parser is freed: it holds the bytes of the read.
+    const head = this.headShape();
     if (code === 'HPE_CLOSED_CONNECTION') {
       // Bytes after a request that closes the connection (Connection: close, HTTP/1.0):
       // no further request is served (RFC 9112 9.6), but that request's answer is still
@@ -414,19 +484,44 @@ class Connection implements BodyFlow, ResponseOwner {
       return;
     }
     this.closing = true;
-    this.receiving?.abort();
+    const receiving = this.receiving;
+    receiving?.abort();
     this.receiving = null;
     this.freeParser();
     this.phase = DETACHED;
-    if (this.active !== null) {
-      // Answers are still owed for earlier requests: cut the connection, no guessing.
-      this.socket.destroy();
-      return;
+    const active = this.active;
+    if (active !== null) {
+      if (active.req !== receiving || active.headersSent || (this.queue !== undefined && this.queue.length > 0)) {
+        // Answers are still owed for earlier requests, or this one's started: cut the connection, no guessing.
+        this.socket.destroy();
+        return;
+      }
+      // The request being answered turned out malformed mid-body (a bad chunk size)
+      // before its answer started: the client gets 400 instead of a silent close.
+      this.active = null;
+      active.supersede();
     }
-    const answer = code === 'HPE_HEADER_OVERFLOW' ? rejectRequest(431, 'Request Header Fields Too Large') : rejectRequest(400, 'Bad Request');
+    const { answer, reason } = parseErrorAnswer(code, head);
     this.server.onClientError?.(err, this.socket);
+    this.server.onRefused?.(reason, this.socket);
     this.socket.write(answer, 'latin1');
     this.linger();
+  }
+
+  /** See HeadShape: read from the read being parsed, which holds the head's start unless the client sent it in pieces. */
+  private headShape(): HeadShape {
+    let data: Buffer | undefined;
+    try {
+      data = this.lastData ?? this.parser?.getCurrentBuffer();
+    } catch {
+      data = undefined;
+    }
+    if (data === undefined) return { lineTooLong: false, wellFormedMajor: undefined };
+    const end = data.indexOf(0x0a);
+    const lineTooLong = end === -1 ? data.length > MAX_REQUEST_LINE : end > MAX_REQUEST_LINE;
+    if (end === -1 || lineTooLong) return { lineTooLong, wellFormedMajor: undefined };
+    const match = REQUEST_LINE.exec(data.toString('latin1', 0, end));
+    return { lineTooLong, wellFormedMajor: match === null ? undefined : Number(match[1]) };
   }
 
   // ---- answering ----
@@ -434,18 +529,12 @@ class Connection implements BodyFlow, ResponseOwner {
   private start(res: Http1Response): void {
     this.active = res;
     const req = res.req;
-    if (req.badHost) {
-      // RFC 9112 section 3.2: exactly one Host, always in HTTP/1.1.
+    const refused = req.refusal;
+    if (refused !== undefined) {
       res.shouldKeepAlive = false;
-      res.writeHead(400, ['content-type', 'text/plain; charset=utf-8', 'content-length', String(BAD_HOST_BODY.length)]);
-      res.end(BAD_HOST_BODY);
-      return;
-    }
-    if (req.otherTransferCoding) {
-      // RFC 9112 section 6.1: 501 for a transfer coding the server does not implement.
-      res.shouldKeepAlive = false;
-      res.writeHead(501, ['content-type', 'text/plain; charset=utf-8', 'content-length', String(OTHER_CODING_BODY.length)]);
-      res.end(OTHER_CODING_BODY);
+      this.server.onRefused?.(refused.reason, this.socket);
+      res.writeHead(refused.status, ['content-type', 'text/plain; charset=utf-8', 'content-length', String(refused.body.length)]);
+      res.end(refused.body);
       return;
     }
     // As node:http does: the client may send the body right away.
@@ -735,6 +824,8 @@ export class Http1Server {
   now = Date.now();
   draining = false;
   onClientError: ((err: Error, socket: net.Socket) => void) | undefined = undefined;
+  /** Told about each request the server answers itself (parse errors, 4xx/5xx refusals), with a short reason. */
+  onRefused: ((reason: string, socket: net.Socket) => void) | undefined = undefined;
 
   constructor(handler: RequestHandler, options: Http1ServerOptions) {
     this.handler = handler;

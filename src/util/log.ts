@@ -52,3 +52,22 @@ export function createAccessLogger(logger: Logger): (fields: AccessLogEntry) => 
   const access = logger.child({ kind: 'access' });
   return (fields) => access.info(fields, 'access');
 }
+
+/**
+ * Logs a recurring event at most once per interval per key, with how many were not
+ * logged in between: a flood of bad requests costs one line a minute, not one each.
+ */
+export function throttledLog(log: (fields: object, msg: string) => void, intervalMs = 60_000): (key: string, fields: object, msg: string) => void {
+  const last = new Map<string, { at: number; suppressed: number }>();
+  return (key, fields, msg) => {
+    const now = Date.now();
+    const seen = last.get(key);
+    if (seen !== undefined && now - seen.at < intervalMs) {
+      seen.suppressed++;
+      return;
+    }
+    const suppressed = seen?.suppressed ?? 0;
+    last.set(key, { at: now, suppressed: 0 });
+    log(suppressed > 0 ? { ...fields, suppressedSinceLastLine: suppressed } : fields, msg);
+  };
+}

@@ -144,7 +144,9 @@ test('a header block over 16 KiB → 431 and close, one big header or many', asy
   let many = 'GET / HTTP/1.1\r\nHost: test\r\n';
   for (let i = 0; i < 400; i++) many += `X-H${i}: ${'v'.repeat(40)}\r\n`;
   await expectRejected(s, many + '\r\n', 431);
-  await expectRejected(s, `GET /${'u'.repeat(17 * 1024)} HTTP/1.1\r\nHost: test\r\n\r\n`, 431);
+  // The request line alone over 8 KiB: 414, as nginx answers.
+  await expectRejected(s, `GET /${'u'.repeat(17 * 1024)} HTTP/1.1\r\nHost: test\r\n\r\n`, 414);
+  await expectRejected(s, `GET /${'u'.repeat(9 * 1024)} HTTP/1.1\r\nHost: test\r\nX-Big: ${'a'.repeat(8 * 1024)}\r\n\r\n`, 414);
   // Sent in pieces, as a slow client would.
   const c = await RawClient.connect(s.port);
   t.after(() => c.destroy());
@@ -180,25 +182,70 @@ test('just under the limits: a 12 KiB header, 100 headers (they come in pieces f
   assert.equal(last!.url, url);
 });
 
-test('maxHeaders: header lines past the limit are dropped, the request is served', async (t) => {
-  let count = 0;
+test('maxHeaders: a head with more header lines than the limit is refused with 431, never passed on with lines dropped', async (t) => {
+  const seen: number[] = [];
   const s = await serve(
     (req, res) => {
-      count = req.rawHeaders.length / 2;
+      seen.push(req.rawHeaders.length / 2);
       res.end('ok');
     },
     { maxHeaders: 10 },
   );
   t.after(() => s.close());
+  const refused: string[] = [];
+  s.http1.onRefused = (reason) => refused.push(reason);
   const c = await RawClient.connect(s.port);
   t.after(() => c.destroy());
-  for (const n of [5, 50]) {
-    let head = 'GET / HTTP/1.1\r\nHost: test\r\n';
-    for (let i = 0; i < n; i++) head += `X-H${i}: ${i}\r\n`;
-    c.write(head + '\r\n');
-    assert.equal((await c.readResponse()).status, 200);
-    assert.equal(count, Math.min(n + 1, 10));
+  let head = 'GET / HTTP/1.1\r\nHost: test\r\n';
+  for (let i = 0; i < 5; i++) head += `X-H${i}: ${i}\r\n`;
+  c.write(head + '\r\n');
+  assert.equal((await c.readResponse()).status, 200);
+  assert.deepEqual(seen, [6]);
+  // Past the limit, the framing header comes last: dropped, the body would be read as the next request.
+  for (const n of [9, 50, 300]) {
+    let big = 'POST / HTTP/1.1\r\nHost: test\r\n';
+    for (let i = 0; i < n; i++) big += `X-H${i}: ${i}\r\n`;
+    await expectRejected(s, big + 'Content-Length: 5\r\n\r\nhello', 431);
   }
+  assert.deepEqual(seen, [6], 'no handler saw them');
+  assert.deepEqual(refused, ['too_many_headers', 'too_many_headers', 'too_many_headers']);
+  await stillServes(s);
+});
+
+test('request lines the server does not serve: 505 for another HTTP version, 400 without a version, 501 for an unknown method', async (t) => {
+  const seen: string[] = [];
+  const s = await serve((req, res) => {
+    seen.push(`${req.method} ${req.url}`);
+    res.end('ok');
+  });
+  t.after(() => s.close());
+  const refused: string[] = [];
+  s.http1.onRefused = (reason) => refused.push(reason);
+  await expectRejected(s, 'GET / HTTP/2.0\r\nHost: test\r\n\r\n', 505);
+  await expectRejected(s, 'GET / HTTP/3.0\r\nHost: test\r\n\r\n', 505);
+  await expectRejected(s, 'GET /\r\n\r\n', 400);
+  await expectRejected(s, 'FROB / HTTP/1.1\r\nHost: test\r\n\r\n', 501);
+  await expectRejected(s, 'POST / HTTP/1.0\r\nHost: test\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n', 400);
+  assert.deepEqual(seen, []);
+  assert.deepEqual(refused, ['http_version_not_supported', 'http_version_not_supported', 'no_http_version', 'unknown_method', 'transfer_encoding_in_http10']);
+  // Registered methods that llhttp knows are served (and proxied) like any other.
+  for (const method of ['PURGE', 'MKCALENDAR', 'PROPFIND', 'LINK', 'QUERY']) {
+    const c = await RawClient.connect(s.port);
+    c.write(`${method} /x HTTP/1.1\r\nHost: test\r\n\r\n`);
+    assert.equal((await c.readResponse()).status, 200, method);
+    c.destroy();
+  }
+  assert.deepEqual(seen, ['PURGE /x', 'MKCALENDAR /x', 'PROPFIND /x', 'LINK /x', 'QUERY /x']);
+});
+
+test('a bad chunk size before the answer started: 400, not a silent close', async (t) => {
+  const s = await serve(async (req, res) => {
+    await readBody(req).catch(() => {});
+    if (!res.destroyed) res.end('read');
+  });
+  t.after(() => s.close());
+  await expectRejected(s, 'POST / HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFFFFFFFF\r\nhello\r\n0\r\n\r\n', 400);
+  await stillServes(s);
 });
 
 test('a bad chunk mid-body while the handler runs: the connection is cut, the body stream errors', async (t) => {
