@@ -5,6 +5,7 @@ import type { PolicyConfig, Problem, RouteConfig } from '../model/config.ts';
 import type { ObjectRef } from '../model/k8s.ts';
 import type { Handler } from '../proxy/context.ts';
 import type { PolicyDefinition, PolicyParseInput, SharedState, SharedStateStore } from './types.ts';
+import { allowedUpgradesPolicy } from './allowed-upgrades.ts';
 import { corsPolicy } from './cors.ts';
 import { headersPolicy } from './headers.ts';
 import { ipAllowPolicy, ipDenyPolicy } from './ip-filter.ts';
@@ -26,6 +27,7 @@ export const POLICIES: readonly PolicyDefinition<any>[] = [
   tlsRedirectPolicy,
   corsPolicy,
   maxBodySizePolicy,
+  allowedUpgradesPolicy,
   rewriteTargetPolicy,
   headersPolicy,
   timeoutsPolicy,

@@ -1,4 +1,5 @@
 // The per-request state that flows through a route's middleware chain into the forwarder.
+import { DEFAULT_UPGRADES } from '../middleware/allowed-upgrades.ts';
 import type { Http1Request } from '../http1/request.ts';
 import type { Http1Response } from '../http1/response.ts';
 import type { Route } from '../routing/table.ts';
@@ -55,6 +56,8 @@ export class RequestContext {
   upstream: UpstreamProfile = PLAIN_HTTP;
   /** Largest request body accepted, in bytes; -1 for no limit. */
   maxBodyBytes = -1;
+  /** Upgrade protocols tunnelled (lowercase); portico.dev/allowed-upgrades adds to websocket. */
+  allowedUpgrades: ReadonlySet<string> = DEFAULT_UPGRADES;
   /** performance.now() when the request arrived */
   readonly startTime: number;
   requestId = '';

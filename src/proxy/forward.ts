@@ -14,6 +14,7 @@ import { buildRequestHeaders, buildResponseHeaders, UpstreamRequestHead } from '
 import type { RouteMetrics, UpstreamErrorKind } from './metrics.ts';
 import type { Endpoint, UpstreamPools } from './upstreams.ts';
 import { tunnelUpgrade } from './websocket.ts';
+import { allowedUpgrade } from '../middleware/allowed-upgrades.ts';
 
 const kExchange = Symbol('portico.exchange');
 type ExchangeResponse = Http1Response & { [kExchange]?: Exchange };
@@ -138,11 +139,28 @@ export class Forwarder {
       sendError(ctx.res, 503, this.unavailable);
       return;
     }
-    if (ctx.req.upgrade) {
-      tunnelUpgrade(ctx, this);
-      return;
-    }
+    if (ctx.req.upgrade && this.upgradeOrRefuse(ctx)) return;
     new Exchange(ctx, this).start();
+  }
+
+  /**
+   * An upgrade request: tunnelled when the route allows the protocol asked for (true).
+   * Otherwise it goes on as an ordinary request without its Upgrade header, on a
+   * connection that ends with it (false), as nginx sends it without upgrade config; a
+   * body is refused, since what follows the head was never read as one.
+   */
+  private upgradeOrRefuse(ctx: RequestContext): boolean {
+    const protocol = allowedUpgrade(upgradeHeader(ctx.req.rawHeaders), ctx.allowedUpgrades);
+    if (protocol !== undefined) {
+      tunnelUpgrade(ctx, this, protocol);
+      return true;
+    }
+    ctx.res.shouldKeepAlive = false;
+    if (hasBody(ctx.req.rawHeaders)) {
+      sendError(ctx.res, 400, 'an upgrade request with a body', { close: true });
+      return true;
+    }
+    return false;
   }
 }
 
@@ -175,7 +193,7 @@ class Exchange extends UpstreamRequestHead implements Dispatcher.DispatchHandler
 
   start(): void {
     const ctx = this.ctx;
-    buildRequestHeaders(ctx, this, false);
+    buildRequestHeaders(ctx, this);
     const limit = ctx.maxBodyBytes;
     if (limit >= 0 && this.contentLength > limit) {
       // Nothing was sent upstream; close the connection rather than read the body.
@@ -367,4 +385,19 @@ function onClientDrain(this: ExchangeResponse): void {
 
 function onClientClose(this: ExchangeResponse): void {
   this[kExchange]?.clientClosed();
+}
+
+/** The Upgrade header of raw request headers ("" when absent). */
+function upgradeHeader(raw: readonly string[]): string {
+  for (let i = 0; i < raw.length; i += 2) if (raw[i]!.length === 7 && raw[i]!.toLowerCase() === 'upgrade') return raw[i + 1]!;
+  return '';
+}
+
+/** A Content-Length other than 0, or a Transfer-Encoding. */
+function hasBody(raw: readonly string[]): boolean {
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!.toLowerCase();
+    if ((name === 'content-length' && raw[i + 1]!.trim() !== '0') || name === 'transfer-encoding') return true;
+  }
+  return false;
 }

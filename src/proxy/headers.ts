@@ -86,11 +86,12 @@ export class UpstreamRequestHead {
 }
 
 /**
- * Builds the headers for the pod from the client's raw headers. With `upgrade` the
- * request keeps Connection: Upgrade and its Upgrade header (WebSocket).
+ * Builds the headers for the pod from the client's raw headers. With `upgrade` (a
+ * protocol the route tunnels, e.g. "websocket") the request asks the pod for that
+ * protocol alone, with Connection: Upgrade; otherwise Upgrade is dropped.
  * Sets ctx.requestId.
  */
-export function buildRequestHeaders(ctx: RequestContext, head: UpstreamRequestHead, upgrade: boolean): void {
+export function buildRequestHeaders(ctx: RequestContext, head: UpstreamRequestHead, upgrade = ''): void {
   const raw = ctx.req.rawHeaders;
   const out: string[] = [];
   const extra = ctx.requestHeaders;
@@ -101,7 +102,7 @@ export function buildRequestHeaders(ctx: RequestContext, head: UpstreamRequestHe
   let hasHost = false;
   let contentLength = -1;
   let chunked = false;
-  let upgradeValue = '';
+  const upgradeValue = upgrade;
   const authority = ctx.targetAuthority;
 
   for (let i = 0; i < raw.length; i += 2) {
@@ -130,7 +131,6 @@ export function buildRequestHeaders(ctx: RequestContext, head: UpstreamRequestHe
           listed = connectionTokens(value, listed);
           continue;
         case UPGRADE:
-          if (upgrade && upgradeValue === '') upgradeValue = value;
           continue;
         case FORWARDED_FOR:
           forwardedFor = forwardedFor === '' ? value : `${forwardedFor}, ${value}`;
@@ -161,7 +161,7 @@ export function buildRequestHeaders(ctx: RequestContext, head: UpstreamRequestHe
     host = authority;
     out.push('host', authority);
   }
-  if (upgrade && upgradeValue !== '') out.push('connection', 'upgrade', 'upgrade', upgradeValue);
+  if (upgradeValue !== '') out.push('connection', 'upgrade', 'upgrade', upgradeValue);
   out.push('x-forwarded-for', forwardedFor === '' ? ctx.clientIp : `${forwardedFor}, ${ctx.clientIp}`);
   out.push('x-forwarded-proto', ctx.secure ? 'https' : 'http');
   if (host !== '') out.push('x-forwarded-host', host);

@@ -1,6 +1,10 @@
-// Upgrade requests (WebSocket): after the route's policies ran, open a TCP (or TLS)
-// connection to a pod, write the request head with Connection/Upgrade kept, then
-// copy bytes both ways untouched, so the pod's 101 (or its refusal) reaches the client.
+// Upgrade requests (WebSocket, and protocols a route allows with
+// portico.dev/allowed-upgrades): after the route's policies ran, open a TCP (or TLS)
+// connection to a pod and write the request head asking for that one protocol. Only
+// when the pod answers 101 naming it do bytes flow both ways untouched: until then
+// nothing more the client sends reaches the pod, so a pod that refuses (or does not
+// know the protocol) cannot be made to read the client's next bytes as requests that
+// bypassed routing. Any other answer is passed on and the connection ends with it.
 import net from 'node:net';
 import tls from 'node:tls';
 import type { RequestContext } from './context.ts';
@@ -10,8 +14,26 @@ import { buildRequestHeaders, UpstreamRequestHead } from './headers.ts';
 import type { Endpoint } from './upstreams.ts';
 
 /** Tunnels ctx's upgrade request to a pod of the forwarder's route. */
-export function tunnelUpgrade(ctx: RequestContext, forwarder: Forwarder): void {
-  new Tunnel(ctx, forwarder).start();
+export function tunnelUpgrade(ctx: RequestContext, forwarder: Forwarder, protocol: string): void {
+  new Tunnel(ctx, forwarder, protocol).start();
+}
+
+/** Longest response head from the pod before a tunnel is given up (502). */
+const MAX_RESPONSE_HEAD = 16 * 1024;
+
+/** The status, Upgrade and Content-Length of a response head ("HTTP/1.1 101 ...\r\n...") */
+function parseResponseHead(head: string): { status: number; upgrade: string; contentLength: number } {
+  const status = head.length >= 12 && head.startsWith('HTTP/1.') ? Number(head.slice(9, 12)) : NaN;
+  let upgrade = '';
+  let contentLength = -1;
+  for (const line of head.split('\r\n').slice(1)) {
+    const colon = line.indexOf(':');
+    if (colon === -1) continue;
+    const name = line.slice(0, colon).trim().toLowerCase();
+    if (name === 'upgrade') upgrade = line.slice(colon + 1).trim();
+    else if (name === 'content-length') contentLength = Number(line.slice(colon + 1).trim());
+  }
+  return { status: Number.isInteger(status) ? status : 0, upgrade, contentLength: Number.isSafeInteger(contentLength) ? contentLength : -1 };
 }
 
 class Tunnel extends UpstreamRequestHead {
@@ -23,15 +45,17 @@ class Tunnel extends UpstreamRequestHead {
   private retried = false;
   private startedAt = 0;
   private finished = false;
+  private readonly protocol: string;
 
-  constructor(ctx: RequestContext, forwarder: Forwarder) {
+  constructor(ctx: RequestContext, forwarder: Forwarder, protocol: string) {
     super();
     this.ctx = ctx;
     this.forwarder = forwarder;
+    this.protocol = protocol;
   }
 
   start(): void {
-    buildRequestHeaders(this.ctx, this, true);
+    buildRequestHeaders(this.ctx, this, this.protocol);
     const endpoint = this.forwarder.balancer.pick();
     if (!endpoint) {
       sendError(this.ctx.res, 503, `no ready endpoints for this route`);
@@ -92,23 +116,72 @@ class Tunnel extends UpstreamRequestHead {
     const early = ctx.req.upgradeHead;
     if (early) upstream.write(early);
 
-    upstream.once('data', (chunk: Buffer) => this.onFirstBytes(chunk));
-    // From here on the client socket belongs to the tunnel.
-    upstream.pipe(client);
-    client.pipe(upstream);
-    client.resume();
+    let received: Buffer = Buffer.alloc(0);
+    const onData = (chunk: Buffer) => {
+      received = received.length === 0 ? chunk : Buffer.concat([received, chunk]);
+      const end = received.indexOf('\r\n\r\n');
+      if (end === -1) {
+        if (received.length > MAX_RESPONSE_HEAD) {
+          upstream.off('data', onData);
+          this.refuseSwitch();
+        }
+        return;
+      }
+      upstream.off('data', onData);
+      this.onResponseHead(upstream, received, end + 4);
+    };
+    upstream.on('data', onData);
   }
 
-  /** The pod's status line, for metrics and the access log. */
-  private onFirstBytes(chunk: Buffer): void {
+  /** The pod's response head arrived: `received` holds it (`headLength` bytes) and what followed. */
+  private onResponseHead(upstream: net.Socket, received: Buffer, headLength: number): void {
     const ctx = this.ctx;
+    const client = ctx.req.socket;
     const upstreamMs = performance.now() - this.startedAt;
     ctx.upstreamMillis = upstreamMs;
     ctx.upstreamAddress = this.endpoint!.key;
     this.forwarder.metrics.observeLatency(upstreamMs / 1000);
-    // "HTTP/1.1 101 ..."
-    const status = chunk.length >= 12 ? Number(chunk.toString('latin1', 9, 12)) : NaN;
-    ctx.res.statusCode = Number.isInteger(status) && status >= 100 && status <= 599 ? status : 502;
+    const head = parseResponseHead(received.toString('latin1', 0, headLength - 4));
+    if (head.status === 101) {
+      // RFC 9110 section 7.8: the pod names the protocol it switches to; it must be the one asked for.
+      if (head.upgrade.toLowerCase() !== this.protocol.toLowerCase()) {
+        this.refuseSwitch();
+        return;
+      }
+      ctx.res.statusCode = 101;
+      client.write(received);
+      // From here on the client socket belongs to the tunnel.
+      upstream.pipe(client);
+      client.pipe(upstream);
+      client.resume();
+      return;
+    }
+    // Refused (or not understood): the answer goes to the client, the client's bytes never to the pod.
+    ctx.res.statusCode = head.status >= 100 && head.status <= 599 ? head.status : 502;
+    client.write(received);
+    let remaining = head.contentLength < 0 ? Infinity : head.contentLength - (received.length - headLength);
+    if (remaining <= 0) {
+      this.close();
+      return;
+    }
+    upstream.on('data', (chunk: Buffer) => {
+      client.write(chunk);
+      remaining -= chunk.length;
+      if (remaining <= 0) this.close();
+    });
+  }
+
+  /** The pod's answer is no switch to the protocol asked for (or no answer at all): 502, no tunnel. */
+  private refuseSwitch(): void {
+    this.forwarder.metrics.countError('protocol');
+    const upstream = this.upstream;
+    if (upstream) {
+      this.upstream = undefined;
+      this.endpoint!.stats.inflight--;
+      upstream.destroy();
+    }
+    this.finished = true;
+    if (!sendError(this.ctx.res, 502, 'the pod did not accept the upgrade', { close: true })) this.ctx.req.socket.destroy();
   }
 
   private onUpstreamError(upstream: net.Socket, err: Error & { code?: string }): void {
