@@ -33,6 +33,11 @@ export function isTrustedProxy(ip: string): boolean {
   return trusted !== undefined && trusted.has(ip);
 }
 
+/** The socket's peer is a trusted proxy, whose forwarding headers are passed on. */
+export function isTrustedPeer(socket: Socket): boolean {
+  return trusted !== undefined && trusted.has(canonicalIp(socket.remoteAddress ?? ''));
+}
+
 const kProxiedAddress = Symbol('portico.proxiedAddress');
 type ProxiedSocket = Socket & { [kProxiedAddress]?: string; _parent?: ProxiedSocket };
 

@@ -1,8 +1,16 @@
 // Header rewriting between client and pod: hop-by-hop headers (RFC 9110 section 7.6.1)
-// stay on their own connection, X-Forwarded-* and X-Request-Id are set, and policies'
-// extra headers replace same-name ones. One pass over the raw headers, no regex.
+// stay on their own connection, X-Forwarded-*, X-Real-IP and X-Request-Id are set, and
+// policies' extra headers replace same-name ones. One pass over the raw headers, no regex.
+//
+// What a pod can trust: X-Real-IP and the last X-Forwarded-For entry are the client
+// address portico resolved; X-Forwarded-Proto/-Host/-Port describe the request as
+// portico received it. Forwarding headers a client sends (Forwarded, X-Forwarded-*,
+// X-Real-IP, X-Original-URL...) are dropped unless the peer is in --trusted-proxies:
+// then X-Forwarded-For is appended to and the others are passed on as that proxy sent
+// them (a load balancer that terminated TLS says X-Forwarded-Proto: https).
 import { randomBytes } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
+import { isTrustedPeer } from './client-ip.ts';
 import type { RequestContext } from './context.ts';
 
 // What a request header name means to the proxy (names lowercase).
@@ -14,6 +22,12 @@ const CONNECTION = 5;
 const FORWARDED_FOR = 6;
 const REQUEST_ID = 7;
 const UPGRADE = 8;
+/** Describes the request as a proxy in front saw it: passed on from trusted proxies only. */
+const FROM_PROXY = 9;
+/** X-Forwarded-Proto/-Host/-Port: a trusted proxy's are kept, else portico sets its own. */
+const FORWARDED_PROTO = 10;
+const FORWARDED_HOST = 11;
+const FORWARDED_PORT = 12;
 
 const REQUEST_SPECIAL = new Map<string, number>([
   ['host', HOST],
@@ -28,9 +42,18 @@ const REQUEST_SPECIAL = new Map<string, number>([
   ['expect', DROP],
   // HTTP/2 clients' pseudo-headers never reach here; these the proxy sets itself.
   ['x-forwarded-for', FORWARDED_FOR],
-  ['x-forwarded-proto', DROP],
-  ['x-forwarded-host', DROP],
-  ['x-forwarded-port', DROP],
+  ['x-forwarded-proto', FORWARDED_PROTO],
+  ['x-forwarded-host', FORWARDED_HOST],
+  ['x-forwarded-port', FORWARDED_PORT],
+  ['x-real-ip', DROP],
+  ['forwarded', FROM_PROXY],
+  ['x-forwarded-server', FROM_PROXY],
+  ['x-forwarded-prefix', FROM_PROXY],
+  ['x-forwarded-scheme', FROM_PROXY],
+  ['x-forwarded-ssl', FROM_PROXY],
+  ['x-original-forwarded-for', FROM_PROXY],
+  ['x-original-url', FROM_PROXY],
+  ['x-rewrite-url', FROM_PROXY],
   ['x-request-id', REQUEST_ID],
 ]);
 
@@ -104,6 +127,10 @@ export function buildRequestHeaders(ctx: RequestContext, head: UpstreamRequestHe
   let chunked = false;
   const upgradeValue = upgrade;
   const authority = ctx.targetAuthority;
+  const trustedPeer = isTrustedPeer(ctx.req.socket);
+  let proto = '';
+  let forwardedHost = '';
+  let forwardedPort = '';
 
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;
@@ -133,7 +160,19 @@ export function buildRequestHeaders(ctx: RequestContext, head: UpstreamRequestHe
         case UPGRADE:
           continue;
         case FORWARDED_FOR:
-          forwardedFor = forwardedFor === '' ? value : `${forwardedFor}, ${value}`;
+          if (trustedPeer) forwardedFor = forwardedFor === '' ? value : `${forwardedFor}, ${value}`;
+          continue;
+        case FROM_PROXY:
+          if (!trustedPeer) continue;
+          break;
+        case FORWARDED_PROTO:
+          if (trustedPeer && proto === '') proto = value;
+          continue;
+        case FORWARDED_HOST:
+          if (trustedPeer && forwardedHost === '') forwardedHost = value;
+          continue;
+        case FORWARDED_PORT:
+          if (trustedPeer && forwardedPort === '') forwardedPort = value;
           continue;
         case REQUEST_ID:
           if (requestId === '') requestId = value;
@@ -162,10 +201,13 @@ export function buildRequestHeaders(ctx: RequestContext, head: UpstreamRequestHe
     out.push('host', authority);
   }
   if (upgradeValue !== '') out.push('connection', 'upgrade', 'upgrade', upgradeValue);
-  out.push('x-forwarded-for', forwardedFor === '' ? ctx.clientIp : `${forwardedFor}, ${ctx.clientIp}`);
-  out.push('x-forwarded-proto', ctx.secure ? 'https' : 'http');
-  if (host !== '') out.push('x-forwarded-host', host);
-  const port = portText(ctx.req.socket.localPort);
+  // From a trusted proxy, the client address is already the last X-Forwarded-For entry it sent, or its peer.
+  out.push('x-forwarded-for', forwardedFor === '' ? ctx.clientIp : `${forwardedFor}, ${peerAddress(ctx)}`);
+  out.push('x-real-ip', ctx.clientIp);
+  out.push('x-forwarded-proto', proto !== '' ? proto : ctx.secure ? 'https' : 'http');
+  if (forwardedHost !== '') out.push('x-forwarded-host', forwardedHost);
+  else if (host !== '') out.push('x-forwarded-host', host);
+  const port = forwardedPort !== '' ? forwardedPort : portText(ctx.req.socket.localPort);
   if (port !== '') out.push('x-forwarded-port', port);
   if (requestId === '') requestId = nextRequestId();
   ctx.requestId = requestId;
@@ -176,6 +218,12 @@ export function buildRequestHeaders(ctx: RequestContext, head: UpstreamRequestHe
   head.contentLength = contentLength;
   head.chunked = chunked;
   head.upgrade = upgradeValue;
+}
+
+/** The socket peer (a trusted proxy), as the hop to append to X-Forwarded-For. */
+function peerAddress(ctx: RequestContext): string {
+  const address = ctx.req.socket.remoteAddress ?? '';
+  return address.startsWith('::ffff:') ? address.slice(7) : address;
 }
 
 function hasName(list: readonly [string, string][], lower: string): boolean {

@@ -86,10 +86,17 @@ describe('standalone mode, black box', () => {
     assert.equal(body.host, 'Web.Local:8080');
   });
 
-  test('X-Forwarded-* and X-Request-Id are set; X-Forwarded-For is appended to', async () => {
-    const r = await send(portico.http, { host: 'web.local', path: '/', headers: { 'x-forwarded-for': '203.0.113.7' } });
+  test('X-Forwarded-*, X-Real-IP and X-Request-Id are set; a client\'s own forwarding headers do not reach the pod', async () => {
+    const r = await send(portico.http, {
+      host: 'web.local',
+      path: '/',
+      headers: { 'x-forwarded-for': '203.0.113.7', 'x-real-ip': '203.0.113.8', forwarded: 'for=203.0.113.9', 'x-original-url': '/admin' },
+    });
     const h = r.json().headers as Record<string, string>;
-    assert.equal(h['x-forwarded-for'], '203.0.113.7, 127.0.0.1');
+    assert.equal(h['x-forwarded-for'], '127.0.0.1', 'no trusted proxies: the spoofed chain is replaced');
+    assert.equal(h['x-real-ip'], '127.0.0.1');
+    assert.equal(h.forwarded, undefined);
+    assert.equal(h['x-original-url'], undefined);
     assert.equal(h['x-forwarded-proto'], 'http');
     assert.equal(h['x-forwarded-host'], 'web.local');
     assert.match(h['x-request-id'] ?? '', /^[\w-]{8,}$/);

@@ -114,13 +114,16 @@ describe('proxy: routing and forwarding', () => {
     assert.equal(body.host, 'Web.Test:8080');
   });
 
-  test('X-Forwarded-* are set, X-Forwarded-For appended to, X-Request-Id kept or generated', async () => {
+  test('X-Forwarded-* and X-Real-IP are set (a client\'s own replaced), X-Request-Id kept or generated', async () => {
     const r = await send(proxy.port, {
       host: 'web.test',
-      headers: { 'x-forwarded-for': '203.0.113.7', 'x-forwarded-proto': 'https', 'x-forwarded-host': 'evil.test' },
+      headers: { 'x-forwarded-for': '203.0.113.7', 'x-forwarded-proto': 'https', 'x-forwarded-host': 'evil.test', 'x-real-ip': '203.0.113.8', forwarded: 'for=203.0.113.9;proto=https', 'x-forwarded-prefix': '/admin' },
     });
     const h = r.json().headers as Record<string, string>;
-    assert.equal(h['x-forwarded-for'], '203.0.113.7, 127.0.0.1');
+    assert.equal(h['x-forwarded-for'], '127.0.0.1', 'an untrusted client\'s chain is replaced');
+    assert.equal(h['x-real-ip'], '127.0.0.1');
+    assert.equal(h.forwarded, undefined);
+    assert.equal(h['x-forwarded-prefix'], undefined);
     assert.equal(h['x-forwarded-proto'], 'http', 'client value replaced');
     assert.equal(h['x-forwarded-host'], 'web.test');
     assert.equal(h['x-forwarded-port'], String(proxy.port));
