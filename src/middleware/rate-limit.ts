@@ -145,7 +145,7 @@ export const rateLimitPolicy: PolicyDefinition<RateLimitConfig> = {
     return (next: Handler): Handler => (ctx) => {
       const wait = buckets.take(canonicalIp(ctx.clientIp), performance.now());
       if (wait === 0) next(ctx);
-      else sendError(ctx.res, 429, message, { headers: [['retry-after', String(wait)]] });
+      else sendError(ctx.res, 429, message, { headers: [['retry-after', String(wait)]], expose: true });
     };
   },
 };

@@ -24,11 +24,17 @@ export function accessLogHook(log: (fields: AccessLogFields) => void): AccessLog
       path: ctx.path,
       status,
       bytes,
-      durationMs: performance.now() - ctx.startTime,
-      upstreamMs: upstreamMs < 0 ? undefined : upstreamMs,
+      durationMs: roundMs(performance.now() - ctx.startTime),
+      upstreamMs: upstreamMs < 0 ? undefined : roundMs(upstreamMs),
       upstream: upstreamAddress === '' ? undefined : upstreamAddress,
       route: ctx.route.config.id === '' ? undefined : ctx.route.config.id,
       clientIp: ctx.clientIp,
       requestId: ctx.requestId === '' ? undefined : ctx.requestId,
+      error: ctx.error === '' ? undefined : ctx.error,
     });
+
+/** Milliseconds to the microsecond: what the clock can tell apart, not 15 digits of noise. */
+function roundMs(ms: number): number {
+  return Math.round(ms * 1000) / 1000;
+}
 }

@@ -10,7 +10,7 @@ import type { Route, RouteCompiler } from '../routing/table.ts';
 import { composeChain } from '../middleware/registry.ts';
 import type { SharedState, SharedStateStore } from '../middleware/types.ts';
 import type { AccessLogHook } from './access-log.ts';
-import type { Handler, RequestContext, UpstreamTimeouts } from './context.ts';
+import { kContext, type Handler, type RequestContext, type UpstreamTimeouts } from './context.ts';
 import { Forwarder } from './forward.ts';
 import { ProxyMetrics, type RouteMetrics } from './metrics.ts';
 import type { UpstreamPools } from './upstreams.ts';
@@ -43,7 +43,6 @@ export interface ProxyRoutes {
   retain(config: RoutingConfig): void;
 }
 
-const kContext = Symbol('portico.context');
 const kRoute = Symbol('portico.route');
 type TrackedResponse = Http1Response & { [kContext]?: RequestContext; [kRoute]?: CompiledRoute };
 

@@ -65,8 +65,10 @@ export class RequestContext {
   upstreamAddress = '';
   /** ms from sending to the pod until its response headers; -1 when no pod answered. */
   upstreamMillis = -1;
-  /** Response body bytes passed on from the pod. */
+  /** Response body bytes passed on from the pod (or of portico's own error answer). */
   responseBytes = 0;
+  /** Why portico answered with an error itself (for the access log, never the client); "" otherwise. */
+  error = '';
 
   constructor(
     req: Http1Request,
@@ -96,3 +98,10 @@ export class RequestContext {
 
 /** A step of a route's chain. It either answers (res) or calls the next handler. */
 export type Handler = (ctx: RequestContext) => void;
+
+/** The request context a response belongs to, set while its route handles it (compile.ts). */
+export const kContext = Symbol('portico.context');
+
+export function contextOf(res: Http1Response): RequestContext | undefined {
+  return (res as Http1Response & { [kContext]?: RequestContext })[kContext];
+}

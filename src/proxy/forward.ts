@@ -157,7 +157,7 @@ export class Forwarder {
     }
     ctx.res.shouldKeepAlive = false;
     if (hasBody(ctx.req.rawHeaders)) {
-      sendError(ctx.res, 400, 'an upgrade request with a body', { close: true });
+      sendError(ctx.res, 400, 'an upgrade request with a body', { close: true, expose: true });
       return true;
     }
     return false;
@@ -197,7 +197,7 @@ class Exchange extends UpstreamRequestHead implements Dispatcher.DispatchHandler
     const limit = ctx.maxBodyBytes;
     if (limit >= 0 && this.contentLength > limit) {
       // Nothing was sent upstream; close the connection rather than read the body.
-      sendError(ctx.res, 413, `request body of ${this.contentLength} bytes is larger than the limit of ${limit} bytes`, { close: true });
+      sendError(ctx.res, 413, `request body of ${this.contentLength} bytes is larger than the limit of ${limit} bytes`, { close: true, expose: true });
       return;
     }
     if (this.contentLength > 0 || this.chunked) {
@@ -318,7 +318,7 @@ class Exchange extends UpstreamRequestHead implements Dispatcher.DispatchHandler
     }
     if (err instanceof ProxyAbort && err.reason === 'body-too-large') {
       this.done = true;
-      if (!sendError(res, 413, `request body is larger than the limit of ${ctx.maxBodyBytes} bytes`, { close: true })) res.destroy();
+      if (!sendError(res, 413, `request body is larger than the limit of ${ctx.maxBodyBytes} bytes`, { close: true, expose: true })) res.destroy();
       return;
     }
     if ((err as { code?: string }).code === 'UND_ERR_INVALID_ARG' && !res.headersSent) {

@@ -124,11 +124,12 @@ export class ProxyRequestHandler {
 
   /** Answers a request that has no route, logged and counted like any other. */
   private reject(req: Http1Request, res: Http1Response, start: number, host: string, path: string, query: string, status: number, message: string): void {
+    // A 400 says what is wrong with the client's own request; other answers stay generic.
     const unrouted = this.unrouted;
     if (unrouted !== undefined) {
       unrouted.handle(new RequestContext(req, res, unrouted, resolveClientIp(req), this.secure, host, path, query, this.timeouts, start));
     }
-    sendError(res, status, message);
+    sendError(res, status, message, { expose: status === 400 });
   }
 
   private finished(): void {

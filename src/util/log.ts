@@ -42,6 +42,8 @@ export interface AccessLogEntry {
   clientIp: string;
   /** Absent when the request was answered before it was forwarded. */
   requestId: string | undefined;
+  /** Why portico answered with an error itself (the detail the client is not shown); absent otherwise. */
+  error: string | undefined;
 }
 
 /**

@@ -12,6 +12,9 @@ describe('proxy: upstream failures', () => {
   let web: Backend;
   let slow: Backend;
   const pending: http.ServerResponse[] = [];
+  /** The access log's error field per host: the detail the client is not shown. */
+  const errors = new Map<string, string>();
+  const loggedBytes = new Map<string, number>();
 
   before(async () => {
     web = await startBackend('web');
@@ -31,6 +34,10 @@ describe('proxy: upstream failures', () => {
         route('limited.test', '/', backend('web', [web.port])),
       ]),
       {
+        accessLog: (ctx, _status, bytes) => {
+          if (ctx.error !== '') errors.set(ctx.host, ctx.error);
+          loggedBytes.set(ctx.host, bytes);
+        },
         timeouts: { connect: 2_000, responseHeaders: 300, idle: 2_000 },
         before: (ctx) => {
           if (ctx.host === 'limited.test') ctx.maxBodyBytes = 1024;
@@ -49,8 +56,10 @@ describe('proxy: upstream failures', () => {
     const r = await get(proxy.port, 'refused.test');
     assert.equal(r.status, 502);
     assert.equal(r.headers['content-type'], 'text/plain; charset=utf-8');
-    assert.equal(r.text, 'connection refused by the pod\n');
+    assert.equal(r.text, 'the backend failed to answer\n', 'the case, no internals');
     assert.ok(!r.text.includes(String(deadPort)), 'no internal address for the client');
+    assert.equal(errors.get('refused.test'), 'connection refused by the pod', 'the detail is in the access log');
+    assert.equal(loggedBytes.get('refused.test'), r.body.length, 'the access log counts portico\'s own body');
     assert.doesNotMatch(r.text, /\n\s+at /);
     assert.match(await proxy.registry.metrics(), /portico_upstream_errors_total\{[^}]*service="dead",kind="connect"\} [1-9]/);
   });
@@ -68,7 +77,8 @@ describe('proxy: upstream failures', () => {
   test('504 when the pod does not answer in time', async () => {
     const r = await get(proxy.port, 'slow.test');
     assert.equal(r.status, 504);
-    assert.match(r.text, /did not answer within 300 ms/);
+    assert.equal(r.text, 'the backend did not answer in time\n');
+    assert.match(errors.get('slow.test') ?? '', /did not answer within 300 ms/);
     assert.match(await proxy.registry.metrics(), /portico_upstream_errors_total\{[^}]*service="slow",kind="timeout"\} [1-9]/);
   });
 
@@ -122,13 +132,15 @@ describe('proxy: connections closing under the request', () => {
       socket.served = true;
       res.end('ok');
     });
-    const p = await startProxy(routing([route('flaky.test', '/', backend('flaky', [flaky.port]))]));
+    const flakyErrors: string[] = [];
+    const p = await startProxy(routing([route('flaky.test', '/', backend('flaky', [flaky.port]))]), { accessLog: (ctx) => void (ctx.error !== '' && flakyErrors.push(ctx.error)) });
     try {
       assert.equal((await get(p.port, 'flaky.test')).text, 'ok');
       assert.equal((await get(p.port, 'flaky.test')).text, 'ok', 'retried on a new connection');
       const post = await send(p.port, { method: 'POST', host: 'flaky.test', body: 'x' });
       assert.equal(post.status, 502);
-      assert.match(post.text, /closed the connection before answering/);
+      assert.equal(post.text, 'the backend failed to answer\n');
+      assert.match(flakyErrors.join('|'), /closed the connection before answering/);
       assert.equal(posts, 1, 'a request with a body is not replayed');
     } finally {
       await p.close();

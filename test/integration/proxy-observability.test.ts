@@ -86,6 +86,9 @@ describe('proxy: requests without a route are logged and counted', () => {
     assert.equal(line.method, 'GET');
     assert.equal(line.clientIp, '127.0.0.1');
     assert.equal(typeof line.durationMs, 'number');
+    assert.match(String(line.durationMs), /^\d+(\.\d{1,3})?$/, 'milliseconds to the microsecond, not 15 decimals');
+    assert.equal(line.bytes, 'no route for this host and path\n'.length, 'portico\'s own body is counted');
+    assert.match(String(line.error), /no route for host nothing\.test path \/x/, 'the detail the client is not shown');
     for (const absent of ['route', 'upstream', 'upstreamMs', 'requestId']) assert.ok(!(absent in line), `${absent} is absent`);
   });
 

@@ -10,7 +10,7 @@ describe('proxy: routing and forwarding', () => {
   let api: Backend;
   let hop: Backend;
   let proxy: Proxy;
-  const accessLog: { status: number; upstream: string; requestId: string; host: string }[] = [];
+  const accessLog: { status: number; upstream: string; requestId: string; host: string; error: string }[] = [];
 
   before(async () => {
     web = await startBackend('web');
@@ -33,7 +33,7 @@ describe('proxy: routing and forwarding', () => {
         ],
         route('', '/', backend('web', [web.port])),
       ),
-      { accessLog: (ctx, status, _bytes, _ms, upstream) => accessLog.push({ status, upstream, requestId: ctx.requestId, host: ctx.host }) },
+      { accessLog: (ctx, status, _bytes, _ms, upstream) => accessLog.push({ status, upstream, requestId: ctx.requestId, host: ctx.host, error: ctx.error }) },
     );
   });
 
@@ -53,26 +53,30 @@ describe('proxy: routing and forwarding', () => {
     assert.equal((await get(proxy.port, 'other.test', '/')).json().service, 'web', 'default backend');
   });
 
-  test('404 names the host and path when nothing matches', async () => {
+  test('404 when nothing matches; the access log names the host and path', async () => {
     const table = routing([route('only.test', '/app', backend('web', [web.port]))]);
-    const p = await startProxy(table);
+    const errors: string[] = [];
+    const p = await startProxy(table, { accessLog: (ctx) => void errors.push(ctx.error) });
     try {
       const r = await get(p.port, 'only.test', '/elsewhere');
       assert.equal(r.status, 404);
       assert.equal(r.headers['content-type'], 'text/plain; charset=utf-8');
-      assert.match(r.text, /no route for host only\.test path \/elsewhere/);
+      assert.equal(r.text, 'no route for this host and path\n');
+      assert.match(errors.join('|'), /no route for host only\.test path \/elsewhere/);
     } finally {
       await p.close();
     }
   });
 
-  test('503 says whether the Service is missing or has no ready endpoints', async () => {
+  test('503 for a missing Service or no ready endpoints: the client gets the case, the access log says which', async () => {
     const missing = await get(proxy.port, 'missing.test', '/');
     assert.equal(missing.status, 503);
-    assert.match(missing.text, /service default\/missing not found/);
+    assert.equal(missing.text, 'no backend available for this route\n');
+    assert.match(accessLog.findLast((l) => l.host === 'missing.test')!.error, /service default\/missing not found/);
     const empty = await get(proxy.port, 'empty.test', '/');
     assert.equal(empty.status, 503);
-    assert.match(empty.text, /no ready endpoints for service default\/empty port 80/);
+    assert.equal(empty.text, 'no backend available for this route\n');
+    assert.match(accessLog.findLast((l) => l.host === 'empty.test')!.error, /no ready endpoints for service default\/empty port 80/);
   });
 
   test('400 for dot segments and a bad request target', async () => {

@@ -25,6 +25,7 @@ const entry = {
   route: 'shop/web|shop.example.com|Prefix|/',
   clientIp: '192.0.2.7',
   requestId: 'abc123',
+  error: undefined,
 };
 
 describe('logging', () => {

@@ -84,7 +84,7 @@ describe('ip filters at runtime', () => {
     assert.equal((await request(allow, '/', as('2001:db8::42'))).status, 200);
     const refused = await request(allow, '/', as('192.0.2.1'));
     assert.equal(refused.status, 403);
-    assert.match(refused.body, /192\.0\.2\.1/);
+    assert.equal(refused.body, 'forbidden\n');
     assert.equal((await request(allow, '/', as('2001:db9::1'))).status, 403);
   });
 
