@@ -19,7 +19,7 @@ import { EventRecorder } from './status/events.ts';
 import { createLogger, createAccessLogger, throttledLog } from './util/log.ts';
 import { createMetrics, handshakeFailureReason } from './admin/metrics.ts';
 import { createAdminServer } from './admin/server.ts';
-import { CertificateStore } from './tls/certificates.ts';
+import { CertificateStore, DEFAULT_TLS_CIPHERS } from './tls/certificates.ts';
 import { UpstreamPools } from './proxy/upstreams.ts';
 import { createRouteCompiler } from './proxy/compile.ts';
 import { accessLogHook } from './proxy/access-log.ts';
@@ -62,7 +62,10 @@ export async function startPortico(options: Options): Promise<Portico> {
   const log = createLogger(options.logLevel);
   const metrics = createMetrics();
   const store = new ObjectStore();
-  const certificates = await CertificateStore.create(options.defaultCertificate, options.defaultKey);
+  const certificates = await CertificateStore.create(options.defaultCertificate, options.defaultKey, {
+    minVersion: options.tlsMinVersion,
+    ciphers: options.tlsCiphers ?? DEFAULT_TLS_CIPHERS,
+  });
   configureClientIp({ trustedProxies: options.trustedProxies, log });
   configureRedirectPort(options.httpsRedirectPort > 0 ? options.httpsRedirectPort : options.httpsPort);
 
@@ -200,7 +203,12 @@ export async function startPortico(options: Options): Promise<Portico> {
     server.on('tlsClientError', (err: NodeJS.ErrnoException, socket: tls.TLSSocket) => {
       const reason = handshakeFailureReason(err);
       metrics.countHandshakeFailure(reason);
-      log.debug({ client: socket.remoteAddress, reason, err: err.message }, 'TLS handshake failed; connection closed');
+      if (reason === 'no_common_alpn') {
+        // An h2-only client gets a TLS alert, which says nothing to the person behind it.
+        logRefusal('alpn', { client: socket.remoteAddress, reason }, 'a client offered only ALPN protocols portico does not serve (h2 without http/1.1?): HTTP/2 is not served yet, only HTTP/1.1');
+      } else {
+        log.debug({ client: socket.remoteAddress, reason, err: err.message }, 'TLS handshake failed; connection closed');
+      }
     });
     if (options.proxyProtocol) acceptProxyProtocol(server, { isTrusted: isTrustedProxy });
     servers.push(server);

@@ -3,6 +3,7 @@
 import { isIP } from 'node:net';
 import { parseCidrList } from '../middleware/cidr.ts';
 import { parseBool, parseDuration } from '../util/units.ts';
+import { tlsCipherList } from '../tls/certificates.ts';
 
 export interface Options {
   manifests: string | undefined;
@@ -23,6 +24,9 @@ export interface Options {
   clientRequestTimeout: number;
   clientIdleTimeout: number;
   tlsHandshakeTimeout: number;
+  tlsMinVersion: 'TLSv1.2' | 'TLSv1.3';
+  /** undefined: DEFAULT_TLS_CIPHERS (src/tls/certificates.ts) */
+  tlsCiphers: string | undefined;
   shutdownGrace: number;
   defaultCertificate: string | undefined;
   defaultKey: string | undefined;
@@ -43,7 +47,7 @@ export interface Options {
   help: boolean;
 }
 
-type Kind = 'string' | 'port' | 'duration' | 'bool' | 'int' | 'address' | 'level' | 'cidrs';
+type Kind = 'string' | 'port' | 'duration' | 'bool' | 'int' | 'address' | 'level' | 'cidrs' | 'tls-version' | 'ciphers';
 
 interface FlagSpec {
   flag: string;
@@ -72,6 +76,8 @@ const FLAGS: FlagSpec[] = [
   { flag: 'client-request-timeout', key: 'clientRequestTimeout', kind: 'duration', default: '5m', help: 'time a client has to send the whole request, body included (0: no limit)' },
   { flag: 'client-idle-timeout', key: 'clientIdleTimeout', kind: 'duration', default: '60s', help: 'idle keep-alive time of client connections' },
   { flag: 'tls-handshake-timeout', key: 'tlsHandshakeTimeout', kind: 'duration', default: '10s', help: 'time a client has to complete the TLS handshake; then its connection is closed' },
+  { flag: 'tls-min-version', key: 'tlsMinVersion', kind: 'tls-version', default: 'TLSv1.2', help: 'oldest TLS version clients may use: TLSv1.2 or TLSv1.3' },
+  { flag: 'tls-ciphers', key: 'tlsCiphers', kind: 'ciphers', default: undefined, help: 'OpenSSL cipher list for TLS 1.2 (TLS 1.3 suites, TLS_..., may be listed too) (default: forward-secret AES-GCM and ChaCha20 suites only: no CBC, no SHA-1, no RSA key exchange)' },
   { flag: 'shutdown-grace', key: 'shutdownGrace', kind: 'duration', default: '25s', help: 'on SIGTERM, time to finish requests in flight before exiting' },
   { flag: 'default-certificate', key: 'defaultCertificate', kind: 'string', default: undefined, help: 'PEM certificate for unknown SNI names (default: self-signed, generated at start)' },
   { flag: 'default-key', key: 'defaultKey', kind: 'string', default: undefined, help: 'PEM private key of --default-certificate' },
@@ -130,6 +136,14 @@ function convert(spec: FlagSpec, raw: string, source: string): unknown {
       const invalid = parseCidrList(raw).invalid;
       return invalid.length === 0 ? raw : fail(`IP addresses or CIDRs, comma-separated (${JSON.stringify(invalid[0])} is neither)`);
     }
+    case 'tls-version':
+      return raw === 'TLSv1.2' || raw === 'TLSv1.3' ? raw : fail('TLSv1.2 or TLSv1.3');
+    case 'ciphers':
+      try {
+        return tlsCipherList(raw);
+      } catch {
+        return fail('an OpenSSL cipher list such as ECDHE-RSA-AES128-GCM-SHA256:ECDHE-RSA-AES256-GCM-SHA384 (no cipher in it is known)');
+      }
     case 'level':
       return ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'].includes(raw) ? raw : fail('trace, debug, info, warn, error, fatal or silent');
   }

@@ -7,7 +7,35 @@ import tls from 'node:tls';
 import { generate } from 'selfsigned';
 import type { CertificateConfig, Problem } from '../model/config.ts';
 
-const MIN_VERSION: tls.SecureVersion = 'TLSv1.2';
+/** The protocol versions and cipher suites every certificate is served with (--tls-min-version, --tls-ciphers). */
+export interface TlsPolicy {
+  readonly minVersion: tls.SecureVersion;
+  /** OpenSSL cipher list; TLS 1.3 suites ("TLS_...") included. */
+  readonly ciphers: string;
+}
+
+/** TLS 1.3's suites, as Node enables them. */
+export const TLS13_CIPHERS = 'TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256';
+
+/**
+ * TLS 1.2: forward-secret AEAD suites only (Mozilla's "intermediate" list: no CBC, no
+ * SHA-1 MACs, no RSA key exchange); TLS 1.3 as Node enables it.
+ */
+export const DEFAULT_TLS_CIPHERS =
+  `${TLS13_CIPHERS}:ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305`;
+
+export const DEFAULT_TLS_POLICY: TlsPolicy = { minVersion: 'TLSv1.2', ciphers: DEFAULT_TLS_CIPHERS };
+
+/**
+ * A cipher list as given to --tls-ciphers, with TLS 1.3's suites added when it names
+ * none (Node turns TLS 1.3 off for a list without them). Throws when OpenSSL knows
+ * none of its ciphers.
+ */
+export function tlsCipherList(text: string): string {
+  const list = text.split(':').some((c) => c.startsWith('TLS_')) ? text : `${TLS13_CIPHERS}:${text}`;
+  tls.createSecureContext({ ciphers: list });
+  return list;
+}
 
 export const DEFAULT_CERTIFICATE_CN = 'portico default certificate';
 
@@ -25,12 +53,14 @@ export class CertificateStore {
   private byHost = new Map<string, tls.SecureContext>();
   /** fingerprint of cert+key -> built context (or the error), reused across updates */
   private byPem = new Map<string, Entry>();
+  private readonly policy: TlsPolicy;
 
   /** Takes a PEM key and certificate (chain) served to clients whose SNI matches no host. */
-  constructor(defaultKey: string, defaultCert: string) {
+  constructor(defaultKey: string, defaultCert: string, policy: TlsPolicy = DEFAULT_TLS_POLICY) {
     this.defaultKey = defaultKey;
     this.defaultCert = defaultCert;
-    this.defaultContext = tls.createSecureContext({ key: defaultKey, cert: defaultCert, minVersion: MIN_VERSION });
+    this.policy = policy;
+    this.defaultContext = tls.createSecureContext({ key: defaultKey, cert: defaultCert, ...policy });
     this.sniCallback = this.sniCallback.bind(this);
   }
 
@@ -38,10 +68,10 @@ export class CertificateStore {
    * Loads the default certificate from files, or, without paths, generates a
    * self-signed one (clients see it for unknown names, as with other ingress controllers).
    */
-  static async create(defaultCertPath?: string, defaultKeyPath?: string): Promise<CertificateStore> {
+  static async create(defaultCertPath?: string, defaultKeyPath?: string, policy: TlsPolicy = DEFAULT_TLS_POLICY): Promise<CertificateStore> {
     if (defaultCertPath === undefined && defaultKeyPath === undefined) {
       const { cert, key } = await generateSelfSigned();
-      return new CertificateStore(key, cert);
+      return new CertificateStore(key, cert, policy);
     }
     if (defaultCertPath === undefined || defaultKeyPath === undefined) {
       throw new Error('the default certificate needs both a certificate file and a key file');
@@ -49,7 +79,7 @@ export class CertificateStore {
     const cert = await readPem(defaultCertPath, 'default certificate');
     const key = await readPem(defaultKeyPath, 'default key');
     try {
-      return new CertificateStore(key, cert);
+      return new CertificateStore(key, cert, policy);
     } catch (err) {
       throw new Error(`invalid default certificate ${defaultCertPath} with key ${defaultKeyPath}: ${errorMessage(err)}`, { cause: err });
     }
@@ -67,7 +97,7 @@ export class CertificateStore {
     for (const [host, certificate] of certificates) {
       const fingerprint = pemFingerprint(certificate);
       let entry = byPem.get(fingerprint) ?? this.byPem.get(fingerprint);
-      if (entry === undefined) entry = buildEntry(certificate);
+      if (entry === undefined) entry = buildEntry(certificate, this.policy);
       byPem.set(fingerprint, entry);
       if (entry.context) {
         byHost.set(normalizeHost(host), entry.context);
@@ -111,7 +141,7 @@ export class CertificateStore {
       key: this.defaultKey,
       cert: this.defaultCert,
       SNICallback: this.sniCallback,
-      minVersion: MIN_VERSION,
+      ...this.policy,
       ALPNProtocols: ['http/1.1'],
     };
   }
@@ -126,9 +156,9 @@ function pemFingerprint(certificate: CertificateConfig): string {
   return createHash('sha256').update(certificate.cert).update('\0').update(certificate.key).digest('base64');
 }
 
-function buildEntry(certificate: CertificateConfig): Entry {
+function buildEntry(certificate: CertificateConfig, policy: TlsPolicy): Entry {
   try {
-    const context = tls.createSecureContext({ key: certificate.key, cert: certificate.cert, minVersion: MIN_VERSION });
+    const context = tls.createSecureContext({ key: certificate.key, cert: certificate.cert, ...policy });
     return { context, error: undefined };
   } catch (err) {
     return { context: undefined, error: errorMessage(err) };

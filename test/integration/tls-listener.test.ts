@@ -4,10 +4,15 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
+import tls from 'node:tls';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startPortico, type PorticoProcess } from '../support/portico-process.ts';
+
+const BIN = fileURLToPath(new URL('../../bin/portico.js', import.meta.url));
 
 /** Resolves when the socket is fully closed (portico closed its side too); rejects after `ms`. */
 function closedWithin(socket: net.Socket, ms: number): Promise<void> {
@@ -67,5 +72,58 @@ describe('HTTPS listener: connections that never finish a handshake', () => {
     await closedWithin(socket, 2000);
     const failures = await metric(portico.admin, 'portico_tls_handshake_failures_total');
     assert.ok(failures.some((l) => l.includes('reason="protocol"')), failures.join(', '));
+  });
+});
+
+/** Completes a TLS handshake with the given client options; resolves with the protocol, or the error code. */
+function handshake(port: number, options: tls.ConnectionOptions): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = tls.connect({ host: '127.0.0.1', port, rejectUnauthorized: false, servername: 'any.test', ...options }, () => {
+      resolve(`${socket.getProtocol()} ${socket.getCipher().name}`);
+      socket.end();
+    });
+    socket.on('error', (err: NodeJS.ErrnoException) => resolve(`error ${err.code ?? err.message}`));
+  });
+}
+
+describe('HTTPS listener: TLS versions, ciphers and ALPN', () => {
+  let dir: string;
+  let portico: PorticoProcess;
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'portico-tls-knobs-'));
+    portico = await startPortico(['--manifests', dir]);
+  });
+  after(async () => {
+    await portico.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('by default TLS 1.2 with forward-secret AEAD suites and TLS 1.3 are served; CBC and SHA-1 suites are not', async () => {
+    assert.match(await handshake(portico.https, {}), /^TLSv1\.3 /);
+    assert.match(await handshake(portico.https, { maxVersion: 'TLSv1.2', ciphers: 'ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES128-GCM-SHA256' }), /^TLSv1\.2 ECDHE-/);
+    assert.match(await handshake(portico.https, { maxVersion: 'TLSv1.2', ciphers: 'ECDHE-RSA-AES128-SHA:ECDHE-ECDSA-AES128-SHA:AES128-SHA' }), /^error /);
+    assert.match(await handshake(portico.https, { maxVersion: 'TLSv1.2', ciphers: 'AES128-GCM-SHA256' }), /^error /, 'no RSA key exchange');
+  });
+
+  test('an h2-only client is refused, and the log says why', async () => {
+    assert.match(await handshake(portico.https, { ALPNProtocols: ['h2'] }), /^error /);
+    const line = await portico.waitForLog((l) => typeof l.msg === 'string' && l.msg.includes('HTTP/2 is not served yet'), 3000);
+    assert.equal(line.reason, 'no_common_alpn');
+  });
+
+  test('--tls-min-version TLSv1.3 refuses TLS 1.2 clients; a bad value or cipher list exits 2 naming the flag', async () => {
+    const strict = await startPortico(['--manifests', dir, '--tls-min-version', 'TLSv1.3']);
+    try {
+      assert.match(await handshake(strict.https, { maxVersion: 'TLSv1.2' }), /^error /);
+      assert.match(await handshake(strict.https, {}), /^TLSv1\.3 /);
+    } finally {
+      await strict.stop();
+    }
+    for (const [flag, value] of [['--tls-min-version', 'TLSv1.1'], ['--tls-ciphers', 'NOT-A-CIPHER']]) {
+      const result = spawnSync(process.execPath, [BIN, '--manifests', dir, flag!, value!], { encoding: 'utf8' });
+      assert.equal(result.status, 2, result.stderr);
+      assert.match(result.stderr, new RegExp(flag!));
+      assert.equal(result.stderr.trim().split('\n').length, 1, 'one line');
+    }
   });
 });
