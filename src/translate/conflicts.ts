@@ -17,11 +17,19 @@ export interface Resolved {
   readonly problems: Problem[];
 }
 
+/**
+ * Why `winner` beat `loser`, for messages: the older creationTimestamp, or, when they
+ * have none (standalone mode) or the same one, the name order.
+ */
+function precedence(winner: IngressEntry, loser: IngressEntry): string {
+  return winner.age < loser.age ? 'which is older' : 'which comes first (same or no creationTimestamp: namespace/name order)';
+}
+
 /** `entries` must be sorted with compareEntries. */
 export function resolveConflicts(entries: readonly IngressEntry[]): Resolved {
   const routes: RouteConfig[] = [];
   const problems: Problem[] = [];
-  const pathOwners = new Map<string, CandidateRoute>();
+  const pathOwners = new Map<string, { candidate: CandidateRoute; entry: IngressEntry }>();
   const certOwners = new Map<string, { entry: IngressEntry; claim: TlsClaim }>();
   const certificates = new Map<string, CertificateConfig>();
   let defaultOwner: IngressEntry | undefined;
@@ -37,24 +45,25 @@ export function resolveConflicts(entries: readonly IngressEntry[]): Resolved {
           object: entry.ref,
           severity: 'error',
           reason: 'DefaultBackendConflict',
-          message: `spec.defaultBackend: Ingress ${defaultOwner.order} is older and already provides the default backend; this one is ignored`,
+          message: `spec.defaultBackend: Ingress ${defaultOwner.order}, ${precedence(defaultOwner, entry)}, already provides the default backend; this one is ignored`,
         });
       }
     }
 
     for (const candidate of entry.routes) {
-      const owner = pathOwners.get(candidate.matchKey);
-      if (!owner) {
-        pathOwners.set(candidate.matchKey, candidate);
+      const owned = pathOwners.get(candidate.matchKey);
+      if (!owned) {
+        pathOwners.set(candidate.matchKey, { candidate, entry });
         routes.push(candidate.route);
         continue;
       }
+      const owner = owned.candidate;
       const r = owner.route;
       problems.push({
         object: entry.ref,
         severity: 'error',
         reason: 'PathConflict',
-        message: `${candidate.field}: host ${JSON.stringify(r.host)} ${r.pathType} path ${JSON.stringify(r.path)} is already served by Ingress ${r.ingress.namespace}/${r.ingress.name} (${owner.field}), which is older; this path is ignored`,
+        message: `${candidate.field}: host ${JSON.stringify(r.host)} ${r.pathType} path ${JSON.stringify(r.path)} is already served by Ingress ${r.ingress.namespace}/${r.ingress.name} (${owner.field}), ${precedence(owned.entry, entry)}; this path is ignored`,
       });
     }
 
@@ -66,7 +75,7 @@ export function resolveConflicts(entries: readonly IngressEntry[]): Resolved {
         continue;
       }
       if (owner.claim.certificate.secret === claim.certificate.secret) continue;
-      const winner = owner.entry === entry ? `${owner.claim.field} of this Ingress` : `Ingress ${owner.entry.order}, which is older`;
+      const winner = owner.entry === entry ? `${owner.claim.field} of this Ingress` : `Ingress ${owner.entry.order}, ${precedence(owner.entry, entry)}`;
       problems.push({
         object: entry.ref,
         severity: 'error',

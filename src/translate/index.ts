@@ -13,6 +13,7 @@ import { compareEntries, resolveConflicts } from './conflicts.ts';
 import { buildIngressEntry, isCurrent, type IngressContext, type IngressEntry } from './ingress.ts';
 import { selectClasses } from './ingress-class.ts';
 import { SecretParser } from './tls.ts';
+import { wildcardParent } from './hosts.ts';
 
 export type Translator = (snapshot: Snapshot, options: TranslateOptions) => RoutingConfig;
 
@@ -27,6 +28,8 @@ interface TranslatorState {
   readonly secrets: SecretParser;
   /** By snapshot key of the Ingress; an entry is reused while it is current (see isCurrent). */
   entries: Map<string, IngressEntry>;
+  /** A route with its tls flag set by its host (see withHostTls), by the route as its Ingress made it. */
+  readonly tlsVariants: WeakMap<RouteConfig, RouteConfig>;
   /** The last output and what it was made from, returned again when nothing it depends on changed. */
   last: { readonly ordered: readonly IngressEntry[]; readonly classProblems: readonly Problem[]; readonly config: RoutingConfig } | undefined;
 }
@@ -41,7 +44,7 @@ export function createTranslator(): Translator {
 
   return (snapshot, options) => {
     if (!state || !sameOptions(state.options, options)) {
-      state = { options, backends: new BackendResolver(), secrets: new SecretParser(), entries: new Map(), last: undefined };
+      state = { options, backends: new BackendResolver(), secrets: new SecretParser(), entries: new Map(), tlsVariants: new WeakMap(), last: undefined };
     }
     state.backends.begin(snapshot, options);
     const ctx: IngressContext = { snapshot, backends: state.backends, secrets: state.secrets };
@@ -67,6 +70,7 @@ export function createTranslator(): Translator {
     if (last && sameEntries(last.ordered, ordered) && sameProblems(last.classProblems, classes.problems)) return last.config;
 
     const resolved = resolveConflicts(ordered);
+    const routes = withHostTls(resolved.routes, resolved.certificates, state.tlsVariants);
 
     const problems: Problem[] = [...classes.problems];
     for (const entry of ordered) for (const p of entry.problems) problems.push(p);
@@ -75,7 +79,7 @@ export function createTranslator(): Translator {
     problems.sort(compareProblemObjects);
 
     const config: RoutingConfig = {
-      routes: resolved.routes.sort(compareRoutes),
+      routes: routes.sort(compareRoutes),
       ...(resolved.defaultBackend ? { defaultBackend: resolved.defaultBackend } : {}),
       certificates: resolved.certificates,
       servedIngresses: served.map((s) => s.key).sort(compareStrings),
@@ -84,6 +88,29 @@ export function createTranslator(): Translator {
     state.last = { ordered, classProblems: classes.problems, config };
     return config;
   };
+}
+
+/**
+ * HTTPS is a property of the host: when a host has a usable certificate (from any
+ * Ingress that routes it), every path on it is tls (so redirected from HTTP unless its
+ * own Ingress says portico.dev/tls-redirect: "false"), including paths added by
+ * Ingresses without spec.tls, which would otherwise stay reachable over plain HTTP.
+ * Variants are cached so an unchanged route keeps its identity across rebuilds.
+ */
+function withHostTls(routes: RouteConfig[], certificates: ReadonlyMap<string, unknown>, variants: WeakMap<RouteConfig, RouteConfig>): RouteConfig[] {
+  const hasCertificate = (host: string) => host !== '' && (certificates.has(host) || certificates.has(wildcardParent(host) ?? ''));
+  for (let i = 0; i < routes.length; i++) {
+    const route = routes[i]!;
+    const tls = hasCertificate(route.host);
+    if (route.tls === tls) continue;
+    let variant = variants.get(route);
+    if (variant === undefined || variant.tls !== tls) {
+      variant = { ...route, tls };
+      variants.set(route, variant);
+    }
+    routes[i] = variant;
+  }
+  return routes;
 }
 
 function sameEntries(a: readonly IngressEntry[], b: readonly IngressEntry[]): boolean {

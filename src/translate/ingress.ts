@@ -127,6 +127,17 @@ export function buildIngressEntry(ingress: Ingress, ctx: IngressContext, previou
   // Rule hosts, needed by tls entries without hosts.
   const rules = spec.rules ?? [];
   const ruleHosts = rules.map((rule) => normalizeHost(rule.host));
+  // A certificate counts only for hosts this Ingress routes: an Ingress with a spec.tls
+  // entry and no rule for the host cannot claim (and so take over) another's certificate.
+  const routed = new Set<string>();
+  const routedParents = new Set<string>();
+  for (const h of ruleHosts) {
+    if (!h.ok || h.host === '') continue;
+    routed.add(h.host);
+    const parent = wildcardParent(h.host);
+    if (parent !== undefined) routedParents.add(parent);
+  }
+  const routesHost = (host: string): boolean => routed.has(host) || routedParents.has(host) || routed.has(wildcardParent(host) ?? '');
 
   // spec.tls
   const tlsClaims: TlsClaim[] = [];
@@ -168,6 +179,10 @@ export function buildIngressEntry(ingress: Ingress, ctx: IngressContext, previou
       }
     }
     for (const { host, field: hostField } of hosts) {
+      if (!routesHost(host)) {
+        report('warning', 'TLSHostNotRouted', `${hostField}: this Ingress has no rule for ${JSON.stringify(host)}; a certificate is only taken from an Ingress that routes the host, so Secret ${secretKey} is not used for it`);
+        continue;
+      }
       if (!parsed.covers(host)) {
         report('warning', 'CertificateHostMismatch', `${hostField}: the certificate in Secret ${secretKey} does not cover ${JSON.stringify(host)}; it is used anyway`);
       }

@@ -85,7 +85,7 @@ describe('conflicts between Ingresses', () => {
     });
     assert.deepEqual(config.routes, []);
     assert.deepEqual(problemLines(config), [
-      'Ingress default/second error DefaultBackendConflict: spec.defaultBackend: Ingress zzz/first is older and already provides the default backend; this one is ignored',
+      'Ingress default/second error DefaultBackendConflict: spec.defaultBackend: Ingress zzz/first, which is older, already provides the default backend; this one is ignored',
       'Ingress zzz/first error ServiceNotFound: spec.defaultBackend.service.name: Service zzz/old-svc not found',
     ]);
   });

@@ -21,7 +21,7 @@ function world(): Map<string, KubeObject> {
     slice('b-2', 'b', [{ ip: '10.0.1.2', ready: false }]),
     tlsSecret('foo-tls', certs.foo.cert, certs.foo.key),
     simpleIngress('one', 'foo.example.com', [['/', 'a'], ['/b', 'b']], { created: '2024-01-01T00:00:00Z' }),
-    ingress('two', { tls: [{ hosts: ['foo.example.com'], secretName: 'foo-tls' }], defaultBackend: svcBackend('b'), rules: simpleIngress('x', 'bar.example.com', [['/', 'b'], ['/missing', 'nope']]).spec!.rules! }, { created: '2024-02-01T00:00:00Z' }),
+    ingress('two', { tls: [{ hosts: ['bar.example.com'], secretName: 'foo-tls' }], defaultBackend: svcBackend('b'), rules: simpleIngress('x', 'bar.example.com', [['/', 'b'], ['/missing', 'nope']]).spec!.rules! }, { created: '2024-02-01T00:00:00Z' }),
     simpleIngress('three', 'foo.example.com', [['/', 'b']], { created: '2024-03-01T00:00:00Z' }),
   ];
   return new Map(objects.map((o) => [`${o.kind}/${o.metadata.name}`, o]));
@@ -119,10 +119,10 @@ describe('memoized translator', () => {
     const memo = createTranslator();
     const objects = world();
     const first = memo(snapshotOf([...objects.values()]), OPTIONS);
-    assert.equal(first.certificates.get('foo.example.com')!.cert, certs.foo.cert);
+    assert.equal(first.certificates.get('bar.example.com')!.cert, certs.foo.cert);
     objects.set('Secret/foo-tls', tlsSecret('foo-tls', certs.wildcard.cert, certs.wildcard.key));
     const second = memo(snapshotOf([...objects.values()]), OPTIONS);
-    assert.equal(second.certificates.get('foo.example.com')!.cert, certs.wildcard.cert);
+    assert.equal(second.certificates.get('bar.example.com')!.cert, certs.wildcard.cert);
     objects.delete('Secret/foo-tls');
     const third = memo(snapshotOf([...objects.values()]), OPTIONS);
     assert.equal(third.certificates.size, 0);

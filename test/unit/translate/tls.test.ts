@@ -59,13 +59,13 @@ describe('TLS', () => {
         rules: [rule('bar.example.com')],
       }),
     ]);
-    assert.deepEqual([...config.certificates.keys()], ['bar.example.com', '*.example.com', '*.other.com', 'a.b.example.com']);
+    assert.deepEqual([...config.certificates.keys()], ['bar.example.com', '*.example.com']);
     assert.equal(config.routes[0]!.tls, true);
     assert.deepEqual(problemLines(config), [
       'Ingress default/site warning CertificateHostMismatch: spec.tls[0].hosts[0]: the certificate in Secret default/foo-tls does not cover "bar.example.com"; it is used anyway',
       'Ingress default/site warning CertificateHostMismatch: spec.tls[0].hosts[1]: the certificate in Secret default/foo-tls does not cover "*.example.com"; it is used anyway',
-      'Ingress default/site warning CertificateHostMismatch: spec.tls[1].hosts[0]: the certificate in Secret default/wild does not cover "*.other.com"; it is used anyway',
-      'Ingress default/site warning CertificateHostMismatch: spec.tls[1].hosts[1]: the certificate in Secret default/wild does not cover "a.b.example.com"; it is used anyway',
+      'Ingress default/site warning TLSHostNotRouted: spec.tls[1].hosts[0]: this Ingress has no rule for "*.other.com"; a certificate is only taken from an Ingress that routes the host, so Secret default/wild is not used for it',
+      'Ingress default/site warning TLSHostNotRouted: spec.tls[1].hosts[1]: this Ingress has no rule for "a.b.example.com"; a certificate is only taken from an Ingress that routes the host, so Secret default/wild is not used for it',
     ]);
   });
 
@@ -120,8 +120,8 @@ describe('TLS', () => {
       tlsSecret('foo-tls', certs.foo.cert, certs.foo.key),
       tlsSecret('wild', certs.wildcard.cert, certs.wildcard.key),
       ingress('new', { tls: [{ hosts: ['foo.example.com'], secretName: 'wild' }], rules: [rule('foo.example.com')] }, { created: '2024-05-01T00:00:00Z' }),
-      ingress('old', { tls: [{ hosts: ['foo.example.com'], secretName: 'foo-tls' }], rules: [] }, { created: '2024-01-01T00:00:00Z' }),
-      ingress('same', { tls: [{ hosts: ['foo.example.com'], secretName: 'foo-tls' }], rules: [] }, { created: '2024-06-01T00:00:00Z' }),
+      ingress('old', { tls: [{ hosts: ['foo.example.com'], secretName: 'foo-tls' }], rules: [{ host: 'foo.example.com', http: { paths: [{ path: '/old', pathType: 'Prefix' as const, backend: svcBackend('web') }] } }] }, { created: '2024-01-01T00:00:00Z' }),
+      ingress('same', { tls: [{ hosts: ['foo.example.com'], secretName: 'foo-tls' }], rules: [{ host: 'foo.example.com', http: { paths: [{ path: '/same', pathType: 'Prefix' as const, backend: svcBackend('web') }] } }] }, { created: '2024-06-01T00:00:00Z' }),
     ];
     const config = run(objects);
     assert.equal(config.certificates.get('foo.example.com')!.secret, 'default/foo-tls');
@@ -130,6 +130,42 @@ describe('TLS', () => {
     assert.deepEqual(problemLines(config), [
       'Ingress default/new error TLSConflict: spec.tls[0].hosts[0]: host "foo.example.com" already has a certificate from Secret default/foo-tls (Ingress default/old, which is older); Secret default/wild is not used for it',
     ]);
+  });
+
+  test('an Ingress with a tls entry but no rule for the host cannot take its certificate over, however old', () => {
+    const config = run([
+      ...base,
+      tlsSecret('foo-tls', certs.foo.cert, certs.foo.key),
+      tlsSecret('wild', certs.wildcard.cert, certs.wildcard.key),
+      ingress('owner', { tls: [{ hosts: ['foo.example.com'], secretName: 'foo-tls' }], rules: [rule('foo.example.com')] }, { created: '2024-05-01T00:00:00Z' }),
+      ingress('squatter', { tls: [{ hosts: ['foo.example.com'], secretName: 'wild' }], rules: [rule('elsewhere.example.com')] }, { created: '2020-01-01T00:00:00Z' }),
+    ]);
+    assert.equal(config.certificates.get('foo.example.com')!.secret, 'default/foo-tls');
+    assert.deepEqual(problemLines(config), [
+      'Ingress default/squatter warning TLSHostNotRouted: spec.tls[0].hosts[0]: this Ingress has no rule for "foo.example.com"; a certificate is only taken from an Ingress that routes the host, so Secret default/wild is not used for it',
+    ]);
+  });
+
+  test('HTTPS is a property of the host: a path added by an Ingress without spec.tls is tls too (and so redirected)', () => {
+    const config = run([
+      ...base,
+      tlsSecret('foo-tls', certs.foo.cert, certs.foo.key),
+      ingress('secure', { tls: [{ hosts: ['foo.example.com'], secretName: 'foo-tls' }], rules: [rule('foo.example.com')] }),
+      ingress('added', { rules: [{ host: 'foo.example.com', http: { paths: [{ path: '/admin', pathType: 'Prefix' as const, backend: svcBackend('web') }] } }, rule('plain.example.com')] }),
+    ]);
+    assert.deepEqual(config.routes.map((r) => [r.host, r.path, r.tls]), [['foo.example.com', '/', true], ['foo.example.com', '/admin', true], ['plain.example.com', '/', false]]);
+  });
+
+  test('without creationTimestamps (standalone), a conflict message names the order, not age', () => {
+    const config = run([
+      ...base,
+      ingress('b-second', { rules: [rule('foo.example.com')] }),
+      ingress('a-first', { rules: [rule('foo.example.com')] }),
+    ]);
+    const lines = problemLines(config);
+    assert.equal(lines.length, 1);
+    assert.match(lines[0]!, /already served by Ingress default\/a-first .*which comes first \(same or no creationTimestamp: namespace\/name order\)/);
+    assert.doesNotMatch(lines[0]!, /older/);
   });
 
   test('conflicting certificates inside one Ingress: the first entry wins', () => {
