@@ -14,7 +14,7 @@
 // skipped with a warning. With no valid origin the policy is off: no CORS headers,
 // which is the browser's same-origin default, the closed state for CORS.
 import type { Handler, RequestContext } from '../proxy/context.ts';
-import { parseBool, parseDuration } from '../util/units.ts';
+import { parseAnnotationDuration, parseBool } from '../util/units.ts';
 import { annotation, reportIgnored, reportInvalid } from './annotations.ts';
 import { splitList } from './cidr.ts';
 import { withHeaders, type HeaderList } from './header-list.ts';
@@ -118,7 +118,7 @@ export const corsPolicy: PolicyDefinition<CorsConfig> = {
     let maxAgeSeconds = DEFAULT_MAX_AGE_SECONDS;
     const maxAgeText = annotation(input, CORS_MAX_AGE);
     if (maxAgeText !== undefined) {
-      const ms = parseDuration(maxAgeText);
+      const ms = parseAnnotationDuration(maxAgeText);
       if (ms === undefined) reportInvalid(input, CORS_MAX_AGE, maxAgeText, 'a duration such as 600s, 10m or 24h', `the max age is ${DEFAULT_MAX_AGE_SECONDS}s`, 'warning');
       else maxAgeSeconds = Math.floor(ms / 1000);
     }

@@ -6,7 +6,7 @@
 //
 // An invalid value is reported and that timeout keeps its default.
 import type { Handler, UpstreamTimeouts } from '../proxy/context.ts';
-import { parseDuration } from '../util/units.ts';
+import { parseAnnotationDuration } from '../util/units.ts';
 import { annotation, reportInvalid } from './annotations.ts';
 import type { Middleware, PolicyDefinition, PolicyParseInput } from './types.ts';
 
@@ -22,7 +22,7 @@ const MAX_MS = 86_400_000;
 function parseTimeout(input: PolicyParseInput, name: string): number | undefined {
   const text = annotation(input, name);
   if (text === undefined) return undefined;
-  const ms = parseDuration(text);
+  const ms = parseAnnotationDuration(text);
   if (ms === undefined || ms <= 0 || ms > MAX_MS) {
     reportInvalid(input, name, text, 'a duration above 0 and at most 24h, such as 500ms, 5s or 2m', 'the default timeout applies');
     return undefined;

@@ -24,6 +24,15 @@ export function parseDuration(text: string): number | undefined {
   return Math.round(total);
 }
 
+/**
+ * A duration in an annotation: as parseDuration, and a bare number of seconds ("600"),
+ * which is how ingress-nginx's annotations (cors-max-age, proxy-*-timeout) are written.
+ */
+export function parseAnnotationDuration(text: string): number | undefined {
+  const s = text.trim();
+  return /^\d+$/.test(s) ? Number(s) * 1000 : parseDuration(s);
+}
+
 const SIZE_UNITS: Record<string, number> = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 };
 
 /** "512", "512k", "10m", "1g" (binary multiples, case-insensitive) -> bytes; undefined if not a size. */

@@ -49,13 +49,13 @@ describe('cors: parse', () => {
       'portico.dev/cors-allow-methods': 'GET, B@D',
       'portico.dev/cors-allow-headers': 'Bad Header:, X-Ok',
       'portico.dev/cors-allow-credentials': 'maybe',
-      'portico.dev/cors-max-age': '600',
+      'portico.dev/cors-max-age': 'soon',
     });
     assert.deepEqual(r.config, { origins: ['https://a.com'], methods: ['GET'], headers: ['Bad', 'X-Ok'], credentials: false, maxAgeSeconds: DEFAULT_MAX_AGE_SECONDS });
     assert.ok(r.lines.some((l) => /cors-allow-methods: invalid value "B@D"/.test(l)));
     assert.ok(r.lines.some((l) => /cors-allow-headers: invalid value "Header:"/.test(l)));
     assert.ok(r.lines.some((l) => /cors-allow-credentials: invalid value "maybe"/.test(l)));
-    assert.ok(r.lines.some((l) => /cors-max-age: invalid value "600": expected a duration/.test(l)));
+    assert.ok(r.lines.some((l) => /cors-max-age: invalid value "soon": expected a duration/.test(l)));
   });
 
   test('"*" with credentials is allowed but warned about', () => {
@@ -173,4 +173,21 @@ describe('cors at runtime', () => {
     assert.equal(await allowed('https://evil.net/.example.org'), undefined);
     assert.equal(await allowed('https://a.example.org:8443'), undefined);
   });
+});
+
+test('cors-max-age and the timeouts take bare seconds, as ingress-nginx annotations are written', async () => {
+  const { parseAnnotationDuration } = await import('../../../src/util/units.ts');
+  assert.equal(parseAnnotationDuration('600'), 600_000);
+  assert.equal(parseAnnotationDuration('10m'), 600_000);
+  assert.equal(parseAnnotationDuration('soon'), undefined);
+  const { parsePolicies } = await import('../../../src/middleware/registry.ts');
+  const problems: import('../../../src/model/config.ts').Problem[] = [];
+  const policies = parsePolicies(
+    { 'portico.dev/cors-allow-origins': 'https://a.example', 'portico.dev/cors-max-age': '600', 'portico.dev/response-timeout': '30' },
+    { kind: 'Ingress', namespace: 'default', name: 'x' },
+    problems,
+  );
+  assert.deepEqual(problems, []);
+  const cors = policies.find((p) => p.name === 'cors')!.config as { maxAgeSeconds: number };
+  assert.equal(cors.maxAgeSeconds, 600);
 });
