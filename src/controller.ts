@@ -32,6 +32,8 @@ export class Controller {
   private timer: NodeJS.Timeout | NodeJS.Immediate | undefined;
   private version = 0;
   private knownProblems = new Set<string>();
+  /** "ns/name|reason" of the ignored Ingresses already logged (at debug level). */
+  private knownIgnored = new Set<string>();
   /** performance.now() of the first change not yet served; for the change-to-serve figure. */
   private pendingSince: number | undefined;
   private started = false;
@@ -83,6 +85,7 @@ export class Controller {
     deps.holder.swap(table);
 
     this.reportProblems(problems);
+    this.reportIgnored(config);
     const changeToServeMs = this.pendingSince === undefined ? undefined : performance.now() - this.pendingSince;
     this.pendingSince = undefined;
     deps.log.info(
@@ -115,6 +118,17 @@ export class Controller {
     }
     this.knownProblems = next;
     if (fresh.length) this.deps.onNewProblems?.(fresh);
+  }
+
+  /** Debug: each Ingress not served, with why, once (Events are not ours to write for them). */
+  private reportIgnored(config: RoutingConfig): void {
+    const next = new Set<string>();
+    for (const ignored of config.ignoredIngresses) {
+      const key = `${ignored.ingress}|${ignored.reason}`;
+      next.add(key);
+      if (!this.knownIgnored.has(key)) this.deps.log.debug({ ingress: ignored.ingress }, `Ingress ${ignored.ingress} is not served: ${ignored.reason}`);
+    }
+    this.knownIgnored = next;
   }
 
   stop(): void {

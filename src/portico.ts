@@ -171,7 +171,14 @@ export async function startPortico(options: Options): Promise<Portico> {
     },
     onNewProblems: (problems) => void events?.record(problems),
   });
-  store.onChange(() => controller.changed());
+  store.onChange((event) => {
+    // Debug: what changed, object by object (a resync lists at most a few, with the count).
+    if (log.isLevelEnabled('debug')) {
+      const shown = event.changes.slice(0, 5).map((c) => `${c.type} ${c.kind} ${c.key}`);
+      log.debug({ changes: event.changes.length, version: event.version }, `objects changed: ${shown.join(', ')}${event.changes.length > 5 ? ', ...' : ''}`);
+    }
+    controller.changed();
+  });
 
   // ---- listeners ----
   const ports: Portico['ports'] = {};

@@ -1,7 +1,7 @@
 // The /routes document: what the live route table serves, in a shape meant for
 // people and scripts (jq) debugging "why does this request go there?".
 import { activePolicies } from '../middleware/registry.ts';
-import type { BackendConfig, Problem, RouteConfig, RoutingConfig, UpstreamAddress } from '../model/config.ts';
+import type { IgnoredIngress, BackendConfig, Problem, RouteConfig, RoutingConfig, UpstreamAddress } from '../model/config.ts';
 
 export interface BackendView {
   /** "ns/service:port" */
@@ -29,6 +29,8 @@ export interface RoutesView {
   /** TLS host -> "ns/name" of its Secret */
   certificates: Record<string, string>;
   problems: Problem[];
+  /** Ingresses portico does not serve, with why (class of another controller, a typo, no default class). */
+  ignoredIngresses: IgnoredIngress[];
 }
 
 /** Key for rules without a host, which match any host. */
@@ -45,6 +47,7 @@ export function buildRoutesView(version: number, config: RoutingConfig): RoutesV
     defaultBackend: config.defaultBackend ? pathView(config.defaultBackend) : null,
     certificates: certificatesView(config),
     problems: [...config.problems],
+    ignoredIngresses: [...config.ignoredIngresses],
   };
 }
 
@@ -68,7 +71,7 @@ export async function serializeRoutesView(version: number, config: RoutingConfig
   }
   const defaultBackend = config.defaultBackend ? pathView(config.defaultBackend) : null;
   parts.push(
-    `},"defaultBackend":${JSON.stringify(defaultBackend)},"certificates":${JSON.stringify(certificatesView(config))},"problems":${JSON.stringify(config.problems)}}\n`,
+    `},"defaultBackend":${JSON.stringify(defaultBackend)},"certificates":${JSON.stringify(certificatesView(config))},"problems":${JSON.stringify(config.problems)},"ignoredIngresses":${JSON.stringify(config.ignoredIngresses)}}\n`,
   );
   return Buffer.from(parts.join(''));
 }

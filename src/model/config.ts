@@ -109,5 +109,13 @@ export interface RoutingConfig {
   readonly certificates: ReadonlyMap<string, CertificateConfig>;
   /** Ingresses portico serves (by class), as "ns/name"; the leader writes their status. */
   readonly servedIngresses: readonly string[];
+  /** Ingresses portico does not serve, as "ns/name", with why (a class of another controller, a typo...). */
+  readonly ignoredIngresses: readonly IgnoredIngress[];
   readonly problems: readonly Problem[];
+}
+
+export interface IgnoredIngress {
+  /** "ns/name" */
+  readonly ingress: string;
+  readonly reason: string;
 }

@@ -64,7 +64,7 @@ export function buildRouteTable(
 
 /** An empty table: everything answers 404 until the first real table is installed. */
 export function emptyRoutingConfig(): RoutingConfig {
-  return { routes: [], certificates: new Map<string, CertificateConfig>(), servedIngresses: [], problems: [] };
+  return { routes: [], certificates: new Map<string, CertificateConfig>(), servedIngresses: [], ignoredIngresses: [], problems: [] };
 }
 
 /**

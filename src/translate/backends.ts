@@ -7,6 +7,7 @@
 // replaced by the previous object, so routes keep their identity when a slice changes
 // without changing the ready addresses.
 import type { BackendConfig, BackendError, Severity, Snapshot, TranslateOptions, UpstreamAddress } from '../model/config.ts';
+import { SERVICE_NAME_LABEL } from '../model/k8s.ts';
 import type { EndpointSlice, IngressBackend, Service, ServicePort } from '../model/k8s.ts';
 
 /** What is wrong with a backend, relative to the backend's field path (e.g. ".service.port.name"). */
@@ -191,9 +192,39 @@ function computeBackend(
   }
   const addresses = readyAddresses(entry.slices, servicePort.name ?? '');
   if (addresses.length === 0) {
-    return fail('NoEndpoints', '.service', `${svcName} port ${servicePort.port} has no ready endpoints`, 'warning', appProtocol);
+    const why = whyNoEndpoints(entry.slices, servicePort.name ?? '', namespace, name);
+    return fail('NoEndpoints', '.service', `${svcName} port ${servicePort.port} has no ready endpoints: ${why}`, 'warning', appProtocol);
   }
   return { config: { key, namespace, service: name, port, addresses, ...(appProtocol ? { appProtocol } : {}) } };
+}
+
+/**
+ * Why readyAddresses found nothing, in the user's terms: the usual mistakes are a slice
+ * without the service-name label and a slice port named differently from the Service port.
+ */
+export function whyNoEndpoints(slices: readonly EndpointSlice[], portName: string, namespace: string, service: string): string {
+  if (slices.length === 0) return `no EndpointSlice in namespace ${namespace} is labelled ${SERVICE_NAME_LABEL}=${service}`;
+  const usable = slices.filter((slice) => slice.addressType !== 'FQDN');
+  if (usable.length === 0) return 'its EndpointSlices are of addressType FQDN, which portico does not route to';
+  const names = new Set<string>();
+  let named = false;
+  let endpoints = 0;
+  let notReady = 0;
+  for (const slice of usable) {
+    for (const p of slice.ports ?? []) names.add(JSON.stringify(p.name ?? ''));
+    if (!slice.ports?.some((p) => (p.name ?? '') === portName && p.port !== undefined)) continue;
+    named = true;
+    for (const endpoint of slice.endpoints ?? []) {
+      endpoints++;
+      if (endpoint.conditions?.ready === false) notReady++;
+    }
+  }
+  if (!named) {
+    const wanted = portName === '' ? 'an unnamed port' : `a port named ${JSON.stringify(portName)}`;
+    return `its EndpointSlices have no ${wanted.replace(/^an? /, '')}, as the Service port is named (their ports: ${[...names].join(', ') || 'none'})`;
+  }
+  if (endpoints === 0) return 'its EndpointSlices list no endpoints';
+  return `${notReady} of ${endpoints} endpoints are not ready`;
 }
 
 /** Ready endpoint addresses on the slice port named like the Service port, deduplicated and sorted. */

@@ -7,11 +7,12 @@
 // createTranslator() memoizes by object identity (the store replaces objects on
 // change, never mutates them), so after one change only the touched Ingresses and
 // Services are recomputed and unchanged RouteConfig objects keep their identity.
-import type { Problem, RouteConfig, RoutingConfig, Snapshot, TranslateOptions } from '../model/config.ts';
+import type { IgnoredIngress, Problem, RouteConfig, RoutingConfig, Snapshot, TranslateOptions } from '../model/config.ts';
+import type { Ingress } from '../model/k8s.ts';
 import { BackendResolver } from './backends.ts';
 import { compareEntries, resolveConflicts } from './conflicts.ts';
 import { buildIngressEntry, isCurrent, type IngressContext, type IngressEntry } from './ingress.ts';
-import { selectClasses } from './ingress-class.ts';
+import { selectClasses, type ClassSelection } from './ingress-class.ts';
 import { SecretParser } from './tls.ts';
 import { wildcardParent } from './hosts.ts';
 
@@ -28,6 +29,8 @@ interface TranslatorState {
   readonly secrets: SecretParser;
   /** By snapshot key of the Ingress; an entry is reused while it is current (see isCurrent). */
   entries: Map<string, IngressEntry>;
+  /** Why an Ingress object is not served, kept while the object and the classes are the same. */
+  ignoredReasons: WeakMap<Ingress, { readonly classes: unknown; readonly entry: IgnoredIngress }>;
   /** A route with its tls flag set by its host (see withHostTls), by the route as its Ingress made it. */
   readonly tlsVariants: WeakMap<RouteConfig, RouteConfig>;
   /** The last output and what it was made from, returned again when nothing it depends on changed. */
@@ -44,7 +47,7 @@ export function createTranslator(): Translator {
 
   return (snapshot, options) => {
     if (!state || !sameOptions(state.options, options)) {
-      state = { options, backends: new BackendResolver(), secrets: new SecretParser(), entries: new Map(), tlsVariants: new WeakMap(), last: undefined };
+      state = { options, backends: new BackendResolver(), secrets: new SecretParser(), entries: new Map(), tlsVariants: new WeakMap(), ignoredReasons: new WeakMap(), last: undefined };
     }
     state.backends.begin(snapshot, options);
     const ctx: IngressContext = { snapshot, backends: state.backends, secrets: state.secrets };
@@ -52,8 +55,12 @@ export function createTranslator(): Translator {
 
     const entries = new Map<string, IngressEntry>();
     const served: { key: string; entry: IngressEntry }[] = [];
+    const ignored: IgnoredIngress[] = [];
     for (const [key, ingress] of snapshot.ingresses) {
-      if (!classes.serves(ingress)) continue;
+      if (!classes.serves(ingress)) {
+        ignored.push(ignoredEntry(state, key, ingress, classes));
+        continue;
+      }
       const previous = state.entries.get(key);
       const entry = previous && isCurrent(previous, ingress, ctx) ? previous : buildIngressEntry(ingress, ctx, previous);
       entries.set(key, entry);
@@ -67,7 +74,8 @@ export function createTranslator(): Translator {
     // Changes that touched no served Ingress (a slice update with the same ready
     // addresses, an unrelated Secret...) need no conflict pass at all.
     const last = state.last;
-    if (last && sameEntries(last.ordered, ordered) && sameProblems(last.classProblems, classes.problems)) return last.config;
+    ignored.sort((a, b) => compareStrings(a.ingress, b.ingress));
+    if (last && sameEntries(last.ordered, ordered) && sameProblems(last.classProblems, classes.problems) && sameIgnored(last.config.ignoredIngresses, ignored)) return last.config;
 
     const resolved = resolveConflicts(ordered);
     const routes = withHostTls(resolved.routes, resolved.certificates, state.tlsVariants);
@@ -83,6 +91,7 @@ export function createTranslator(): Translator {
       ...(resolved.defaultBackend ? { defaultBackend: resolved.defaultBackend } : {}),
       certificates: resolved.certificates,
       servedIngresses: served.map((s) => s.key).sort(compareStrings),
+      ignoredIngresses: ignored,
       problems,
     };
     state.last = { ordered, classProblems: classes.problems, config };
@@ -111,6 +120,20 @@ function withHostTls(routes: RouteConfig[], certificates: ReadonlyMap<string, un
     routes[i] = variant;
   }
   return routes;
+}
+
+function ignoredEntry(state: TranslatorState, key: string, ingress: Ingress, classes: ClassSelection): IgnoredIngress {
+  const known = state.ignoredReasons.get(ingress);
+  if (known !== undefined && known.classes === classes.signature) return known.entry;
+  const entry = { ingress: key, reason: classes.ignoredReason(ingress) };
+  state.ignoredReasons.set(ingress, { classes: classes.signature, entry });
+  return entry;
+}
+
+function sameIgnored(a: readonly IgnoredIngress[], b: readonly IgnoredIngress[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 function sameEntries(a: readonly IngressEntry[], b: readonly IngressEntry[]): boolean {

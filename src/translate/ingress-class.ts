@@ -1,12 +1,18 @@
 // Which Ingresses are portico's: by spec.ingressClassName, else by the legacy
 // kubernetes.io/ingress.class annotation, else by the default IngressClass.
-// Ingresses of other controllers are ignored silently: they are not our business.
+// Ingresses of other controllers get no Events or status (they are not our business),
+// but why each one is not served is told (ignoredReason), for /routes and debug logs:
+// a typo in a class name must not leave an Ingress silently unserved.
 import type { Problem, Snapshot, TranslateOptions } from '../model/config.ts';
 import { DEFAULT_CLASS_ANNOTATION, LEGACY_CLASS_ANNOTATION, type Ingress, type IngressClass } from '../model/k8s.ts';
 
 export interface ClassSelection {
   /** true when portico serves this Ingress. */
   serves(ingress: Ingress): boolean;
+  /** Why portico does not serve an Ingress it does not serve. */
+  ignoredReason(ingress: Ingress): string;
+  /** Equal while the classes decide the same way (reasons may be reused). */
+  readonly signature: string;
   /** Problems with the IngressClasses themselves (several defaults...). */
   readonly problems: readonly Problem[];
 }
@@ -39,8 +45,10 @@ export function selectClasses(snapshot: Snapshot, options: TranslateOptions): Cl
     }
   }
 
+  const signature = `${[...ours].sort().join(',')}|${hasOurDefault}|${[...snapshot.ingressClasses.keys()].sort().join(',')}`;
   return {
     problems,
+    signature,
     serves(ingress: Ingress): boolean {
       const className = ingress.spec?.ingressClassName;
       if (className !== undefined && className !== '') return ours.has(className);
@@ -48,6 +56,18 @@ export function selectClasses(snapshot: Snapshot, options: TranslateOptions): Cl
       // ingress-nginx honours the legacy annotation for its own class name even without an IngressClass object.
       if (legacy !== undefined) return ours.has(legacy) || legacy === options.ingressClass;
       return hasOurDefault;
+    },
+    ignoredReason(ingress: Ingress): string {
+      const className = ingress.spec?.ingressClassName;
+      const served = [...ours].sort().join(', ') || `none: no IngressClass has spec.controller ${options.controllerName}`;
+      if (className !== undefined && className !== '') {
+        return snapshot.ingressClasses.has(className)
+          ? `spec.ingressClassName ${JSON.stringify(className)} belongs to another controller (portico serves: ${served})`
+          : `spec.ingressClassName ${JSON.stringify(className)} names no IngressClass (portico serves: ${served})`;
+      }
+      const legacy = ingress.metadata.annotations?.[LEGACY_CLASS_ANNOTATION];
+      if (legacy !== undefined) return `annotation ${LEGACY_CLASS_ANNOTATION}: ${JSON.stringify(legacy)} is not portico's class (portico serves: ${served})`;
+      return `no spec.ingressClassName, and no IngressClass of portico is marked ${DEFAULT_CLASS_ANNOTATION}: "true"`;
     },
   };
 }

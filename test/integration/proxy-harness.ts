@@ -105,7 +105,7 @@ export function route(host: string, path: string, b: BackendConfig, extra: Parti
 }
 
 export function routing(routes: RouteConfig[], defaultBackend?: RouteConfig): RoutingConfig {
-  return { routes, defaultBackend, certificates: new Map<string, CertificateConfig>(), servedIngresses: [], problems: [] };
+  return { routes, defaultBackend, certificates: new Map<string, CertificateConfig>(), servedIngresses: [], ignoredIngresses: [], problems: [] };
 }
 
 export const TEST_OPTIONS: ProxyServerOptions = {

@@ -61,7 +61,7 @@ export function sampleConfig(): RoutingConfig {
     ['shop.example.com', { secret: 'shop/shop-tls', cert: 'CERT', key: 'KEY' }],
     ['*.example.com', { secret: 'shop/wild-tls', cert: 'CERT2', key: 'KEY2' }],
   ]);
-  return { routes, defaultBackend, certificates, servedIngresses: ['shop/web', 'shop/wild', 'ops/any', 'default/catch-all'], problems: [sampleProblem] };
+  return { routes, defaultBackend, certificates, servedIngresses: ['shop/web', 'shop/wild', 'ops/any', 'default/catch-all'], ignoredIngresses: [{ ingress: 'shop/legacy', reason: 'spec.ingressClassName "nginx" belongs to another controller (portico serves: portico)' }], problems: [sampleProblem] };
 }
 
 /** n routes over n/10 hosts, for the large-table test. */
@@ -71,7 +71,7 @@ export function largeConfig(n: number): RoutingConfig {
     const target = backend('bulk', `svc-${i % 500}`, '80', [{ host: `10.${(i >> 8) & 255}.${i & 255}.1`, port: 8080 }]);
     routes.push(route(`bulk/ing-${Math.floor(i / 10)}`, `host-${Math.floor(i / 10)}.bulk.example.com`, `/p${i % 10}`, 'Prefix', target));
   }
-  return { routes, certificates: new Map(), servedIngresses: [], problems: [] };
+  return { routes, certificates: new Map(), servedIngresses: [], ignoredIngresses: [], problems: [] };
 }
 
 export interface TestPki {

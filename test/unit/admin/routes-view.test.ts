@@ -64,7 +64,7 @@ describe('routes view', () => {
 
   test('an empty config has no hosts and a null default backend', () => {
     const empty = buildRoutesView(0, emptyRoutingConfig());
-    assert.deepEqual(JSON.parse(JSON.stringify(empty)), { version: 0, routes: 0, hosts: {}, defaultBackend: null, certificates: {}, problems: [] });
+    assert.deepEqual(JSON.parse(JSON.stringify(empty)), { version: 0, routes: 0, hosts: {}, defaultBackend: null, certificates: {}, problems: [], ignoredIngresses: [] });
   });
 
   test('a host named __proto__ is data, not a prototype', () => {
@@ -80,4 +80,9 @@ describe('routes view', () => {
       assert.equal(sliced.toString('utf8'), JSON.stringify(buildRoutesView(3, config)) + '\n');
     }
   });
+});
+
+test('/routes lists the Ingresses portico ignores, with why', () => {
+  const view = buildRoutesView(1, sampleConfig());
+  assert.deepEqual(view.ignoredIngresses, [{ ingress: 'shop/legacy', reason: 'spec.ingressClassName "nginx" belongs to another controller (portico serves: portico)' }]);
 });

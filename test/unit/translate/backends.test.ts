@@ -107,12 +107,18 @@ describe('backends', () => {
     assert.deepEqual(byName.problems, ['Ingress default/site error PortNotFound: spec.rules[0].http.paths[0].backend.service.port.name: Service default/web has no port named "http"']);
   });
 
-  test('no endpoints is a warning, for no slice and for no ready endpoint alike', () => {
-    for (const objects of [[service('web')], [service('web'), slice('web-1', 'web', [{ ip: '10.0.0.1', ready: false }])]]) {
+  test('no endpoints is a warning, and says which mistake it is: no labelled slice, a port-name mismatch, nothing ready', () => {
+    const cases: [KubeObject[], string][] = [
+      [[service('web')], 'no EndpointSlice in namespace default is labelled kubernetes.io/service-name=web'],
+      [[service('web'), slice('web-1', 'web', [{ ip: '10.0.0.1' }], [{ name: 'web', port: 8080 }])], 'its EndpointSlices have no port named "http", as the Service port is named (their ports: "web")'],
+      [[service('web'), slice('web-1', 'web', [{ ip: '10.0.0.1', ready: false }, { ip: '10.0.0.2', ready: false }])], '2 of 2 endpoints are not ready'],
+      [[service('web'), slice('web-1', 'web', [])], 'its EndpointSlices list no endpoints'],
+    ];
+    for (const [objects, why] of cases) {
       const { backend, problems } = backendOf(objects);
       assert.equal(backend.error, 'NoEndpoints');
       assert.deepEqual(backend.addresses, []);
-      assert.deepEqual(problems, ['Ingress default/site warning NoEndpoints: spec.rules[0].http.paths[0].backend.service: Service default/web port 80 has no ready endpoints']);
+      assert.deepEqual(problems, [`Ingress default/site warning NoEndpoints: spec.rules[0].http.paths[0].backend.service: Service default/web port 80 has no ready endpoints: ${why}`]);
     }
   });
 

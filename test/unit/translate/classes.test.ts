@@ -112,3 +112,26 @@ describe('ingress class selection', () => {
     assert.deepEqual(config.servedIngresses, ['a/c', 'z/a', 'z/b']);
   });
 });
+
+describe('ignored Ingresses are listed with why (no Events: they are not ours)', () => {
+  test('another controller\'s class, a class that does not exist, the legacy annotation, no default class', () => {
+    const config = run([
+      ingressClass('portico'),
+      ingressClass('nginx', { controller: 'k8s.io/ingress-nginx' }),
+      ingress('theirs', { ingressClassName: 'nginx', rules }),
+      ingress('typo', { ingressClassName: 'portcio', rules }),
+      ingress('legacy', { rules }, { annotations: { 'kubernetes.io/ingress.class': 'traefik' }, noClass: true }),
+      ingress('classless', { rules }, { noClass: true }),
+      ingress('ours', { ingressClassName: 'portico', rules }),
+      ...backendObjects,
+    ]);
+    assert.deepEqual(config.servedIngresses, ['default/ours']);
+    assert.deepEqual(config.ignoredIngresses, [
+      { ingress: 'default/classless', reason: 'no spec.ingressClassName, and no IngressClass of portico is marked ingressclass.kubernetes.io/is-default-class: "true"' },
+      { ingress: 'default/legacy', reason: 'annotation kubernetes.io/ingress.class: "traefik" is not portico\'s class (portico serves: portico)' },
+      { ingress: 'default/theirs', reason: 'spec.ingressClassName "nginx" belongs to another controller (portico serves: portico)' },
+      { ingress: 'default/typo', reason: 'spec.ingressClassName "portcio" names no IngressClass (portico serves: portico)' },
+    ]);
+    assert.deepEqual(config.problems, [], 'no problems, Events or status for them');
+  });
+});
