@@ -7,6 +7,7 @@ import type { Handler } from '../proxy/context.ts';
 import type { PolicyDefinition, PolicyParseInput, SharedState, SharedStateStore } from './types.ts';
 import { allowedUpgradesPolicy } from './allowed-upgrades.ts';
 import { corsPolicy } from './cors.ts';
+import { nginxAnnotationProblems } from './nginx-annotations.ts';
 import { headersPolicy } from './headers.ts';
 import { ipAllowPolicy, ipDenyPolicy } from './ip-filter.ts';
 import { maxBodySizePolicy } from './max-body-size.ts';
@@ -51,6 +52,7 @@ export function parsePolicies(
 ): PolicyConfig[] {
   const out: PolicyConfig[] = [];
   if (!annotations) return out;
+  nginxAnnotationProblems(annotations, ingress, problems);
   let any = false;
   for (const name in annotations) {
     if (!name.startsWith(ANNOTATION_PREFIX)) continue;
