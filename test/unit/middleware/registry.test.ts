@@ -32,13 +32,13 @@ describe('registry: parsePolicies', () => {
     assert.deepEqual(problems, []);
   });
 
-  test('problems name the Ingress; unknown portico.dev annotations are warned about, other prefixes ignored', () => {
+  test('problems name the Ingress; unknown portico.dev annotations are warned about, other prefixes ignored (ingress-nginx's get their own warning)', () => {
     const problems: Problem[] = [];
-    const policies = parsePolicies({ 'portico.dev/rate-limit': 'fast', 'portico.dev/ratelimit': '5', 'nginx.ingress.kubernetes.io/rewrite-target': '/$1' }, INGRESS, problems);
+    const policies = parsePolicies({ 'portico.dev/rate-limit': 'fast', 'portico.dev/ratelimit': '5', 'nginx.ingress.kubernetes.io/rewrite-target': '/$1', 'other.example/x': 'y' }, INGRESS, problems);
     assert.deepEqual(policies, []);
     assert.deepEqual(
       problems.map((p) => `${p.object.namespace}/${p.object.name} ${p.severity} ${p.reason}`),
-      ['default/site warning UnknownAnnotation', 'default/site error InvalidAnnotation'],
+      ['default/site warning IngressNginxAnnotation', 'default/site warning UnknownAnnotation', 'default/site error InvalidAnnotation'],
     );
   });
 
