@@ -32,7 +32,7 @@ describe('registry: parsePolicies', () => {
     assert.deepEqual(problems, []);
   });
 
-  test('problems name the Ingress; unknown portico.dev annotations are warned about, other prefixes ignored (ingress-nginx's get their own warning)', () => {
+  test('problems name the Ingress; unknown portico.dev annotations are warned about, other prefixes ignored (ingress-nginx ones get their own warning)', () => {
     const problems: Problem[] = [];
     const policies = parsePolicies({ 'portico.dev/rate-limit': 'fast', 'portico.dev/ratelimit': '5', 'nginx.ingress.kubernetes.io/rewrite-target': '/$1', 'other.example/x': 'y' }, INGRESS, problems);
     assert.deepEqual(policies, []);
