@@ -27,6 +27,7 @@ import { attachProxy, type ProxyServer } from './proxy/server.ts';
 import { configureClientIp, isTrustedProxy } from './proxy/client-ip.ts';
 import { acceptProxyProtocol } from './proxy/proxy-protocol.ts';
 import { configureRedirectPort } from './middleware/tls-redirect.ts';
+import { configureHsts } from './middleware/hsts.ts';
 import { SharedStateMap } from './middleware/registry.ts';
 
 export interface Portico {
@@ -39,8 +40,14 @@ export interface Portico {
 
 function listen(server: net.Server, port: number, host: string, what: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const onError = (err: NodeJS.ErrnoException) =>
+    const onError = (err: NodeJS.ErrnoException) => {
+      // "::" listens on IPv6 and IPv4 (dual-stack); a host without IPv6 gets IPv4 alone.
+      if (host === '::' && (err.code === 'EAFNOSUPPORT' || err.code === 'EADDRNOTAVAIL')) {
+        listen(server, port, '0.0.0.0', what).then(resolve, reject);
+        return;
+      }
       reject(new Error(`${what}: cannot listen on ${host}:${port}: ${err.code === 'EADDRINUSE' ? 'address already in use' : err.message}`));
+    };
     server.once('error', onError);
     server.listen(port, host, () => {
       server.off('error', onError);
@@ -68,6 +75,7 @@ export async function startPortico(options: Options): Promise<Portico> {
   });
   configureClientIp({ trustedProxies: options.trustedProxies, log });
   configureRedirectPort(options.httpsRedirectPort > 0 ? options.httpsRedirectPort : options.httpsPort);
+  configureHsts({ enabled: options.hsts, maxAge: options.hstsMaxAge, includeSubdomains: options.hstsIncludeSubdomains, preload: options.hstsPreload });
 
   const upstreams = new UpstreamPools({
     connectTimeout: options.upstreamConnectTimeout,
@@ -184,6 +192,16 @@ export async function startPortico(options: Options): Promise<Portico> {
   const ports: Portico['ports'] = {};
   // Requests the HTTP server refuses itself: counted, and logged at most once a minute per reason.
   const logRefusal = throttledLog((fields, msg) => log.info(fields, msg));
+  const logDropped = throttledLog((fields, msg) => log.warn(fields, msg));
+  /** --max-client-connections: beyond it a listener closes new connections at once (net.Server's 'drop'), said once a minute. */
+  const capConnections = (server: net.Server, listener: string) => {
+    if (options.maxClientConnections <= 0) return;
+    server.maxConnections = options.maxClientConnections;
+    server.on('drop', () => {
+      metrics.countDroppedConnection(listener);
+      logDropped(listener, { listener, limit: options.maxClientConnections }, `${listener} listener: --max-client-connections (${options.maxClientConnections}) reached; new connections are closed`);
+    });
+  };
   const onRefused = (reason: string, socket: net.Socket) => {
     metrics.countRefusedRequest(reason);
     logRefusal(reason, { reason, client: socket.remoteAddress }, `refused a request before routing: ${reason.replaceAll('_', ' ')}`);
@@ -196,6 +214,7 @@ export async function startPortico(options: Options): Promise<Portico> {
     proxies.push(proxy);
     proxy.http1.onRefused = onRefused;
     metrics.trackConnections('http', () => proxy.openConnections);
+    capConnections(server, 'http');
     // After attachProxy: it wraps the connection listener that attachProxy added.
     if (options.proxyProtocol) acceptProxyProtocol(server, { isTrusted: isTrustedProxy });
     servers.push(server);
@@ -207,6 +226,7 @@ export async function startPortico(options: Options): Promise<Portico> {
     proxies.push(proxy);
     proxy.http1.onRefused = onRefused;
     metrics.trackConnections('https', () => proxy.openConnections);
+    capConnections(server, 'https');
     server.on('tlsClientError', (err: NodeJS.ErrnoException, socket: tls.TLSSocket) => {
       const reason = handshakeFailureReason(err);
       metrics.countHandshakeFailure(reason);

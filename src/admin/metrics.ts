@@ -16,6 +16,8 @@ export interface Metrics {
   trackReadiness(isReady: () => boolean): void;
   /** Reports a listener's open connections at scrape time. */
   trackConnections(listener: string, count: () => number): void;
+  /** A client connection closed at once because the listener's --max-client-connections was reached. */
+  countDroppedConnection(listener: string): void;
   /** A request the HTTP server answered itself (malformed, 414, 431, 505...), by its short reason. */
   countRefusedRequest(reason: string): void;
   /** A client whose TLS handshake failed, by bounded reason (see handshakeFailureReason). */
@@ -85,6 +87,12 @@ export function createMetrics(): Metrics {
     registers,
   });
 
+  const droppedConnections = new Counter({
+    name: 'portico_dropped_connections_total',
+    help: 'Client connections closed at once because the listener had --max-client-connections open',
+    labelNames: ['listener'] as const,
+    registers,
+  });
   const refusedRequests = new Counter({
     name: 'portico_http_refused_requests_total',
     help: 'Requests answered by the HTTP server itself, before routing, by reason (malformed_request, uri_too_long, header_overflow, too_many_headers, http_version_not_supported, unknown_method, bad_host...)',
@@ -130,6 +138,9 @@ export function createMetrics(): Metrics {
     },
     trackConnections(listener, count) {
       connectionCounts.set(listener, count);
+    },
+    countDroppedConnection(listener) {
+      droppedConnections.inc({ listener });
     },
     countRefusedRequest(reason) {
       refusedRequests.inc({ reason });

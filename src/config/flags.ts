@@ -2,7 +2,7 @@
 // (--http-port <-> PORTICO_HTTP_PORT); a flag on the command line wins.
 import { isIP } from 'node:net';
 import { parseCidrList } from '../middleware/cidr.ts';
-import { parseBool, parseDuration } from '../util/units.ts';
+import { parseBool, parseDuration, parseSize } from '../util/units.ts';
 import { tlsCipherList } from '../tls/certificates.ts';
 
 export interface Options {
@@ -25,6 +25,12 @@ export interface Options {
   clientIdleTimeout: number;
   tlsHandshakeTimeout: number;
   tlsMinVersion: 'TLSv1.2' | 'TLSv1.3';
+  maxBodySize: number;
+  maxClientConnections: number;
+  hsts: boolean;
+  hstsMaxAge: number;
+  hstsIncludeSubdomains: boolean;
+  hstsPreload: boolean;
   /** undefined: DEFAULT_TLS_CIPHERS (src/tls/certificates.ts) */
   tlsCiphers: string | undefined;
   shutdownGrace: number;
@@ -47,7 +53,7 @@ export interface Options {
   help: boolean;
 }
 
-type Kind = 'string' | 'port' | 'duration' | 'bool' | 'int' | 'address' | 'level' | 'cidrs' | 'tls-version' | 'ciphers';
+type Kind = 'string' | 'port' | 'duration' | 'bool' | 'int' | 'address' | 'level' | 'cidrs' | 'tls-version' | 'ciphers' | 'size';
 
 interface FlagSpec {
   flag: string;
@@ -63,7 +69,7 @@ const FLAGS: FlagSpec[] = [
   { flag: 'watch-namespace', key: 'watchNamespace', kind: 'string', default: undefined, help: 'cluster mode: only watch this namespace (default: all)' },
   { flag: 'http-port', key: 'httpPort', kind: 'port', default: '8080', help: 'plain HTTP listener port (0: any free port; off: no listener)' },
   { flag: 'https-port', key: 'httpsPort', kind: 'port', default: '8443', help: 'HTTPS listener port (0: any free port; off: no listener)' },
-  { flag: 'bind', key: 'bind', kind: 'address', default: '0.0.0.0', help: 'address the HTTP and HTTPS listeners bind to' },
+  { flag: 'bind', key: 'bind', kind: 'address', default: '::', help: 'address the HTTP and HTTPS listeners bind to (:: is IPv6 and IPv4, or IPv4 alone on a host without IPv6; 0.0.0.0 is IPv4 only)' },
   { flag: 'admin-port', key: 'adminPort', kind: 'port', default: '9090', help: 'admin listener: /healthz /readyz /metrics /routes (0: any free port; off: no listener)' },
   { flag: 'admin-bind', key: 'adminBind', kind: 'address', default: '127.0.0.1', help: 'address the admin listener binds to' },
   { flag: 'ingress-class', key: 'ingressClass', kind: 'string', default: 'portico', help: 'IngressClass name served (its spec.controller must be portico.dev/ingress-controller)' },
@@ -78,6 +84,12 @@ const FLAGS: FlagSpec[] = [
   { flag: 'tls-handshake-timeout', key: 'tlsHandshakeTimeout', kind: 'duration', default: '10s', help: 'time a client has to complete the TLS handshake; then its connection is closed' },
   { flag: 'tls-min-version', key: 'tlsMinVersion', kind: 'tls-version', default: 'TLSv1.2', help: 'oldest TLS version clients may use: TLSv1.2 or TLSv1.3' },
   { flag: 'tls-ciphers', key: 'tlsCiphers', kind: 'ciphers', default: undefined, help: 'OpenSSL cipher list for TLS 1.2 (TLS 1.3 suites, TLS_..., may be listed too) (default: forward-secret AES-GCM and ChaCha20 suites only: no CBC, no SHA-1, no RSA key exchange)' },
+  { flag: 'max-body-size', key: 'maxBodySize', kind: 'size', default: '1m', help: 'largest request body, unless an Ingress sets portico.dev/max-body-size (0: no limit; as nginx client_max_body_size)' },
+  { flag: 'max-client-connections', key: 'maxClientConnections', kind: 'int', default: '16384', help: 'client connections each proxy listener accepts at once; more are closed at once, and logged (0: no limit)' },
+  { flag: 'hsts', key: 'hsts', kind: 'bool', default: 'true', help: 'send Strict-Transport-Security on HTTPS answers of hosts with a certificate' },
+  { flag: 'hsts-max-age', key: 'hstsMaxAge', kind: 'int', default: '15724800', help: 'max-age of Strict-Transport-Security, in seconds (182 days, as ingress-nginx)' },
+  { flag: 'hsts-include-subdomains', key: 'hstsIncludeSubdomains', kind: 'bool', default: 'false', help: 'add includeSubDomains to Strict-Transport-Security' },
+  { flag: 'hsts-preload', key: 'hstsPreload', kind: 'bool', default: 'false', help: 'add preload to Strict-Transport-Security' },
   { flag: 'shutdown-grace', key: 'shutdownGrace', kind: 'duration', default: '25s', help: 'on SIGTERM, time to finish requests in flight before exiting' },
   { flag: 'default-certificate', key: 'defaultCertificate', kind: 'string', default: undefined, help: 'PEM certificate for unknown SNI names (default: self-signed, generated at start)' },
   { flag: 'default-key', key: 'defaultKey', kind: 'string', default: undefined, help: 'PEM private key of --default-certificate' },
@@ -135,6 +147,10 @@ function convert(spec: FlagSpec, raw: string, source: string): unknown {
       // A typo here would silently change which address rate limits and IP filters see.
       const invalid = parseCidrList(raw).invalid;
       return invalid.length === 0 ? raw : fail(`IP addresses or CIDRs, comma-separated (${JSON.stringify(invalid[0])} is neither)`);
+    }
+    case 'size': {
+      const bytes = parseSize(raw);
+      return bytes !== undefined ? bytes : fail('a size such as 512k, 10m or 1g (0: no limit)');
     }
     case 'tls-version':
       return raw === 'TLSv1.2' || raw === 'TLSv1.3' ? raw : fail('TLSv1.2 or TLSv1.3');

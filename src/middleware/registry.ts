@@ -9,6 +9,7 @@ import { allowedUpgradesPolicy } from './allowed-upgrades.ts';
 import { corsPolicy } from './cors.ts';
 import { nginxAnnotationProblems } from './nginx-annotations.ts';
 import { headersPolicy } from './headers.ts';
+import { hstsPolicy } from './hsts.ts';
 import { ipAllowPolicy, ipDenyPolicy } from './ip-filter.ts';
 import { maxBodySizePolicy } from './max-body-size.ts';
 import { rateLimitPolicy } from './rate-limit.ts';
@@ -26,6 +27,7 @@ export const POLICIES: readonly PolicyDefinition<any>[] = [
   ipAllowPolicy,
   rateLimitPolicy,
   tlsRedirectPolicy,
+  hstsPolicy,
   corsPolicy,
   maxBodySizePolicy,
   allowedUpgradesPolicy,

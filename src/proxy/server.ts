@@ -24,11 +24,13 @@ export interface ProxyServerOptions {
   upstreamConnectTimeout: number;
   upstreamResponseTimeout: number;
   upstreamIdleTimeout: number;
+  /** Largest request body in bytes unless a route says otherwise (0: no limit); --max-body-size. */
+  maxBodySize?: number;
 }
 
 /**
- * Headers beyond this count are ignored; real clients send a few dozen, and the total
- * size stays bounded by Node's --max-http-header-size (16 KiB).
+ * A head with more header lines is refused (431); real clients send a few dozen, and
+ * the total size stays bounded by the parser's 16 KiB.
  */
 const MAX_HEADERS_COUNT = 256;
 
@@ -46,6 +48,8 @@ export class ProxyRequestHandler {
   private readonly holder: RouteTableHolder;
   private readonly secure: boolean;
   private readonly timeouts: UpstreamTimeouts;
+  /** -1: no limit */
+  private readonly maxBodyBytes: number;
   /** Logs and counts what is answered without a route; absent: nothing is. */
   private readonly unrouted: Route | undefined;
   /** Requests (and upgrade tunnels) not finished yet. */
@@ -63,6 +67,7 @@ export class ProxyRequestHandler {
       responseHeaders: options.upstreamResponseTimeout,
       idle: options.upstreamIdleTimeout,
     });
+    this.maxBodyBytes = options.maxBodySize !== undefined && options.maxBodySize > 0 ? options.maxBodySize : -1;
     this.handleRequest = this.handleRequest.bind(this);
     this.finished = this.finished.bind(this);
   }
@@ -114,6 +119,7 @@ export class ProxyRequestHandler {
     }
     const ctx = new RequestContext(req, res, route, resolveClientIp(req), this.secure, host, path, target.query, this.timeouts, start);
     if (authority !== '') ctx.targetAuthority = authority;
+    ctx.maxBodyBytes = this.maxBodyBytes;
     try {
       route.handle(ctx);
     } catch {

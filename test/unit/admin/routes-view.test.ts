@@ -27,15 +27,15 @@ describe('routes view', () => {
     assert.deepEqual(view.hosts['shop.example.com']!['/api']!.policies, ['rate-limit', 'cors']);
   });
 
-  test('lists the policies that act on the route: tls-redirect on TLS routes unless turned off', () => {
+  test('lists the policies that act on the route: tls-redirect (unless turned off) and hsts on TLS routes', () => {
     const config = sampleConfig();
     const [first, ...rest] = config.routes;
     const on = { ...first!, id: 'tls-on', host: 'a.example.com', tls: true };
     const off = { ...first!, id: 'tls-off', host: 'b.example.com', tls: true, policies: [{ name: 'tls-redirect', config: { force: false } }] };
     const forced = { ...first!, id: 'forced', host: 'c.example.com', tls: false, policies: [{ name: 'tls-redirect', config: { force: true } }] };
     const v = buildRoutesView(1, { ...config, routes: [first!, ...rest, on, off, forced] });
-    assert.deepEqual(v.hosts['a.example.com']!['/']!.policies, ['tls-redirect']);
-    assert.deepEqual(v.hosts['b.example.com']!['/']!.policies, []);
+    assert.deepEqual(v.hosts['a.example.com']!['/']!.policies, ['tls-redirect', 'hsts']);
+    assert.deepEqual(v.hosts['b.example.com']!['/']!.policies, ['hsts']);
     assert.deepEqual(v.hosts['c.example.com']!['/']!.policies, ['tls-redirect']);
   });
 

@@ -10,13 +10,13 @@ describe('max-body-size: parse', () => {
     }
   });
 
-  test('0 means no limit', () => {
+  test('0 means no limit (overriding the global --max-body-size)', () => {
     const r = parseWith(maxBodySizePolicy, { 'portico.dev/max-body-size': '0' });
-    assert.equal(r.config, undefined);
+    assert.deepEqual(r.config, { bytes: 0 });
     assert.deepEqual(r.lines, []);
   });
 
-  test('an invalid size is reported and bodies are not limited', () => {
+  test('an invalid size is reported and the global limit applies', () => {
     for (const text of ['10mb', '1.5m', '-1', 'big', '']) {
       const r = parseWith(maxBodySizePolicy, { 'portico.dev/max-body-size': text });
       assert.equal(r.config, undefined, text);
