@@ -89,7 +89,12 @@ export class Reflector {
         }
         this.setConnected(false);
         const delay = this.backoff();
-        log.warn({ kind: resource.kind, err: describe(err), retryInMs: delay }, 'Kubernetes API watch failed; serving the last known state');
+        // Name the server and the cause ("fetch failed" alone says nothing), and say what is served meanwhile.
+        const served = this.lastList > 0 ? 'serving the last known state' : `no ${resource.kind} is known yet`;
+        log.warn(
+          { kind: resource.kind, server: this.o.client.server, err: describe(err), retryInMs: delay },
+          `cannot list or watch ${resource.kind} at the Kubernetes API ${this.o.client.server}: ${describe(err)}; ${served}; retrying in ${delay} ms`,
+        );
         await sleep(delay, this.abort.signal);
       }
     }
@@ -206,9 +211,11 @@ function withKind(raw: unknown, resource: ResourceInfo): unknown {
   return { ...obj, apiVersion, kind: resource.kind };
 }
 
+/** The error with its cause: undici says "fetch failed" and keeps "connect ECONNREFUSED 10.0.0.1:6443" in cause. */
 function describe(err: unknown): string {
   if (err instanceof Error) {
     const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+    if (cause?.message && cause.message !== err.message) return `${err.message}: ${cause.message}`;
     return cause?.code ? `${err.message} (${cause.code})` : err.message;
   }
   return String(err);
