@@ -11,6 +11,7 @@ export class ClusterSource {
   private readonly reflectors: Reflector[];
   private readonly connected = new Map<RoutingKind, boolean>();
   private allConnected: boolean | undefined;
+  private everConnected = false;
   /** Resolves once every kind was listed once: the initial sync. */
   readonly synced: Promise<void>;
 
@@ -30,7 +31,10 @@ export class ClusterSource {
             const all = ROUTING_KINDS.every((k) => this.connected.get(k) === true);
             if (all !== this.allConnected) {
               this.allConnected = all;
-              o.log.info({ connected: all }, all ? 'Kubernetes API connected' : 'Kubernetes API not connected; serving the last known routes');
+              // Before the first full sync there are no known routes to speak of.
+              const meanwhile = this.everConnected ? 'serving the last known routes' : 'nothing is served until the first list succeeds';
+              if (all) this.everConnected = true;
+              o.log.info({ connected: all }, all ? 'Kubernetes API connected' : `Kubernetes API not connected; ${meanwhile}`);
               o.onConnected?.(all);
             }
           },
