@@ -64,7 +64,9 @@ async function main(): Promise<void> {
     process.exit(1);
   }
 
-  const child = spawn(process.execPath, [BIN, '--manifests', MANIFESTS, ...process.argv.slice(2)], { stdio: 'inherit' });
+  // The IPC channel ties portico to this process: if this one dies, even by SIGKILL,
+  // portico sees the channel close and stops (src/cli.ts).
+  const child = spawn(process.execPath, [BIN, '--manifests', MANIFESTS, ...process.argv.slice(2)], { stdio: ['inherit', 'inherit', 'inherit', 'ipc'] });
   // In a terminal, Ctrl-C reaches the whole process group (portico too); forwarding
   // covers `kill <pid of npm start>` as well. portico ignores a second signal.
   const forward = (signal: NodeJS.Signals) => {
@@ -72,6 +74,13 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', forward);
   process.on('SIGTERM', forward);
+  // `kill <pid of npm>` may leave this process behind (npm does not always pass the
+  // signal on): once the parent is gone (re-parented), stop as if told to.
+  const parent = process.ppid;
+  const orphanCheck = setInterval(() => {
+    if (process.ppid !== parent) forward('SIGTERM');
+  }, 500);
+  orphanCheck.unref();
 
   const code = await new Promise<number>((resolve) => {
     child.once('error', (err) => {

@@ -49,4 +49,11 @@ export async function main(argv: string[]): Promise<void> {
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+  // Started by a parent over an IPC channel (npm start's examples/start.ts): when that
+  // parent is gone, even killed with SIGKILL, the channel closes and portico stops too,
+  // instead of holding the ports as an orphan.
+  if (process.channel !== undefined) {
+    process.channel.unref();
+    process.once('disconnect', () => shutdown('parent exited'));
+  }
 }

@@ -1,0 +1,66 @@
+// `npm start` leaves nothing behind: killing its process, however (SIGTERM or SIGKILL,
+// the starter itself or the npm above it), stops portico and the example backends, so
+// their ports are free again.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { exampleBackends } from '../../examples/start.ts';
+
+const START = fileURLToPath(new URL('../../examples/start.ts', import.meta.url));
+const ARGS = ['--http-port', '0', '--https-port', 'off', '--admin-port', 'off', '--access-log=false'];
+
+/** Resolves with portico's HTTP port once the demo's portico says it is ready. */
+function readyPort(child: ChildProcess): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('the demo did not get ready')), 15_000);
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      if (!line.includes('portico ready')) return;
+      clearTimeout(timer);
+      resolve((JSON.parse(line) as { http: number }).http);
+    });
+  });
+}
+
+function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect(port, '127.0.0.1', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.on('error', () => resolve(false));
+  });
+}
+
+async function allFree(ports: number[]): Promise<void> {
+  const deadline = Date.now() + 8000;
+  for (;;) {
+    const open = [];
+    for (const p of ports) if (await accepts(p)) open.push(p);
+    if (open.length === 0) return;
+    if (Date.now() > deadline) assert.fail(`still listening: ${open.join(', ')}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+const backendPorts = [...new Set(exampleBackends().map((b) => b.port))];
+
+test('SIGKILL of the starter: portico and the backends go with it', async () => {
+  const demo = spawn(process.execPath, [START, ...ARGS], { stdio: ['ignore', 'pipe', 'ignore'] });
+  const port = await readyPort(demo);
+  assert.ok(await accepts(port));
+  demo.kill('SIGKILL');
+  await allFree([port, ...backendPorts]);
+});
+
+test('SIGKILL of the process above the starter (npm): the starter notices and stops everything', async () => {
+  // A stand-in for npm: runs the starter and shares its stdout.
+  const npm = spawn(process.execPath, ['-e', `require('node:child_process').spawn(process.execPath, ${JSON.stringify([START, ...ARGS])}, { stdio: 'inherit' }); setInterval(() => {}, 1000);`], {
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  const port = await readyPort(npm);
+  npm.kill('SIGKILL');
+  await allFree([port, ...backendPorts]);
+});
