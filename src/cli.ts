@@ -2,6 +2,7 @@
 // API), and wire sources -> controller -> route table -> proxy, plus the admin server.
 import { FlagError, helpText, parseOptions, unknownEnvironment, type Options } from './config/flags.ts';
 import { startPortico } from './portico.ts';
+import { createLogger } from './util/log.ts';
 
 export async function main(argv: string[]): Promise<void> {
   let options: Options;
@@ -18,11 +19,13 @@ export async function main(argv: string[]): Promise<void> {
     process.stdout.write(helpText() + '\n');
     return;
   }
-  for (const name of unknownEnvironment()) process.stderr.write(`portico: warning: $${name} is not a portico setting and is ignored (see --help)\n`);
+  // A JSON log line like every other, not plain text among them.
+  const log = createLogger(options.logLevel);
+  for (const name of unknownEnvironment()) log.warn({ variable: name }, `$${name} is not a portico setting and is ignored (see --help)`);
 
   let instance: Awaited<ReturnType<typeof startPortico>>;
   try {
-    instance = await startPortico(options);
+    instance = await startPortico(options, log);
   } catch (err) {
     // Startup errors a user can cause (port in use, missing directory, bad kubeconfig,
     // unreadable certificate) get one line, not a stack trace.

@@ -65,8 +65,8 @@ function listenerUrls(bind: string, ports: { http?: number; https?: number }): s
   return urls.length === 0 ? ' (no proxy listener: --http-port and --https-port are off)' : ` on ${urls.join(' and ')}`;
 }
 
-export async function startPortico(options: Options): Promise<Portico> {
-  const log = createLogger(options.logLevel);
+export async function startPortico(options: Options, logger?: Logger): Promise<Portico> {
+  const log = logger ?? createLogger(options.logLevel);
   const metrics = createMetrics();
   const store = new ObjectStore();
   const certificates = await CertificateStore.create(options.defaultCertificate, options.defaultKey, {
