@@ -29,6 +29,7 @@ import { acceptProxyProtocol } from './proxy/proxy-protocol.ts';
 import { configureRedirectPort } from './middleware/tls-redirect.ts';
 import { configureHsts } from './middleware/hsts.ts';
 import { SharedStateMap } from './middleware/registry.ts';
+import { CidrSet, parseCidrList } from './middleware/cidr.ts';
 
 export interface Portico {
   log: Logger;
@@ -243,7 +244,9 @@ export async function startPortico(options: Options, logger?: Logger): Promise<P
   }
   let admin: http.Server | undefined;
   if (options.adminPort >= 0) {
-    admin = createAdminServer({ holder, registry: metrics.registry });
+    const routesAllowed = parseCidrList(options.adminRoutesAllow).valid;
+    const allowed = routesAllowed.length > 0 ? new CidrSet(routesAllowed) : undefined;
+    admin = createAdminServer({ holder, registry: metrics.registry, routesAllowed: allowed && ((ip) => allowed.has(ip)) });
     ports.admin = await listen(admin, options.adminPort, options.adminBind, '--admin-port');
   }
 

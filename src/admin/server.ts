@@ -4,12 +4,24 @@ import http from 'node:http';
 import type { Registry } from 'prom-client';
 import type { RouteTable, RouteTableHolder } from '../routing/table.ts';
 import { serializeRoutesView } from './routes-view.ts';
+import { canonicalIp } from '../middleware/cidr.ts';
 
 export interface AdminServerOptions {
   readonly holder: RouteTableHolder;
   readonly registry: Registry;
   /** Liveness; /healthz answers 503 when it returns false. Default: alive while the process runs. */
   readonly isAlive?: () => boolean;
+  /**
+   * Peers allowed to read /routes (hosts, pod addresses, Secret names), besides
+   * loopback: --admin-routes-allow. The probes and /metrics are open to every peer that
+   * reaches the listener, so the admin port can be on the pod IP for the kubelet and
+   * Prometheus without publishing the routing table to the whole cluster.
+   */
+  readonly routesAllowed?: (ip: string) => boolean;
+}
+
+function isLoopback(ip: string): boolean {
+  return ip.startsWith('127.') || ip === '::1' || ip.startsWith('::ffff:127.');
 }
 
 const TEXT = 'text/plain; charset=utf-8';
@@ -44,12 +56,18 @@ export function createAdminServer(options: AdminServerOptions): http.Server {
           (err: unknown) => send(req, res, 500, TEXT, `cannot collect metrics: ${err instanceof Error ? err.message : String(err)}\n`),
         );
         return;
-      case '/routes':
+      case '/routes': {
+        const peer = req.socket.remoteAddress ?? '';
+        if (!isLoopback(peer) && options.routesAllowed?.(canonicalIp(peer)) !== true) {
+          send(req, res, 403, TEXT, 'forbidden: /routes is served to loopback and --admin-routes-allow only\n');
+          return;
+        }
         routesJson.get(holder.current).then(
           (body) => send(req, res, 200, 'application/json; charset=utf-8', body),
           (err: unknown) => send(req, res, 500, TEXT, `cannot describe routes: ${err instanceof Error ? err.message : String(err)}\n`),
         );
         return;
+      }
       default:
         send(req, res, 404, TEXT, 'not found: try /healthz, /readyz, /metrics or /routes\n');
     }

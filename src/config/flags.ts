@@ -14,6 +14,7 @@ export interface Options {
   bind: string;
   adminPort: number;
   adminBind: string;
+  adminRoutesAllow: string;
   ingressClass: string;
   allowExternalName: boolean;
   upstreamConnectTimeout: number;
@@ -72,6 +73,7 @@ const FLAGS: FlagSpec[] = [
   { flag: 'bind', key: 'bind', kind: 'address', default: '::', help: 'address the HTTP and HTTPS listeners bind to (:: is IPv6 and IPv4, or IPv4 alone on a host without IPv6; 0.0.0.0 is IPv4 only)' },
   { flag: 'admin-port', key: 'adminPort', kind: 'port', default: '9090', help: 'admin listener: /healthz /readyz /metrics /routes (0: any free port; off: no listener)' },
   { flag: 'admin-bind', key: 'adminBind', kind: 'address', default: '127.0.0.1', help: 'address the admin listener binds to' },
+  { flag: 'admin-routes-allow', key: 'adminRoutesAllow', kind: 'cidrs', default: '', help: 'CIDR list of peers besides loopback that may read /routes (probes and /metrics are open to any peer)' },
   { flag: 'ingress-class', key: 'ingressClass', kind: 'string', default: 'portico', help: 'IngressClass name served (its spec.controller must be portico.dev/ingress-controller)' },
   { flag: 'allow-external-name', key: 'allowExternalName', kind: 'bool', default: 'false', help: 'route to ExternalName Services (off: an Ingress could send traffic outside the cluster)' },
   { flag: 'upstream-connect-timeout', key: 'upstreamConnectTimeout', kind: 'duration', default: '5s', help: 'time to connect to a pod' },

@@ -4,6 +4,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createAdminServer } from '../../src/admin/server.ts';
 import { createMetrics } from '../../src/admin/metrics.ts';
+import { Registry } from 'prom-client';
 import { buildRouteTable, emptyRoutingConfig, RouteTableHolder } from '../../src/routing/table.ts';
 import { compileForTest, largeConfig, sampleConfig, sampleProblem, scanMatcher } from '../unit/admin/fixtures.ts';
 
@@ -160,5 +161,31 @@ describe('admin server', () => {
     const post = await request(port, '/routes', 'POST');
     assert.equal(post.status, 405);
     assert.equal(post.headers.allow, 'GET, HEAD');
+  });
+});
+
+describe('admin: /routes is for loopback and --admin-routes-allow only', () => {
+  /** Calls the admin request handler as if the request came from `peer`. */
+  function ask(server: import('node:http').Server, path: string, peer: string): Promise<number> {
+    const handler = server.listeners('request')[0] as (req: unknown, res: unknown) => void;
+    return new Promise((resolve) => {
+      const res = { writeHead: (status: number) => resolve(status), end: () => {} };
+      handler({ method: 'GET', url: path, headers: {}, socket: { remoteAddress: peer } }, res);
+    });
+  }
+
+  test('a pod-network peer gets the probes and /metrics, not /routes; loopback and allowed CIDRs get /routes', async () => {
+    const holder = new RouteTableHolder(buildRouteTable(1, emptyRoutingConfig(), (config) => ({ config, handle: () => {} })));
+    holder.ready = true;
+    const server = createAdminServer({ holder, registry: new Registry(), routesAllowed: (ip) => ip.startsWith('10.9.') });
+    assert.equal(await ask(server, '/healthz', '10.1.2.3'), 200);
+    assert.equal(await ask(server, '/readyz', '10.1.2.3'), 200);
+    assert.equal(await ask(server, '/metrics', '10.1.2.3'), 200);
+    assert.equal(await ask(server, '/routes', '10.1.2.3'), 403);
+    assert.equal(await ask(server, '/routes', '::ffff:10.1.2.3'), 403);
+    assert.equal(await ask(server, '/routes', '127.0.0.1'), 200);
+    assert.equal(await ask(server, '/routes', '::1'), 200);
+    assert.equal(await ask(server, '/routes', '10.9.0.7'), 200);
+    assert.equal(await ask(server, '/routes', '::ffff:10.9.0.7'), 200);
   });
 });

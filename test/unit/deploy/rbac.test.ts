@@ -180,3 +180,29 @@ describe('Helm chart RBAC (rendered by helm)', { skip: helmWorks ? false : 'no h
     assert.deepEqual(verbsByResource(leader.rules), sorted(LEADER_ELECTION));
   });
 });
+
+describe('Helm chart values', () => {
+  test('values.yaml covers exactly what values.schema.json describes, with the types it says', () => {
+    const values = parseAllDocuments(read('values.yaml'))[0]!.toJS() as Record<string, unknown>;
+    const schema = JSON.parse(read('values.schema.json')) as { properties: Record<string, { type?: string | string[]; enum?: unknown[]; properties?: Record<string, unknown> }> };
+    assert.deepEqual(Object.keys(values).sort(), Object.keys(schema.properties).sort(), 'every value has a schema entry and no more');
+    const typeOf = (v: unknown) => (Array.isArray(v) ? 'array' : Number.isInteger(v) ? 'integer' : v === null ? 'null' : typeof v);
+    for (const [key, rule] of Object.entries(schema.properties)) {
+      const value = values[key];
+      if (rule.enum) assert.ok(rule.enum.includes(value), `${key}: ${JSON.stringify(value)} is one of ${JSON.stringify(rule.enum)}`);
+      if (rule.type) assert.ok([rule.type].flat().includes(typeOf(value)), `${key}: ${typeOf(value)} is ${JSON.stringify(rule.type)}`);
+      if (rule.properties && value && typeof value === 'object') {
+        for (const sub of Object.keys(value)) assert.ok(sub in rule.properties, `${key}.${sub} is in the schema`);
+      }
+    }
+  });
+
+  test('the preStop hook is the native sleep action (the image has no shell), and new templates are off by default', () => {
+    const values = parseAllDocuments(read('values.yaml'))[0]!.toJS() as { lifecycle: unknown; serviceMonitor: { enabled: boolean }; networkPolicy: { enabled: boolean } };
+    assert.deepEqual(values.lifecycle, { preStop: { sleep: { seconds: 5 } } });
+    assert.equal(values.serviceMonitor.enabled, false);
+    assert.equal(values.networkPolicy.enabled, false);
+    assert.match(read('templates/servicemonitor.yaml'), /^\{\{- if \.Values\.serviceMonitor\.enabled \}\}/);
+    assert.match(read('templates/networkpolicy.yaml'), /^\{\{- if \.Values\.networkPolicy\.enabled \}\}/);
+  });
+});
