@@ -11,11 +11,11 @@ import { buildRouteTable, emptyRoutingConfig, RouteTableHolder } from './routing
 import { ObjectStore } from './sources/store.ts';
 import { sanitize } from './sources/sanitize.ts';
 import { ManifestDirectorySource } from './sources/standalone.ts';
-import { ClusterSource } from './sources/kube/cluster-source.ts';
-import { KubeClient, loadKubeConfig } from './kube/client.ts';
-import { LeaderElector } from './kube/leader.ts';
-import { IngressStatusWriter } from './status/ingress-status.ts';
-import { EventRecorder } from './status/events.ts';
+import type { ClusterSource } from './sources/kube/cluster-source.ts';
+import type { KubeClient } from './kube/client.ts';
+import type { LeaderElector } from './kube/leader.ts';
+import type { IngressStatusWriter } from './status/ingress-status.ts';
+import type { EventRecorder } from './status/events.ts';
 import { createLogger, createAccessLogger, throttledLog } from './util/log.ts';
 import { createMetrics, handshakeFailureReason } from './admin/metrics.ts';
 import { createAdminServer } from './admin/server.ts';
@@ -108,6 +108,9 @@ export async function startPortico(options: Options, logger?: Logger): Promise<P
         controller.changed();
       } });
   } else {
+    // Loaded only in cluster mode: @kubernetes/client-node alone costs about 90 MB.
+    const { KubeClient, loadKubeConfig } = await import('./kube/client.ts');
+    const { ClusterSource } = await import('./sources/kube/cluster-source.ts');
     kube = new KubeClient(loadKubeConfig(options.kubeconfig));
     cluster = new ClusterSource({
       client: kube,
@@ -126,6 +129,9 @@ export async function startPortico(options: Options, logger?: Logger): Promise<P
   let elector: LeaderElector | undefined;
   const identity = `${process.env.POD_NAME ?? hostname()}-${process.pid}`;
   if (kube) {
+    const { IngressStatusWriter } = await import('./status/ingress-status.ts');
+    const { EventRecorder } = await import('./status/events.ts');
+    const { LeaderElector } = await import('./kube/leader.ts');
     statusWriter = new IngressStatusWriter({
       client: kube,
       log,
