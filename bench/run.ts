@@ -12,6 +12,8 @@
 //   --connections N  wrk connections                BENCH_CONNECTIONS  (50)
 //   --rounds N       rounds per proxy               BENCH_ROUNDS       (3)
 //   --warmup S       seconds of warm-up per proxy   BENCH_WARMUP       (3)
+//   --access-log     both proxies log every request BENCH_ACCESS_LOG   (off): nginx to a file with
+//                    buffer=64k, portico its JSON lines to a file (its stdout)
 import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -41,6 +43,7 @@ interface BenchOptions {
   connections: number;
   rounds: number;
   warmupS: number;
+  accessLog: boolean;
 }
 
 function readOptions(): BenchOptions {
@@ -50,6 +53,7 @@ function readOptions(): BenchOptions {
       connections: { type: 'string', default: process.env.BENCH_CONNECTIONS ?? '50' },
       rounds: { type: 'string', default: process.env.BENCH_ROUNDS ?? '3' },
       warmup: { type: 'string', default: process.env.BENCH_WARMUP ?? '3' },
+      'access-log': { type: 'boolean', default: process.env.BENCH_ACCESS_LOG === '1' },
     },
   });
   const positive = (name: string, raw: string): number => {
@@ -62,6 +66,7 @@ function readOptions(): BenchOptions {
     connections: positive('connections', values.connections),
     rounds: positive('rounds', values.rounds),
     warmupS: positive('warmup', values.warmup),
+    accessLog: values['access-log'] === true,
   };
 }
 
@@ -171,7 +176,7 @@ async function main(): Promise<void> {
     const [upstreamPort, nginxPort, porticoPort] = [await freePort(), await freePort(), await freePort()];
 
     writeFileSync(join(dir, 'upstream.conf'), upstreamConfig(dir, upstreamPort));
-    writeFileSync(join(dir, 'proxy.conf'), proxyConfig(dir, nginxPort, upstreamPort));
+    writeFileSync(join(dir, 'proxy.conf'), proxyConfig(dir, nginxPort, upstreamPort, options.accessLog));
     writeFileSync(join(manifests, 'bench.yaml'), porticoManifests(upstreamPort));
 
     const upstream = startProcess('upstream nginx', 'nginx', ['-p', dir, '-c', join(dir, 'upstream.conf'), '-e', join(dir, 'upstream-error.log')], {
@@ -189,8 +194,7 @@ async function main(): Promise<void> {
       '--bind', '127.0.0.1',
       '--https-port', '0',
       '--admin-port', '0',
-      '--access-log=false',
-      '--log-level', 'warn',
+      ...(options.accessLog ? ['--access-log=true', '--log-level', 'info'] : ['--access-log=false', '--log-level', 'warn']),
       '--shutdown-grace', '1s',
     ];
     const portico = startProcess('portico', process.execPath, porticoArgs, { core: PROXY_CORE, logFile: join(dir, 'portico.log') });
@@ -204,7 +208,7 @@ async function main(): Promise<void> {
     const totalS = 2 * (options.warmupS + options.rounds * options.durationS);
     console.log(
       `portico vs ${nginxVersion}: ${options.rounds} rounds x ${options.durationS}s each, wrk -t1 -c${options.connections}, ` +
-        `${pin ? `proxies on core ${PROXY_CORE}, wrk + upstream on core ${LOAD_CORE}` : 'unpinned'} (about ${totalS}s)\n`,
+        `${pin ? `proxies on core ${PROXY_CORE}, wrk + upstream on core ${LOAD_CORE}` : 'unpinned'}, access logs ${options.accessLog ? 'on' : 'off'} (about ${totalS}s)\n`,
     );
 
     for (const target of ['nginx', 'portico'] as const) await wrk(ports[target], options.warmupS, options.connections);

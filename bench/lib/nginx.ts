@@ -40,10 +40,11 @@ ${tempPaths(dir)}
 `;
 }
 
-export function proxyConfig(dir: string, port: number, upstreamPort: number): string {
+/** With accessLog, nginx writes its default combined log to a file through a 64k buffer, as a production edge would. */
+export function proxyConfig(dir: string, port: number, upstreamPort: number, accessLog = false): string {
   return `${common(dir, 'proxy')}
 http {
-  access_log off;
+  ${accessLog ? `access_log ${join(dir, 'access.log')} combined buffer=64k flush=1s;` : 'access_log off;'}
 ${tempPaths(dir)}
   # portico never closes a client connection after N requests; match that.
   keepalive_requests 10000000;

@@ -1,7 +1,7 @@
 // Child processes the bench starts, optionally pinned to a CPU core, all stopped
 // at the end (or on Ctrl-C) whatever happened in between.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { createWriteStream } from 'node:fs';
+import { appendFileSync, closeSync, openSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 
 export interface Managed {
@@ -38,10 +38,12 @@ export function pinned(core: number | undefined, command: string, args: string[]
 export function startProcess(name: string, command: string, args: string[], opts: { core?: number; logFile: string; env?: NodeJS.ProcessEnv }): Managed {
   refuseWhileStopping(name);
   const [cmd, argv] = pinned(opts.core, command, args);
-  const child = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: opts.env ?? process.env });
-  const log = createWriteStream(opts.logFile);
-  child.stdout!.pipe(log, { end: false });
-  child.stderr!.pipe(log, { end: false });
+  // The process writes its output to the file itself: relayed through this process, a
+  // busy access log would cost the bench's own CPU, on whichever core it runs.
+  const fd = openSync(opts.logFile, 'a');
+  const child = spawn(cmd, argv, { stdio: ['ignore', fd, fd], env: opts.env ?? process.env });
+  closeSync(fd);
+  const log = { write: (text: string) => appendFileSync(opts.logFile, text), end: () => {} };
   const managed: Managed = {
     name,
     child,

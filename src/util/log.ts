@@ -1,6 +1,10 @@
 // Structured logging: one JSON object per line on stdout, the format log
 // collectors in a cluster (Fluent Bit, Vector, Loki) read without configuration.
 import { pino, type DestinationStream, type Logger } from 'pino';
+import SonicBoomModule from 'sonic-boom';
+
+// sonic-boom is CommonJS: its default export is the class (its types also name it SonicBoom).
+const SonicBoom = SonicBoomModule as unknown as typeof import('sonic-boom').SonicBoom;
 
 export type { Logger } from 'pino';
 
@@ -46,13 +50,64 @@ export interface AccessLogEntry {
   error: string | undefined;
 }
 
+/** A string that can go into JSON as it is: printable ASCII without '"' or '\\'. */
+function plain(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) return false;
+  }
+  return true;
+}
+
+function jsonString(text: string): string {
+  return plain(text) ? '"' + text + '"' : JSON.stringify(text);
+}
+
+/** Where access lines go: portico's stdout through a 64 KiB buffer, or the logger's own stream (tests). */
+interface LineSink {
+  write(line: string): void;
+}
+
+/** stdout, buffered: one write per 64 KiB (or per second when quiet) instead of one per request. */
+function bufferedStdout(): LineSink {
+  const stream = new SonicBoom({ fd: 1, minLength: 60 * 1024, maxWrite: 256 * 1024, sync: false });
+  const timer = setInterval(() => stream.flush(), 1000);
+  timer.unref();
+  // No line is lost at exit: whatever is buffered goes out synchronously.
+  process.once('exit', () => {
+    try {
+      stream.flushSync();
+    } catch {
+      // stdout gone: nothing to save
+    }
+  });
+  return stream;
+}
+
 /**
- * The access log: one info line per request with msg "access" and kind "access".
- * The child logger serializes {kind} once; each call only serializes the fields.
+ * The access log: one info line per request with msg "access" and kind "access", in the
+ * same JSON shape as the other log lines. Built as one string, without pino's
+ * per-call object work, and written to stdout through a 64 KiB buffer: logging costs a
+ * few percent of throughput, where a synchronous write per request cost a third.
+ * Silent when the logger's level is above info.
  */
-export function createAccessLogger(logger: Logger): (fields: AccessLogEntry) => void {
-  const access = logger.child({ kind: 'access' });
-  return (fields) => access.info(fields, 'access');
+export function createAccessLogger(logger: Logger, destination?: DestinationStream): (fields: AccessLogEntry) => void {
+  if (!logger.isLevelEnabled('info')) return () => {};
+  const own = (logger as unknown as Record<symbol, unknown>)[pino.symbols.streamSym] as (LineSink & { fd?: number }) | undefined;
+  const sink: LineSink = destination ?? (own === undefined || own.fd === 1 ? bufferedStdout() : own);
+  const pid = `,"pid":${process.pid},"kind":"access"`;
+  return (f) => {
+    let line = '{"level":"info","time":"' + new Date().toISOString() + '"' + pid;
+    line += ',"method":' + jsonString(f.method) + ',"host":' + jsonString(f.host) + ',"path":' + jsonString(f.path);
+    line += ',"status":' + f.status + ',"bytes":' + f.bytes + ',"durationMs":' + f.durationMs;
+    if (f.upstreamMs !== undefined) line += ',"upstreamMs":' + f.upstreamMs;
+    if (f.upstream !== undefined) line += ',"upstream":' + jsonString(f.upstream);
+    if (f.route !== undefined) line += ',"route":' + jsonString(f.route);
+    line += ',"clientIp":' + jsonString(f.clientIp);
+    if (f.requestId !== undefined) line += ',"requestId":' + jsonString(f.requestId);
+    if (f.error !== undefined) line += ',"error":' + jsonString(f.error);
+    sink.write(line + ',"msg":"access"}\n');
+  };
 }
 
 /**
