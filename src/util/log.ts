@@ -1,10 +1,7 @@
 // Structured logging: one JSON object per line on stdout, the format log
 // collectors in a cluster (Fluent Bit, Vector, Loki) read without configuration.
 import { pino, type DestinationStream, type Logger } from 'pino';
-import SonicBoomModule from 'sonic-boom';
-
-// sonic-boom is CommonJS: its default export is the class (its types also name it SonicBoom).
-const SonicBoom = SonicBoomModule as unknown as typeof import('sonic-boom').SonicBoom;
+import { write, writeSync } from 'node:fs';
 
 export type { Logger } from 'pino';
 
@@ -68,20 +65,45 @@ interface LineSink {
   write(line: string): void;
 }
 
-/** stdout, buffered: one write per 64 KiB (or per second when quiet) instead of one per request. */
+/**
+ * stdout, buffered: lines are gathered and written in one write of about 64 KiB (or once
+ * a second when quiet) instead of one per request; at most one write is in flight, and
+ * what is buffered is written synchronously at exit, so no line is lost.
+ */
 function bufferedStdout(): LineSink {
-  const stream = new SonicBoom({ fd: 1, minLength: 60 * 1024, maxWrite: 256 * 1024, sync: false });
-  const timer = setInterval(() => stream.flush(), 1000);
+  const FLUSH_AT = 64 * 1024;
+  let lines: string[] = [];
+  let size = 0;
+  let writing = false;
+  const flush = () => {
+    if (writing || lines.length === 0) return;
+    const text = lines.join('');
+    lines = [];
+    size = 0;
+    writing = true;
+    write(1, text, (err) => {
+      writing = false;
+      // stdout gone (EPIPE): drop what cannot be written rather than grow without bound.
+      if (err === null && size >= FLUSH_AT) flush();
+    });
+  };
+  const timer = setInterval(flush, 1000);
   timer.unref();
-  // No line is lost at exit: whatever is buffered goes out synchronously.
   process.once('exit', () => {
+    if (lines.length === 0) return;
     try {
-      stream.flushSync();
+      writeSync(1, lines.join(''));
     } catch {
       // stdout gone: nothing to save
     }
   });
-  return stream;
+  return {
+    write(line) {
+      lines.push(line);
+      size += line.length;
+      if (size >= FLUSH_AT) flush();
+    },
+  };
 }
 
 /**
