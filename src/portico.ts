@@ -82,11 +82,12 @@ export async function startPortico(options: Options, logger?: Logger): Promise<P
     connectTimeout: options.upstreamConnectTimeout,
     keepAliveTimeout: options.upstreamKeepAlive,
   });
+  const accessLogger = options.accessLog ? createAccessLogger(log) : undefined;
   const routes = createRouteCompiler({
     upstreams,
     registry: metrics.registry,
     shared: new SharedStateMap(),
-    accessLog: options.accessLog ? accessLogHook(createAccessLogger(log)) : undefined,
+    accessLog: accessLogger ? accessLogHook(accessLogger) : undefined,
     timeouts: {
       connect: options.upstreamConnectTimeout,
       responseHeaders: options.upstreamResponseTimeout,
@@ -283,6 +284,8 @@ export async function startPortico(options: Options, logger?: Logger): Promise<P
       await Promise.all(proxies.map((p) => p.drain(graceMs)));
       await upstreams.close();
       admin?.closeAllConnections();
+      // The access log is buffered: every line of the drained requests goes out before exit.
+      await accessLogger?.flush();
     },
   };
 }

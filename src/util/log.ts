@@ -63,6 +63,8 @@ function jsonString(text: string): string {
 /** Where access lines go: portico's stdout through a 64 KiB buffer, or the logger's own stream (tests). */
 interface LineSink {
   write(line: string): void;
+  /** Resolves once every line written so far is out (the write in flight included). */
+  flush?(): Promise<void>;
 }
 
 /**
@@ -75,16 +77,21 @@ function bufferedStdout(): LineSink {
   let lines: string[] = [];
   let size = 0;
   let writing = false;
+  const idle: (() => void)[] = [];
   const flush = () => {
-    if (writing || lines.length === 0) return;
+    if (writing) return;
+    if (lines.length === 0) {
+      for (const resolve of idle.splice(0)) resolve();
+      return;
+    }
     const text = lines.join('');
     lines = [];
     size = 0;
     writing = true;
-    write(1, text, (err) => {
+    write(1, text, () => {
+      // An error (stdout gone, EPIPE) drops those lines rather than grow without bound.
       writing = false;
-      // stdout gone (EPIPE): drop what cannot be written rather than grow without bound.
-      if (err === null && size >= FLUSH_AT) flush();
+      if (size >= FLUSH_AT || idle.length > 0) flush();
     });
   };
   const timer = setInterval(flush, 1000);
@@ -103,6 +110,12 @@ function bufferedStdout(): LineSink {
       size += line.length;
       if (size >= FLUSH_AT) flush();
     },
+    flush() {
+      return new Promise<void>((resolve) => {
+        idle.push(resolve);
+        flush();
+      });
+    },
   };
 }
 
@@ -113,12 +126,18 @@ function bufferedStdout(): LineSink {
  * few percent of throughput, where a synchronous write per request cost a third.
  * Silent when the logger's level is above info.
  */
-export function createAccessLogger(logger: Logger, destination?: DestinationStream): (fields: AccessLogEntry) => void {
-  if (!logger.isLevelEnabled('info')) return () => {};
+export interface AccessLogger {
+  (fields: AccessLogEntry): void;
+  /** Writes out what is buffered; call before exiting (stop does). */
+  flush(): Promise<void>;
+}
+
+export function createAccessLogger(logger: Logger, destination?: DestinationStream): AccessLogger {
+  if (!logger.isLevelEnabled('info')) return Object.assign(() => {}, { flush: () => Promise.resolve() });
   const own = (logger as unknown as Record<symbol, unknown>)[pino.symbols.streamSym] as (LineSink & { fd?: number }) | undefined;
   const sink: LineSink = destination ?? (own === undefined || own.fd === 1 ? bufferedStdout() : own);
   const pid = `,"pid":${process.pid},"kind":"access"`;
-  return (f) => {
+  const log = (f: AccessLogEntry) => {
     let line = '{"level":"info","time":"' + new Date().toISOString() + '"' + pid;
     line += ',"method":' + jsonString(f.method) + ',"host":' + jsonString(f.host) + ',"path":' + jsonString(f.path);
     line += ',"status":' + f.status + ',"bytes":' + f.bytes + ',"durationMs":' + f.durationMs;
@@ -130,6 +149,7 @@ export function createAccessLogger(logger: Logger, destination?: DestinationStre
     if (f.error !== undefined) line += ',"error":' + jsonString(f.error);
     sink.write(line + ',"msg":"access"}\n');
   };
+  return Object.assign(log, { flush: () => sink.flush?.() ?? Promise.resolve() });
 }
 
 /**
