@@ -20,8 +20,9 @@ export interface AdminServerOptions {
   readonly routesAllowed?: (ip: string) => boolean;
 }
 
+/** 127.0.0.0/8 or ::1 (canonicalIp has turned ::ffff:127.x into 127.x). */
 function isLoopback(ip: string): boolean {
-  return ip.startsWith('127.') || ip === '::1' || ip.startsWith('::ffff:127.');
+  return ip.startsWith('127.') || ip === '::1';
 }
 
 const TEXT = 'text/plain; charset=utf-8';
@@ -57,8 +58,8 @@ export function createAdminServer(options: AdminServerOptions): http.Server {
         );
         return;
       case '/routes': {
-        const peer = req.socket.remoteAddress ?? '';
-        if (!isLoopback(peer) && options.routesAllowed?.(canonicalIp(peer)) !== true) {
+        const peer = canonicalIp(req.socket.remoteAddress ?? '');
+        if (!isLoopback(peer) && options.routesAllowed?.(peer) !== true) {
           send(req, res, 403, TEXT, 'forbidden: /routes is served to loopback and --admin-routes-allow only\n');
           return;
         }

@@ -11,6 +11,7 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { isTrustedPeer } from './client-ip.ts';
+import { canonicalIp } from '../middleware/cidr.ts';
 import type { RequestContext } from './context.ts';
 
 // What a request header name means to the proxy (names lowercase).
@@ -222,8 +223,7 @@ export function buildRequestHeaders(ctx: RequestContext, head: UpstreamRequestHe
 
 /** The socket peer (a trusted proxy), as the hop to append to X-Forwarded-For. */
 function peerAddress(ctx: RequestContext): string {
-  const address = ctx.req.socket.remoteAddress ?? '';
-  return address.startsWith('::ffff:') ? address.slice(7) : address;
+  return canonicalIp(ctx.req.socket.remoteAddress ?? '');
 }
 
 function hasName(list: readonly [string, string][], lower: string): boolean {
