@@ -140,3 +140,13 @@ test('the CLI: an unreadable or broken --kubeconfig exits 1 with one line naming
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('the README lists the flags exactly as --help prints them', async () => {
+  const { readFileSync } = await import('node:fs');
+  const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
+  const section = readme.slice(readme.indexOf('## Flags'));
+  const block = section.slice(section.indexOf('```\n') + 4, section.indexOf('```', section.indexOf('```\n') + 4));
+  const help = helpText().split('\n');
+  const first = help.findIndex((l) => l.startsWith('  --'));
+  assert.equal(block.trimEnd(), help.slice(first).join('\n').trimEnd());
+});
