@@ -72,7 +72,7 @@ function buildSnapshot() {
       secrets.set(`${ns}/tls${i}`, { apiVersion: 'v1', kind: 'Secret', metadata: { name: `tls${i}`, namespace: ns }, type: 'kubernetes.io/tls', stringData: { 'tls.crt': pems.cert, 'tls.key': pems.private } });
     }
   }
-  return { ingressClasses, ingresses, services, endpointSlices, endpointSlicesByService, secrets };
+  return { ingressClasses, ingresses, services, endpointSlices, endpointSlicesByService, secrets, gatewayClasses: new Map(), gateways: new Map(), httpRoutes: new Map(), referenceGrants: new Map(), namespaces: new Map() };
 }
 
 function median(values: number[]): number {

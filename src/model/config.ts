@@ -3,9 +3,14 @@
 // turn it into a live RouteTable (see src/routing/table.ts).
 import type {
   EndpointSlice,
+  Gateway,
+  GatewayClass,
+  HTTPRoute,
   Ingress,
   IngressClass,
+  Namespace,
   ObjectRef,
+  ReferenceGrant,
   Secret,
   Service,
 } from './k8s.ts';
@@ -19,6 +24,13 @@ export interface Snapshot {
   /** EndpointSlices indexed by the "ns/service" of their kubernetes.io/service-name label. */
   readonly endpointSlicesByService: ReadonlyMap<string, ReadonlyMap<string, EndpointSlice>>;
   readonly secrets: ReadonlyMap<string, Secret>;
+  // Gateway API (empty when its CRDs are not installed)
+  readonly gatewayClasses: ReadonlyMap<string, GatewayClass>;
+  readonly gateways: ReadonlyMap<string, Gateway>;
+  readonly httpRoutes: ReadonlyMap<string, HTTPRoute>;
+  readonly referenceGrants: ReadonlyMap<string, ReferenceGrant>;
+  /** Only needed for allowedRoutes.namespaces.from: Selector; keyed by name. */
+  readonly namespaces: ReadonlyMap<string, Namespace>;
 }
 
 export interface TranslateOptions {

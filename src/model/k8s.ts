@@ -132,6 +132,180 @@ export interface EndpointSlice extends KubeObject {
   ports?: EndpointPort[];
 }
 
+// ---- gateway.networking.k8s.io/v1 (ReferenceGrant: v1beta1) ----
+// Fields as the Gateway API spec names them; defaults (group, kind, weight...) are
+// left unset here and applied by translation, so a manifest round-trips as written.
+
+export interface LabelSelectorRequirement {
+  key: string;
+  operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+  values?: string[];
+}
+
+export interface LabelSelector {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: LabelSelectorRequirement[];
+}
+
+export interface Condition {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  reason: string;
+  message?: string;
+  observedGeneration?: number;
+  lastTransitionTime?: string;
+}
+
+export interface GatewayClass extends KubeObject {
+  kind: 'GatewayClass';
+  spec?: { controllerName?: string; description?: string };
+  status?: { conditions?: Condition[] };
+}
+
+/** A reference to a Secret (certificateRefs), a Service (backendRefs) or a parent (parentRefs). */
+export interface ObjectReference {
+  group?: string;
+  kind?: string;
+  name: string;
+  namespace?: string;
+}
+
+export interface RouteGroupKind {
+  group?: string;
+  kind: string;
+}
+
+export interface GatewayListener {
+  name: string;
+  hostname?: string;
+  port: number;
+  /** HTTP, HTTPS, TLS, TCP, UDP or a domain-prefixed custom protocol; portico serves HTTP and HTTPS. */
+  protocol: string;
+  tls?: { mode?: 'Terminate' | 'Passthrough'; certificateRefs?: ObjectReference[]; options?: Record<string, string> };
+  allowedRoutes?: {
+    namespaces?: { from?: 'All' | 'Same' | 'Selector'; selector?: LabelSelector };
+    kinds?: RouteGroupKind[];
+  };
+}
+
+export interface ListenerStatus {
+  name: string;
+  supportedKinds: RouteGroupKind[];
+  attachedRoutes: number;
+  conditions: Condition[];
+}
+
+export interface GatewayStatusAddress {
+  type?: 'IPAddress' | 'Hostname' | string;
+  value: string;
+}
+
+export interface Gateway extends KubeObject {
+  kind: 'Gateway';
+  spec?: {
+    gatewayClassName?: string;
+    listeners?: GatewayListener[];
+    addresses?: GatewayStatusAddress[];
+  };
+  status?: { addresses?: GatewayStatusAddress[]; conditions?: Condition[]; listeners?: ListenerStatus[] };
+}
+
+export interface ParentReference extends ObjectReference {
+  sectionName?: string;
+  port?: number;
+}
+
+export interface HTTPHeader {
+  name: string;
+  value: string;
+}
+
+export interface HTTPHeaderFilter {
+  set?: HTTPHeader[];
+  add?: HTTPHeader[];
+  remove?: string[];
+}
+
+export interface HTTPPathModifier {
+  type: 'ReplaceFullPath' | 'ReplacePrefixMatch';
+  replaceFullPath?: string;
+  replacePrefixMatch?: string;
+}
+
+export interface HTTPRouteFilter {
+  type: 'RequestHeaderModifier' | 'ResponseHeaderModifier' | 'RequestRedirect' | 'URLRewrite' | 'RequestMirror' | 'ExtensionRef' | string;
+  requestHeaderModifier?: HTTPHeaderFilter;
+  responseHeaderModifier?: HTTPHeaderFilter;
+  requestRedirect?: {
+    scheme?: string;
+    hostname?: string;
+    path?: HTTPPathModifier;
+    port?: number;
+    statusCode?: number;
+  };
+  urlRewrite?: { hostname?: string; path?: HTTPPathModifier };
+  requestMirror?: { backendRef: BackendObjectReference; percent?: number; fraction?: { numerator: number; denominator?: number } };
+  extensionRef?: { group: string; kind: string; name: string };
+}
+
+export interface BackendObjectReference extends ObjectReference {
+  port?: number;
+}
+
+export interface HTTPBackendRef extends BackendObjectReference {
+  weight?: number;
+  filters?: HTTPRouteFilter[];
+}
+
+export interface HTTPRouteMatch {
+  path?: { type?: 'Exact' | 'PathPrefix' | 'RegularExpression'; value?: string };
+  headers?: { type?: 'Exact' | 'RegularExpression'; name: string; value: string }[];
+  queryParams?: { type?: 'Exact' | 'RegularExpression'; name: string; value: string }[];
+  method?: string;
+}
+
+export interface HTTPRouteRule {
+  name?: string;
+  matches?: HTTPRouteMatch[];
+  filters?: HTTPRouteFilter[];
+  backendRefs?: HTTPBackendRef[];
+  timeouts?: { request?: string; backendRequest?: string };
+}
+
+export interface RouteParentStatus {
+  parentRef: ParentReference;
+  controllerName: string;
+  conditions: Condition[];
+}
+
+export interface HTTPRoute extends KubeObject {
+  kind: 'HTTPRoute';
+  spec?: {
+    parentRefs?: ParentReference[];
+    hostnames?: string[];
+    rules?: HTTPRouteRule[];
+  };
+  status?: { parents?: RouteParentStatus[] };
+}
+
+export interface ReferenceGrant extends KubeObject {
+  kind: 'ReferenceGrant';
+  spec?: {
+    from?: { group: string; kind: string; namespace: string }[];
+    to?: { group: string; kind: string; name?: string }[];
+  };
+}
+
+/** Only the labels matter: listeners select the namespaces routes may attach from. */
+export interface Namespace extends KubeObject {
+  kind: 'Namespace';
+}
+
+export const GATEWAY_GROUP = 'gateway.networking.k8s.io';
+export const GATEWAY_CONTROLLER_NAME = 'portico.dev/gateway-controller';
+/** Set on every namespace by the API server; standalone mode assumes it for namespaces without a manifest. */
+export const NAMESPACE_NAME_LABEL = 'kubernetes.io/metadata.name';
+
 // ---- coordination.k8s.io/v1 and core/v1 Events (cluster mode only) ----
 
 export interface Lease extends KubeObject {
@@ -151,8 +325,13 @@ export const LEGACY_CLASS_ANNOTATION = 'kubernetes.io/ingress.class';
 export const TLS_SECRET_TYPE = 'kubernetes.io/tls';
 
 /** The kinds portico routes from. */
-export type RoutingKind = 'Ingress' | 'IngressClass' | 'Service' | 'EndpointSlice' | 'Secret';
-export const ROUTING_KINDS: readonly RoutingKind[] = ['IngressClass', 'Ingress', 'Service', 'EndpointSlice', 'Secret'];
+export type IngressKind = 'Ingress' | 'IngressClass' | 'Service' | 'EndpointSlice' | 'Secret';
+export type GatewayKind = 'GatewayClass' | 'Gateway' | 'HTTPRoute' | 'ReferenceGrant' | 'Namespace';
+// Gateway kinds join RoutingKind once the sources read them.
+export type RoutingKind = IngressKind;
+export const INGRESS_KINDS: readonly IngressKind[] = ['IngressClass', 'Ingress', 'Service', 'EndpointSlice', 'Secret'];
+export const GATEWAY_KINDS: readonly GatewayKind[] = ['GatewayClass', 'Gateway', 'HTTPRoute', 'ReferenceGrant', 'Namespace'];
+export const ROUTING_KINDS: readonly RoutingKind[] = INGRESS_KINDS;
 
 export interface ObjectRef {
   kind: string;

@@ -14,9 +14,14 @@ import {
   keyOf,
   objectKey,
   type EndpointSlice,
+  type Gateway,
+  type GatewayClass,
+  type HTTPRoute,
   type Ingress,
   type IngressClass,
   type KubeObject,
+  type Namespace,
+  type ReferenceGrant,
   type RoutingKind,
   type Secret,
   type Service,
@@ -55,6 +60,11 @@ export class ObjectStore implements Snapshot {
   readonly endpointSlices = new Map<string, EndpointSlice>();
   readonly endpointSlicesByService = new Map<string, ReadonlyMap<string, EndpointSlice>>();
   readonly secrets = new Map<string, Secret>();
+  readonly gatewayClasses = new Map<string, GatewayClass>();
+  readonly gateways = new Map<string, Gateway>();
+  readonly httpRoutes = new Map<string, HTTPRoute>();
+  readonly referenceGrants = new Map<string, ReferenceGrant>();
+  readonly namespaces = new Map<string, Namespace>();
 
   private readonly byKind: { readonly [K in RoutingKind]: Map<string, KindTypes[K]> } = {
     IngressClass: this.ingressClasses,

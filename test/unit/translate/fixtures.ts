@@ -47,7 +47,11 @@ export function snapshotOf(objects: readonly KubeObject[]): Snapshot {
       default: throw new Error(`unexpected kind ${obj.kind}`);
     }
   }
-  return { ingressClasses, ingresses, services, endpointSlices, endpointSlicesByService, secrets };
+  return { ingressClasses, ingresses, services, endpointSlices, endpointSlicesByService, secrets, ...noGatewayObjects() };
+}
+
+function noGatewayObjects() {
+  return { gatewayClasses: new Map(), gateways: new Map(), httpRoutes: new Map(), referenceGrants: new Map(), namespaces: new Map() };
 }
 
 export function ingressClass(name: string, opts: { controller?: string; isDefault?: boolean } = {}): IngressClass {
