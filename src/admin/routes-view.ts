@@ -107,7 +107,7 @@ function certificatesView(config: RoutingConfig): Record<string, string> {
 function pathView(route: RouteConfig): PathView {
   return {
     pathType: route.pathType,
-    ingress: `${route.ingress.namespace}/${route.ingress.name}`,
+    ingress: `${route.source.namespace}/${route.source.name}`,
     backend: backendView(route.backend),
     policies: activePolicies(route),
   };

@@ -2,15 +2,18 @@
 // Nothing here holds sockets, timers or closures; the routing and proxy layers
 // turn it into a live RouteTable (see src/routing/table.ts).
 import type {
+  Condition,
   EndpointSlice,
   Gateway,
   GatewayClass,
   HTTPRoute,
   Ingress,
+  ListenerStatus,
   IngressClass,
   Namespace,
   ObjectRef,
   ReferenceGrant,
+  RouteParentStatus,
   Secret,
   Service,
 } from './k8s.ts';
@@ -40,6 +43,8 @@ export interface TranslateOptions {
   readonly controllerName: string;
   /** Route to ExternalName Services (off by default: an Ingress could otherwise send traffic out of the cluster). */
   readonly allowExternalName: boolean;
+  /** spec.controllerName of the GatewayClasses portico serves (--gateway-controller-name). */
+  readonly gatewayControllerName?: string;
 }
 
 export const CONTROLLER_NAME = 'portico.dev/ingress-controller';
@@ -63,7 +68,16 @@ export interface UpstreamAddress {
 }
 
 /** Why a backend cannot take traffic; the proxy answers 503 with this reason. */
-export type BackendError = 'ServiceNotFound' | 'PortNotFound' | 'NoEndpoints' | 'ExternalNameDisabled' | 'InvalidBackend';
+export type BackendError =
+  | 'ServiceNotFound'
+  | 'PortNotFound'
+  | 'NoEndpoints'
+  | 'ExternalNameDisabled'
+  | 'InvalidBackend'
+  // Gateway API: a backendRef that does not resolve gets 500, as the spec says.
+  | 'BackendNotFound'
+  | 'RefNotPermitted'
+  | 'InvalidKind';
 
 export interface BackendConfig {
   /** "ns/service:port" (port as written in the Ingress: number or name). Stable across rebuilds. */
@@ -84,22 +98,71 @@ export interface PolicyConfig {
   readonly config: unknown;
 }
 
-export type MatchType = 'Exact' | 'Prefix';
+export type MatchType = 'Exact' | 'Prefix' | 'RegularExpression';
 
+/** A header or query parameter condition (Gateway API). */
+export interface ValueMatch {
+  /** Header names lowercase; query parameter names as written (they are case-sensitive). */
+  readonly name: string;
+  readonly type: 'Exact' | 'RegularExpression';
+  readonly value: string;
+}
+
+/** What a request must have besides host and path; all must hold. Ingress rules have none. */
+export interface RouteConditions {
+  /** Uppercase, e.g. "GET". */
+  readonly method?: string;
+  readonly headers: readonly ValueMatch[];
+  readonly query: readonly ValueMatch[];
+}
+
+/** One backend of a weighted split (Gateway API backendRefs). */
+export interface WeightedBackend {
+  readonly backend: BackendConfig;
+  /** Relative; 0 takes no traffic. */
+  readonly weight: number;
+  /** Filters of this backendRef only, run after the route's own. */
+  readonly policies: readonly PolicyConfig[];
+}
+
+/** Which object a route comes from. */
+export interface RouteSource {
+  readonly kind: 'Ingress' | 'HTTPRoute';
+  readonly namespace: string;
+  readonly name: string;
+}
+
+/**
+ * One rule of a virtual host: host + path + conditions -> policies -> backend(s).
+ * Ingress path rules and HTTPRoute matches both translate into it.
+ */
 export interface RouteConfig {
-  /** Unique and stable: "ns/ingress|host|Type|path", or "ns/ingress|default" for a default backend. */
+  /** Unique and stable: "ns/ingress|host|Type|path", "ns/ingress|default", or "HTTPRoute/ns/name|port|host|rule|match". */
   readonly id: string;
-  readonly ingress: { readonly namespace: string; readonly name: string };
+  readonly source: RouteSource;
+  /** Gateway listener port; absent for Ingress routes, served on --http-port and --https-port. */
+  readonly port?: number;
   /** Lowercase host, "*.suffix" for a wildcard, or "" for a rule without host. */
   readonly host: string;
-  /** As written in the Ingress ("/" for a default backend). */
+  /** As written in the Ingress or HTTPRoute ("/" for a default backend). */
   readonly path: string;
-  /** ImplementationSpecific is served as Prefix. */
+  /** Ingress ImplementationSpecific is served as Prefix. */
   readonly pathType: MatchType;
+  /** Gateway API method/header/query conditions. */
+  readonly conditions?: RouteConditions;
+  /**
+   * Among routes with the same host and path key, lower ranks are tried first (Gateway
+   * API precedence: method, header count, query count, route age, ns/name, rule order).
+   * Absent: 0.
+   */
+  readonly rank?: number;
+  /** Where the request goes when there is no split: the only backend. */
   readonly backend: BackendConfig;
-  /** Policies from the Ingress' annotations, in the order they run. */
+  /** A weighted split (more than one backendRef, or backendRef filters): replaces `backend` when set. */
+  readonly backends?: readonly WeightedBackend[];
+  /** Policies from the Ingress' annotations or the rule's filters, in the order they run. */
   readonly policies: readonly PolicyConfig[];
-  /** The host has a certificate on this Ingress (spec.tls); drives the default HTTPS redirect. */
+  /** The host has a certificate (spec.tls, or an HTTPS listener); drives the default HTTPS redirect. */
   readonly tls: boolean;
 }
 
@@ -110,6 +173,25 @@ export interface CertificateConfig {
   readonly cert: string;
   /** PEM */
   readonly key: string;
+}
+
+/** A port portico binds for Gateway listeners (several listeners may share it). */
+export interface ListenerConfig {
+  readonly port: number;
+  readonly protocol: 'HTTP' | 'HTTPS';
+  /** HTTPS: certificate per hostname ("" for listeners without hostname), for SNI. */
+  readonly certificates: ReadonlyMap<string, CertificateConfig>;
+}
+
+/** Gateway API status portico wants on each object; lastTransitionTime is added by the writer. */
+export interface GatewayApiStatus {
+  readonly gatewayClasses: ReadonlyMap<string, { readonly generation?: number; readonly conditions: readonly Condition[] }>;
+  readonly gateways: ReadonlyMap<
+    string,
+    { readonly generation?: number; readonly conditions: readonly Condition[]; readonly listeners: readonly ListenerStatus[] }
+  >;
+  /** Only the parents portico is the controller of. */
+  readonly httpRoutes: ReadonlyMap<string, { readonly generation?: number; readonly parents: readonly RouteParentStatus[] }>;
 }
 
 export interface RoutingConfig {
@@ -124,6 +206,9 @@ export interface RoutingConfig {
   /** Ingresses portico does not serve, as "ns/name", with why (a class of another controller, a typo...). */
   readonly ignoredIngresses: readonly IgnoredIngress[];
   readonly problems: readonly Problem[];
+  /** Gateway listeners, by port. */
+  readonly listeners: ReadonlyMap<number, ListenerConfig>;
+  readonly gatewayStatus: GatewayApiStatus;
 }
 
 export interface IgnoredIngress {
@@ -131,3 +216,9 @@ export interface IgnoredIngress {
   readonly ingress: string;
   readonly reason: string;
 }
+
+/** The Gateway API part of a RoutingConfig when there is none (no Gateway objects, or tests of Ingress only). */
+export const NO_GATEWAYS: Pick<RoutingConfig, 'listeners' | 'gatewayStatus'> = Object.freeze({
+  listeners: new Map<number, ListenerConfig>(),
+  gatewayStatus: Object.freeze({ gatewayClasses: new Map(), gateways: new Map(), httpRoutes: new Map() }),
+});

@@ -107,7 +107,7 @@ function onRequestFinished(this: TrackedResponse): void {
 /** The config of the unrouted pseudo-route: an empty id (the access log leaves route out). */
 const UNROUTED_CONFIG: RouteConfig = Object.freeze({
   id: '',
-  ingress: { namespace: '', name: '' },
+  source: { kind: 'Ingress' as const, namespace: '', name: '' },
   host: '',
   path: '',
   pathType: 'Prefix',
@@ -141,7 +141,7 @@ export function createRouteCompiler(deps: RouteCompilerDeps): ProxyRoutes {
     if (route === undefined) {
       const routeMetrics = metrics.forRoute(config);
       const forwarder = new Forwarder(config, deps.upstreams, routeMetrics);
-      const key = `${config.ingress.namespace}/${config.ingress.name}`;
+      const key = `${config.source.namespace}/${config.source.name}`;
       const read: string[] = [];
       const chain = composeChain(config.policies, forwarder.handle, recordingKeys(deps.shared, read), key, config);
       const sharedKeys = [...new Set(read)];

@@ -167,8 +167,8 @@ export class ProxyMetrics {
 
   /** Metrics handles for a route; routes with the same labels share their series. */
   forRoute(config: RouteConfig): RouteMetrics {
-    const namespace = config.ingress.namespace;
-    const ingress = config.ingress.name;
+    const namespace = config.source.namespace;
+    const ingress = config.source.name;
     const service = config.backend.service;
     return new RouteMetrics(
       this.requests.countsFor({ namespace, ingress, host: config.host, path: config.path, service }),

@@ -1,6 +1,7 @@
 // The live route table: an immutable object built from a RoutingConfig, swapped as
 // a whole (see RouteTableHolder), so a request always sees one consistent version.
 import type { CertificateConfig, RouteConfig, RoutingConfig } from '../model/config.ts';
+import { NO_GATEWAYS } from '../model/config.ts';
 import type { Handler } from '../proxy/context.ts';
 import type { Matcher, MatcherFactory } from './matcher.ts';
 import { createPrefixMapMatcher } from './prefix-map/index.ts';
@@ -64,7 +65,7 @@ export function buildRouteTable(
 
 /** An empty table: everything answers 404 until the first real table is installed. */
 export function emptyRoutingConfig(): RoutingConfig {
-  return { routes: [], certificates: new Map<string, CertificateConfig>(), servedIngresses: [], ignoredIngresses: [], problems: [] };
+  return { routes: [], certificates: new Map<string, CertificateConfig>(), servedIngresses: [], ignoredIngresses: [], problems: [], ...NO_GATEWAYS };
 }
 
 /**

@@ -63,7 +63,7 @@ export function resolveConflicts(entries: readonly IngressEntry[]): Resolved {
         object: entry.ref,
         severity: 'error',
         reason: 'PathConflict',
-        message: `${candidate.field}: host ${JSON.stringify(r.host)} ${r.pathType} path ${JSON.stringify(r.path)} is already served by Ingress ${r.ingress.namespace}/${r.ingress.name} (${owner.field}), ${precedence(owned.entry, entry)}; this path is ignored`,
+        message: `${candidate.field}: host ${JSON.stringify(r.host)} ${r.pathType} path ${JSON.stringify(r.path)} is already served by Ingress ${r.source.namespace}/${r.source.name} (${owner.field}), ${precedence(owned.entry, entry)}; this path is ignored`,
       });
     }
 

@@ -9,6 +9,7 @@
 // Services are recomputed and unchanged RouteConfig objects keep their identity.
 import type { IgnoredIngress, Problem, RouteConfig, RoutingConfig, Snapshot, TranslateOptions } from '../model/config.ts';
 import type { Ingress } from '../model/k8s.ts';
+import { NO_GATEWAYS } from '../model/config.ts';
 import { BackendResolver } from './backends.ts';
 import { compareEntries, resolveConflicts } from './conflicts.ts';
 import { buildIngressEntry, isCurrent, type IngressContext, type IngressEntry } from './ingress.ts';
@@ -93,6 +94,7 @@ export function createTranslator(): Translator {
       servedIngresses: served.map((s) => s.key).sort(compareStrings),
       ignoredIngresses: ignored,
       problems,
+      ...NO_GATEWAYS,
     };
     state.last = { ordered, classProblems: classes.problems, config };
     return config;

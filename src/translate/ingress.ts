@@ -2,7 +2,7 @@
 // the problems found in it. Conflicts between Ingresses are settled later
 // (conflicts.ts); everything here depends only on this Ingress and the objects it
 // names, which is what makes the result cacheable per Ingress object.
-import type { CertificateConfig, MatchType, PolicyConfig, Problem, RouteConfig, Snapshot } from '../model/config.ts';
+import type { CertificateConfig, MatchType, PolicyConfig, Problem, RouteConfig, RouteSource, Snapshot } from '../model/config.ts';
 import type { Ingress, IngressBackend, ObjectRef, PathType, Secret } from '../model/k8s.ts';
 import { parsePolicies } from '../middleware/registry.ts';
 import type { BackendResolver, BackendResult } from './backends.ts';
@@ -82,7 +82,7 @@ export function buildIngressEntry(ingress: Ingress, ctx: IngressContext, previou
   const namespace = ingress.metadata.namespace ?? 'default';
   const name = ingress.metadata.name;
   const ref: ObjectRef = { kind: 'Ingress', namespace, name };
-  const owner = previous?.routes[0]?.route.ingress ?? previous?.defaultBackend?.route.ingress ?? { namespace, name };
+  const owner: RouteSource = previous?.routes[0]?.route.source ?? previous?.defaultBackend?.route.source ?? { kind: 'Ingress', namespace, name };
   const spec = ingress.spec ?? {};
   const problems: Problem[] = [];
   const report = (severity: Problem['severity'], reason: string, message: string) => problems.push({ object: ref, severity, reason, message });
@@ -113,7 +113,7 @@ export function buildIngressEntry(ingress: Ingress, ctx: IngressContext, previou
   const makeRoute = (id: string, host: string, path: string, pathType: MatchType, result: BackendResult, tls: boolean): RouteConfig => {
     const before = previousRoutes.get(id);
     if (before && before.backend === result.config && before.policies === policies && before.tls === tls) return before;
-    return { id, ingress: owner, host, path, pathType, backend: result.config, policies, tls };
+    return { id, source: owner, host, path, pathType, backend: result.config, policies, tls };
   };
 
   // spec.defaultBackend

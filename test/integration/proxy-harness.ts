@@ -6,6 +6,7 @@ import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { Registry } from 'prom-client';
 import type { BackendConfig, CertificateConfig, RouteConfig, RoutingConfig, UpstreamAddress } from '../../src/model/config.ts';
+import { NO_GATEWAYS } from '../../src/model/config.ts';
 import { SharedStateMap } from '../../src/middleware/registry.ts';
 import { buildRouteTable, RouteTableHolder, type Route, type RouteCompiler } from '../../src/routing/table.ts';
 import { createRouteCompiler } from '../../src/proxy/compile.ts';
@@ -93,7 +94,7 @@ export function route(host: string, path: string, b: BackendConfig, extra: Parti
   const pathType = extra.pathType ?? 'Prefix';
   return {
     id: `default/test|${host}|${pathType}|${path}`,
-    ingress: { namespace: 'default', name: 'test' },
+    source: { kind: 'Ingress', namespace: 'default', name: 'test' },
     host,
     path,
     pathType,
@@ -105,7 +106,7 @@ export function route(host: string, path: string, b: BackendConfig, extra: Parti
 }
 
 export function routing(routes: RouteConfig[], defaultBackend?: RouteConfig): RoutingConfig {
-  return { routes, defaultBackend, certificates: new Map<string, CertificateConfig>(), servedIngresses: [], ignoredIngresses: [], problems: [] };
+  return { routes, defaultBackend, certificates: new Map<string, CertificateConfig>(), servedIngresses: [], ignoredIngresses: [], problems: [], ...NO_GATEWAYS };
 }
 
 export const TEST_OPTIONS: ProxyServerOptions = {

@@ -52,7 +52,7 @@ const UNROUTED = 'namespace="",ingress="",host="",path="",service=""';
 
 /** A route of its own Ingress, so that every metric of it has labels of its own. */
 function ingressRoute(ingress: string, host: string, service: string, port: number, extra: Partial<RouteConfig> = {}): RouteConfig {
-  return route(host, '/', backend(service, [port]), { id: `default/${ingress}|${host}|Prefix|/`, ingress: { namespace: 'default', name: ingress }, ...extra });
+  return route(host, '/', backend(service, [port]), { id: `default/${ingress}|${host}|Prefix|/`, source: { kind: 'Ingress', namespace: 'default', name: ingress }, ...extra });
 }
 
 describe('proxy: requests without a route are logged and counted', () => {
@@ -169,7 +169,7 @@ describe('proxy: a table swap removes what the dropped routes left behind', () =
     proxy.install(routing([
       kept,
       ingressRoute('churn', 'churn1.test', 'churn-svc', web.port),
-      route('churn1.test', '/dead', backend('churn-dead', [deadPort]), { ingress: { namespace: 'default', name: 'churn' } }),
+      route('churn1.test', '/dead', backend('churn-dead', [deadPort]), { source: { kind: 'Ingress', namespace: 'default', name: 'churn' } }),
     ]));
     assert.equal((await get(proxy.port, 'kept.test', '/')).status, 200);
     assert.equal((await get(proxy.port, 'churn1.test', '/')).status, 200);

@@ -1,6 +1,7 @@
 // Hand-written routing configs and test certificates shared by the admin and TLS tests.
 import { generate } from 'selfsigned';
 import type { BackendConfig, CertificateConfig, PolicyConfig, Problem, RouteConfig, RoutingConfig, UpstreamAddress } from '../../../src/model/config.ts';
+import { NO_GATEWAYS } from '../../../src/model/config.ts';
 import type { Matcher, MatcherFactory, RouteEntry } from '../../../src/routing/matcher.ts';
 import type { RouteCompiler } from '../../../src/routing/table.ts';
 
@@ -29,7 +30,7 @@ export function route(
   policies: PolicyConfig[] = [],
 ): RouteConfig {
   const [namespace, name] = ingress.split('/') as [string, string];
-  return { id: `${ingress}|${host}|${pathType}|${path}`, ingress: { namespace, name }, host, path, pathType, backend: target, policies, tls: false };
+  return { id: `${ingress}|${host}|${pathType}|${path}`, source: { kind: 'Ingress', namespace, name }, host, path, pathType, backend: target, policies, tls: false };
 }
 
 export const sampleProblem: Problem = {
@@ -61,7 +62,7 @@ export function sampleConfig(): RoutingConfig {
     ['shop.example.com', { secret: 'shop/shop-tls', cert: 'CERT', key: 'KEY' }],
     ['*.example.com', { secret: 'shop/wild-tls', cert: 'CERT2', key: 'KEY2' }],
   ]);
-  return { routes, defaultBackend, certificates, servedIngresses: ['shop/web', 'shop/wild', 'ops/any', 'default/catch-all'], ignoredIngresses: [{ ingress: 'shop/legacy', reason: 'spec.ingressClassName "nginx" belongs to another controller (portico serves: portico)' }], problems: [sampleProblem] };
+  return { routes, defaultBackend, certificates, servedIngresses: ['shop/web', 'shop/wild', 'ops/any', 'default/catch-all'], ignoredIngresses: [{ ingress: 'shop/legacy', reason: 'spec.ingressClassName "nginx" belongs to another controller (portico serves: portico)' }], problems: [sampleProblem], ...NO_GATEWAYS };
 }
 
 /** n routes over n/10 hosts, for the large-table test. */
@@ -71,7 +72,7 @@ export function largeConfig(n: number): RoutingConfig {
     const target = backend('bulk', `svc-${i % 500}`, '80', [{ host: `10.${(i >> 8) & 255}.${i & 255}.1`, port: 8080 }]);
     routes.push(route(`bulk/ing-${Math.floor(i / 10)}`, `host-${Math.floor(i / 10)}.bulk.example.com`, `/p${i % 10}`, 'Prefix', target));
   }
-  return { routes, certificates: new Map(), servedIngresses: [], ignoredIngresses: [], problems: [] };
+  return { routes, certificates: new Map(), servedIngresses: [], ignoredIngresses: [], problems: [], ...NO_GATEWAYS };
 }
 
 export interface TestPki {

@@ -112,7 +112,7 @@ describe('rate-limit at runtime', () => {
     // Another path of the same Ingress shares the buckets; another Ingress does not.
     const route2 = routeConfig({ policies, id: 'default/site|example.com|Prefix|/two', path: '/two' });
     sameIngress = await serve(compose(policies, route2, shared), route2, { clientIp: fromHeader });
-    const route3 = routeConfig({ policies, ingress: { namespace: 'default', name: 'other' } });
+    const route3 = routeConfig({ policies, source: { kind: 'Ingress', namespace: 'default', name: 'other' } });
     other = await serve(compose(policies, route3, shared), route3, { clientIp: fromHeader });
   });
   after(async () => {
@@ -135,7 +135,7 @@ describe('rate-limit at runtime', () => {
 
   test('buckets survive a route-table rebuild (same shared state)', async () => {
     const policies = [{ name: 'rate-limit', config: { rate: 0.01, burst: 1 } }];
-    const route = routeConfig({ policies, ingress: { namespace: 'default', name: 'rebuilt' } });
+    const route = routeConfig({ policies, source: { kind: 'Ingress', namespace: 'default', name: 'rebuilt' } });
     const first = await serve(compose(policies, route, shared), route, { clientIp: fromHeader });
     const second = await serve(compose(policies, route, shared), route, { clientIp: fromHeader });
     try {

@@ -79,10 +79,10 @@ describe('registry: composeChain', () => {
       const problems: Problem[] = [];
       // Ingress "admin" restricts /admin on shop.example.com; Ingress "shop" serves / on the same host.
       const adminPolicies = parsePolicies({ 'portico.dev/ip-allow': '10.0.0.0/8' }, { kind: 'Ingress', namespace: 'default', name: 'admin' }, problems);
-      const adminRoute = routeConfig({ id: 'default/admin|shop.example.com|Prefix|/admin', ingress: { namespace: 'default', name: 'admin' }, host: 'shop.example.com', path: '/admin', policies: adminPolicies });
+      const adminRoute = routeConfig({ id: 'default/admin|shop.example.com|Prefix|/admin', source: { kind: 'Ingress', namespace: 'default', name: 'admin' }, host: 'shop.example.com', path: '/admin', policies: adminPolicies });
       restricted = await serve(compose(adminPolicies, adminRoute, shared), adminRoute, { clientIp: fromHeader });
       const shopPolicies = parsePolicies(undefined, { kind: 'Ingress', namespace: 'default', name: 'shop' }, problems);
-      const shopRoute = routeConfig({ id: 'default/shop|shop.example.com|Prefix|/', ingress: { namespace: 'default', name: 'shop' }, host: 'shop.example.com', policies: shopPolicies });
+      const shopRoute = routeConfig({ id: 'default/shop|shop.example.com|Prefix|/', source: { kind: 'Ingress', namespace: 'default', name: 'shop' }, host: 'shop.example.com', policies: shopPolicies });
       open = await serve(compose(shopPolicies, shopRoute, shared), shopRoute, { clientIp: fromHeader });
       // An Ingress without annotations whose host has TLS still gets the default redirect.
       const tlsRoute = { ...shopRoute, tls: true };

@@ -39,7 +39,7 @@ export function parseWith<C>(
 export function routeConfig(extra: Partial<RouteConfig> = {}): RouteConfig {
   return {
     id: 'default/site|example.com|Prefix|/',
-    ingress: { namespace: 'default', name: 'site' },
+    source: { kind: 'Ingress', namespace: 'default', name: 'site' },
     host: 'example.com',
     path: '/',
     pathType: 'Prefix',
@@ -125,7 +125,7 @@ export async function serve(handler: Handler, route: RouteConfig = routeConfig()
 
 /** The chain a route gets from the registry, as the proxy compiles it. */
 export function compose(policies: PolicyConfig[], route: RouteConfig = routeConfig({ policies }), shared: SharedState = new SharedStateMap()): Handler {
-  return composeChain(policies, terminal, shared, `${route.ingress.namespace}/${route.ingress.name}`, route);
+  return composeChain(policies, terminal, shared, `${route.source.namespace}/${route.source.name}`, route);
 }
 
 export interface Reply {

@@ -75,7 +75,7 @@ describe('conflicts between Ingresses', () => {
     ]);
     assert.deepEqual(config.defaultBackend, {
       id: 'zzz/first|default',
-      ingress: { namespace: 'zzz', name: 'first' },
+      source: { kind: 'Ingress', namespace: 'zzz', name: 'first' },
       host: '',
       path: '/',
       pathType: 'Prefix',

@@ -68,7 +68,7 @@ describe('memoized translator', () => {
     const second = memo(snapshotOf([...objects.values()]), OPTIONS);
     const before = byId(first);
     for (const route of second.routes) {
-      if (route.ingress.name === 'three') assert.equal(before.has(route.id), false);
+      if (route.source.name === 'three') assert.equal(before.has(route.id), false);
       else assert.equal(route, before.get(route.id), route.id);
     }
     assert.equal(second.defaultBackend, first.defaultBackend);

@@ -15,7 +15,7 @@ describe('rules -> routes', () => {
     assert.deepEqual(config.routes, [
       {
         id: 'default/site|foo.example.com|Exact|/api',
-        ingress: { namespace: 'default', name: 'site' },
+        source: { kind: 'Ingress', namespace: 'default', name: 'site' },
         host: 'foo.example.com',
         path: '/api',
         pathType: 'Exact',
