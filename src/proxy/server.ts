@@ -57,8 +57,12 @@ export class ProxyRequestHandler {
   draining = false;
   private onIdle: (() => void) | undefined = undefined;
 
-  constructor(holder: RouteTableHolder, options: ProxyServerOptions, secure: boolean, unrouted?: Route) {
+  /** The Gateway listener port this handler serves; undefined for the Ingress listeners. */
+  private readonly gatewayPort: number | undefined;
+
+  constructor(holder: RouteTableHolder, options: ProxyServerOptions, secure: boolean, unrouted?: Route, gatewayPort?: number) {
     this.holder = holder;
+    this.gatewayPort = gatewayPort;
     this.secure = secure;
     this.unrouted = unrouted;
     // Frozen: policies replace ctx.timeouts, they must not edit these shared defaults.
@@ -112,7 +116,7 @@ export class ProxyRequestHandler {
       this.reject(req, res, start, host, path, target.query, 400, 'request path has a "." or ".." segment');
       return;
     }
-    const route = this.holder.current.match(host, withoutPathParameters(path));
+    const route = this.holder.current.match(host, withoutPathParameters(path), req, target.query, this.gatewayPort);
     if (route === undefined) {
       this.reject(req, res, start, host, path, target.query, 404, `no route for host ${host === '' ? '(none)' : host} path ${path}`);
       return;
@@ -170,8 +174,15 @@ export interface ProxyServer {
  * created elsewhere without connection listeners of its own. `unrouted` (ProxyRoutes.unrouted)
  * logs and counts the requests answered before a route is found.
  */
-export function attachProxy(server: Server, holder: RouteTableHolder, options: ProxyServerOptions, secure: boolean, unrouted?: Route): ProxyServer {
-  const handler = new ProxyRequestHandler(holder, options, secure, unrouted);
+export function attachProxy(
+  server: Server,
+  holder: RouteTableHolder,
+  options: ProxyServerOptions,
+  secure: boolean,
+  unrouted?: Route,
+  gatewayPort?: number,
+): ProxyServer {
+  const handler = new ProxyRequestHandler(holder, options, secure, unrouted, gatewayPort);
   const http1 = new Http1Server(handler.handleRequest, {
     // The header timeout lies within the request timeout.
     headerTimeout: options.clientRequestTimeout > 0 ? Math.min(options.clientHeaderTimeout, options.clientRequestTimeout) : options.clientHeaderTimeout,

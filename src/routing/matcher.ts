@@ -1,27 +1,49 @@
 // The contract every route matcher implements (see test/unit/routing/cases.ts for
 // the shared table of cases they all must pass).
-import type { MatchType } from '../model/config.ts';
+import type { MatchType, RouteConditions } from '../model/config.ts';
+import type { MatchRequest } from './conditions.ts';
+
+export type { MatchRequest } from './conditions.ts';
 
 export interface RouteEntry<T> {
-  /** Lowercase host, "*.suffix" for a single-label wildcard, or "" for a rule without host. */
+  /** Lowercase host, "*.suffix" for a wildcard, or "" for a rule without host. */
   readonly host: string;
-  /** Starts with "/". */
+  /** Starts with "/" (a regular expression for RegularExpression). */
   readonly path: string;
   readonly pathType: MatchType;
+  /** Method, header and query conditions (Gateway API); all must hold. */
+  readonly conditions?: RouteConditions;
+  /** Among entries with the same host and path, lower ranks are tried first; then the earlier entry. Default 0. */
+  readonly rank?: number;
   readonly value: T;
 }
+
+export interface MatcherOptions {
+  /**
+   * How many labels "*." stands for: one, as Ingress says ("*.foo.com" matches
+   * "bar.foo.com", not "baz.bar.foo.com"), or one or more, as Gateway API says (the
+   * longest matching suffix wins).
+   */
+  readonly wildcard: 'one-label' | 'any-labels';
+}
+
+export const INGRESS_MATCHING: MatcherOptions = { wildcard: 'one-label' };
+export const GATEWAY_MATCHING: MatcherOptions = { wildcard: 'any-labels' };
 
 export interface Matcher<T> {
   /**
    * host: lowercase, without port or trailing dot. path: the request path without query.
    * Host groups are tried most specific first: the exact host, else the wildcard of its
-   * parent domain, else the rules without host; the first group that exists decides
-   * (no fall-through to a less specific group, as in nginx and Envoy). Within the group,
-   * the longest matching path wins; for the same path, Exact beats Prefix.
+   * parent domain(s), else the rules without host; the first group that exists decides
+   * (no fall-through to a less specific group, as in nginx and Envoy). Within the group:
+   * an Exact path, else the first RegularExpression path that matches, else the longest
+   * Prefix. Among entries with the same path, the first by rank whose conditions hold
+   * (`request` and `query` are read only for entries that have conditions); when none
+   * does, the search goes on as if the path had not matched.
    * Returns undefined when nothing matches (the caller then uses the default backend).
    */
-  match(host: string, path: string): T | undefined;
+  match(host: string, path: string, request?: MatchRequest, query?: string): T | undefined;
   readonly size: number;
 }
 
-export type MatcherFactory = <T>(entries: readonly RouteEntry<T>[]) => Matcher<T>;
+export type MatcherFactory = <T>(entries: readonly RouteEntry<T>[], options?: MatcherOptions) => Matcher<T>;

@@ -3,7 +3,7 @@
 import type { CertificateConfig, RouteConfig, RoutingConfig } from '../model/config.ts';
 import { NO_GATEWAYS } from '../model/config.ts';
 import type { Handler } from '../proxy/context.ts';
-import type { Matcher, MatcherFactory } from './matcher.ts';
+import { GATEWAY_MATCHING, INGRESS_MATCHING, type MatchRequest, type Matcher, type MatcherFactory, type RouteEntry } from './matcher.ts';
 import { createPrefixMapMatcher } from './prefix-map/index.ts';
 
 /** A route ready to serve: its config and the compiled handler chain (middleware + forwarder). */
@@ -19,8 +19,11 @@ export interface RouteTable {
   readonly version: number;
   readonly config: RoutingConfig;
   readonly defaultRoute: Route | undefined;
-  /** See Matcher.match; falls back to the default backend. */
-  match(host: string, path: string): Route | undefined;
+  /**
+   * See Matcher.match. `port` is the Gateway listener port the request came in on;
+   * without it, the Ingress routes, falling back to the default backend.
+   */
+  match(host: string, path: string, request?: MatchRequest, query?: string, port?: number): Route | undefined;
   readonly size: number;
   /** ms spent building (translation excluded) */
   readonly buildMillis: number;
@@ -32,21 +35,34 @@ class ImmutableRouteTable implements RouteTable {
   readonly defaultRoute: Route | undefined;
   readonly buildMillis: number;
   private readonly matcher: Matcher<Route>;
+  /** Gateway routes, by listener port. */
+  private readonly portMatchers: ReadonlyMap<number, Matcher<Route>>;
 
-  constructor(version: number, config: RoutingConfig, matcher: Matcher<Route>, defaultRoute: Route | undefined, buildMillis: number) {
+  constructor(
+    version: number,
+    config: RoutingConfig,
+    matcher: Matcher<Route>,
+    portMatchers: ReadonlyMap<number, Matcher<Route>>,
+    defaultRoute: Route | undefined,
+    buildMillis: number,
+  ) {
     this.version = version;
     this.config = config;
     this.matcher = matcher;
+    this.portMatchers = portMatchers;
     this.defaultRoute = defaultRoute;
     this.buildMillis = buildMillis;
   }
 
-  match(host: string, path: string): Route | undefined {
-    return this.matcher.match(host, path) ?? this.defaultRoute;
+  match(host: string, path: string, request?: MatchRequest, query?: string, port?: number): Route | undefined {
+    if (port !== undefined) return this.portMatchers.get(port)?.match(host, path, request, query);
+    return this.matcher.match(host, path, request, query) ?? this.defaultRoute;
   }
 
   get size(): number {
-    return this.matcher.size;
+    let size = this.matcher.size;
+    for (const m of this.portMatchers.values()) size += m.size;
+    return size;
   }
 }
 
@@ -57,10 +73,22 @@ export function buildRouteTable(
   createMatcher: MatcherFactory = createPrefixMapMatcher,
 ): RouteTable {
   const started = performance.now();
-  const entries = config.routes.map((rc) => ({ host: rc.host, path: rc.path, pathType: rc.pathType, value: compile(rc) }));
-  const matcher = createMatcher(entries);
+  const ingressEntries: RouteEntry<Route>[] = [];
+  const byPort = new Map<number, RouteEntry<Route>[]>();
+  for (const rc of config.routes) {
+    const entry: RouteEntry<Route> = { host: rc.host, path: rc.path, pathType: rc.pathType, conditions: rc.conditions, rank: rc.rank, value: compile(rc) };
+    if (rc.port === undefined) ingressEntries.push(entry);
+    else {
+      let list = byPort.get(rc.port);
+      if (list === undefined) byPort.set(rc.port, (list = []));
+      list.push(entry);
+    }
+  }
+  const portMatchers = new Map<number, Matcher<Route>>();
+  for (const [port, entries] of byPort) portMatchers.set(port, createMatcher(entries, GATEWAY_MATCHING));
+  const matcher = createMatcher(ingressEntries, INGRESS_MATCHING);
   const defaultRoute = config.defaultBackend ? compile(config.defaultBackend) : undefined;
-  return new ImmutableRouteTable(version, config, matcher, defaultRoute, performance.now() - started);
+  return new ImmutableRouteTable(version, config, matcher, portMatchers, defaultRoute, performance.now() - started);
 }
 
 /** An empty table: everything answers 404 until the first real table is installed. */

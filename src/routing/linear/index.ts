@@ -1,7 +1,8 @@
 // The reference matcher: scans every entry and applies the rules of the Matcher contract
 // as literally as possible, so it is obviously correct by reading. It costs O(entries)
 // per request: it is the oracle the fast matchers are tested against, not for production.
-import type { Matcher, MatcherFactory, RouteEntry } from '../matcher.ts';
+import { compileRegex, guardOf } from '../conditions.ts';
+import { INGRESS_MATCHING, type MatchRequest, type Matcher, type MatcherFactory, type MatcherOptions, type RouteEntry } from '../matcher.ts';
 
 /** "/foo/" -> "/foo", "/" -> "": trailing slashes do not count for Prefix rules. */
 function withoutTrailingSlashes(path: string): string {
@@ -18,28 +19,41 @@ function prefixMatches(rulePath: string, requestPath: string): boolean {
 
 function pathMatches<T>(entry: RouteEntry<T>, requestPath: string): boolean {
   if (!requestPath.startsWith('/')) return false;
+  if (entry.pathType === 'RegularExpression') return compileRegex(entry.path).test(requestPath);
   return entry.pathType === 'Exact' ? entry.path === requestPath : prefixMatches(entry.path, requestPath);
 }
+
+/** Exact beats RegularExpression beats Prefix. */
+const KIND_ORDER = { Exact: 0, RegularExpression: 1, Prefix: 2 } as const;
 
 /** The length that decides "longest path wins" (a Prefix rule's trailing slashes do not count). */
 function matchLength<T>(entry: RouteEntry<T>): number {
   return entry.pathType === 'Exact' ? entry.path.length : withoutTrailingSlashes(entry.path).length;
 }
 
-/** True when `candidate` should replace `best`: longer wins, then Exact over Prefix; else the earlier stays. */
+/**
+ * True when `candidate` should replace `best`: Exact, then RegularExpression, then
+ * Prefix; the longer Prefix; then the lower rank; else the earlier stays.
+ */
 function isBetter<T>(candidate: RouteEntry<T>, best: RouteEntry<T> | undefined): boolean {
   if (best === undefined) return true;
-  const lengthDifference = matchLength(candidate) - matchLength(best);
-  if (lengthDifference !== 0) return lengthDifference > 0;
-  return candidate.pathType === 'Exact' && best.pathType === 'Prefix';
+  const kindDifference = KIND_ORDER[candidate.pathType] - KIND_ORDER[best.pathType];
+  if (kindDifference !== 0) return kindDifference < 0;
+  if (candidate.pathType === 'Prefix') {
+    const lengthDifference = matchLength(candidate) - matchLength(best);
+    if (lengthDifference !== 0) return lengthDifference > 0;
+  }
+  return (candidate.rank ?? 0) < (best.rank ?? 0);
 }
 
 /** The host groups to try, most specific first. */
-function hostGroups(host: string): string[] {
+function hostGroups(host: string, options: MatcherOptions): string[] {
   if (host === '') return [''];
   const groups = [host];
-  const dot = host.indexOf('.');
-  if (dot > 0) groups.push('*' + host.slice(dot));
+  for (let dot = host.indexOf('.'); dot > 0; dot = host.indexOf('.', dot + 1)) {
+    groups.push('*' + host.slice(dot));
+    if (options.wildcard === 'one-label') break;
+  }
   groups.push('');
   return groups;
 }
@@ -48,19 +62,24 @@ class LinearMatcher<T> implements Matcher<T> {
   readonly size: number;
   private readonly entries: readonly RouteEntry<T>[];
 
-  constructor(entries: readonly RouteEntry<T>[]) {
+  private readonly options: MatcherOptions;
+
+  constructor(entries: readonly RouteEntry<T>[], options: MatcherOptions) {
     this.entries = entries.slice();
     this.size = entries.length;
+    this.options = options;
   }
 
-  match(host: string, path: string): T | undefined {
-    for (const group of hostGroups(host)) {
+  match(host: string, path: string, request?: MatchRequest, query = ''): T | undefined {
+    for (const group of hostGroups(host, this.options)) {
       const inGroup = this.entries.filter((entry) => entry.host === group);
       // The first group with any rule decides, even when none of its paths match.
       if (inGroup.length === 0) continue;
       let best: RouteEntry<T> | undefined;
       for (const entry of inGroup) {
-        if (pathMatches(entry, path) && isBetter(entry, best)) best = entry;
+        if (!pathMatches(entry, path) || !isBetter(entry, best)) continue;
+        const guard = guardOf(entry.conditions);
+        if (guard === undefined || guard.test(request, query)) best = entry;
       }
       return best?.value;
     }
@@ -68,5 +87,5 @@ class LinearMatcher<T> implements Matcher<T> {
   }
 }
 
-export const createLinearMatcher: MatcherFactory = <T>(entries: readonly RouteEntry<T>[]): Matcher<T> =>
-  new LinearMatcher(entries);
+export const createLinearMatcher: MatcherFactory = <T>(entries: readonly RouteEntry<T>[], options: MatcherOptions = INGRESS_MATCHING): Matcher<T> =>
+  new LinearMatcher(entries, options);

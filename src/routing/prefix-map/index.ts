@@ -1,8 +1,9 @@
 // The production route matcher: hash lookups only, built for tables of 10,000+ hosts.
 //
 // Host: one Map for exact hosts, one for wildcards keyed by the suffix after "*."
-// (a wildcard covers exactly one label, so the request's first label is cut off and
-// the rest looked up), and one group for rules without host. The first group that
+// (for Ingress a wildcard covers exactly one label, so the request's first label is cut
+// off and the rest looked up; for Gateway API, one or more, so each shorter suffix is
+// looked up in turn), and one group for rules without host. The first group that
 // exists decides (no fall-through), as the Matcher contract says.
 //
 // Path, within a group: an exact-path Map, then a prefix Map keyed by the normalized
@@ -11,7 +12,12 @@
 // removed) and each of its shorter '/'-boundary prefixes; those are looked up longest
 // first, so the first hit is the longest match. An exact hit always wins: its length is
 // the whole request path, which no prefix can exceed, and Exact wins ties.
-import type { Matcher, MatcherFactory, RouteEntry } from '../matcher.ts';
+// RegularExpression paths (Gateway API) are tried between the two.
+//
+// Each path key holds a short list of entries by rank (Gateway API precedence after
+// the path: method, headers, query, age...); the first whose conditions hold wins.
+import { compileRegex, guardOf, type Guard } from '../conditions.ts';
+import { INGRESS_MATCHING, type MatchRequest, type Matcher, type MatcherFactory, type MatcherOptions, type RouteEntry } from '../matcher.ts';
 
 const SLASH = 0x2f;
 
@@ -22,28 +28,73 @@ export function normalizePrefix(path: string): string {
   return end === path.length ? path : path.slice(0, end);
 }
 
+/**
+ * The entries of one path key, by rank then insertion order. An Ingress key has one
+ * slot without guard, so the walk costs one property read.
+ */
+interface Slot<T> {
+  readonly value: T;
+  readonly guard: Guard | undefined;
+  readonly rank: number;
+  next: Slot<T> | undefined;
+}
+
+function insert<T>(head: Slot<T> | undefined, entry: RouteEntry<T>): Slot<T> {
+  const slot: Slot<T> = { value: entry.value, guard: guardOf(entry.conditions), rank: entry.rank ?? 0, next: undefined };
+  if (head === undefined || slot.rank < head.rank) {
+    slot.next = head;
+    return slot;
+  }
+  let at = head;
+  while (at.next !== undefined && at.next.rank <= slot.rank) at = at.next;
+  slot.next = at.next;
+  at.next = slot;
+  return head;
+}
+
+function pick<T>(slot: Slot<T> | undefined, request: MatchRequest | undefined, query: string): T | undefined {
+  for (let s = slot; s !== undefined; s = s.next) {
+    if (s.guard === undefined || s.guard.test(request, query)) return s.value;
+  }
+  return undefined;
+}
+
 class PathGroup<T> {
-  readonly exact = new Map<string, T>();
-  readonly prefixes = new Map<string, T>();
+  readonly exact = new Map<string, Slot<T>>();
+  readonly prefixes = new Map<string, Slot<T>>();
+  /** RegularExpression paths, tried in rank order after Exact and before Prefix. */
+  regexes: { readonly regex: RegExp; readonly slot: Slot<T> }[] | undefined = undefined;
   /** Length of the longest prefix key: longer candidates cannot match, so they are skipped. */
   longestPrefix = -1;
 
   add(entry: RouteEntry<T>): void {
-    // The first entry for a (pathType, path) wins: translation ordered conflicts already.
     if (entry.pathType === 'Exact') {
-      if (!this.exact.has(entry.path)) this.exact.set(entry.path, entry.value);
+      this.exact.set(entry.path, insert(this.exact.get(entry.path), entry));
+      return;
+    }
+    if (entry.pathType === 'RegularExpression') {
+      // One item per entry, in rank order (stable: equal ranks keep insertion order).
+      const regexes = (this.regexes ??= []);
+      regexes.push({ regex: compileRegex(entry.path), slot: insert(undefined, entry) });
+      regexes.sort((a, b) => a.slot.rank - b.slot.rank);
       return;
     }
     const key = normalizePrefix(entry.path);
-    if (this.prefixes.has(key)) return;
-    this.prefixes.set(key, entry.value);
+    this.prefixes.set(key, insert(this.prefixes.get(key), entry));
     if (key.length > this.longestPrefix) this.longestPrefix = key.length;
   }
 
-  match(path: string): T | undefined {
+  match(path: string, request: MatchRequest | undefined, query: string): T | undefined {
     if (this.exact.size > 0) {
-      const exact = this.exact.get(path);
+      const exact = pick(this.exact.get(path), request, query);
       if (exact !== undefined) return exact;
+    }
+    if (this.regexes !== undefined) {
+      for (const r of this.regexes) {
+        if (!r.regex.test(path)) continue;
+        const hit = pick(r.slot, request, query);
+        if (hit !== undefined) return hit;
+      }
     }
     if (this.longestPrefix < 0) return undefined;
 
@@ -55,8 +106,11 @@ class PathGroup<T> {
     }
     while (end > 0 && path.charCodeAt(end - 1) === SLASH) end--;
     for (;;) {
-      const hit = this.prefixes.get(end === path.length ? path : path.slice(0, end));
-      if (hit !== undefined) return hit;
+      const slot = this.prefixes.get(end === path.length ? path : path.slice(0, end));
+      if (slot !== undefined) {
+        const hit = slot.guard === undefined ? slot.value : pick(slot, request, query);
+        if (hit !== undefined) return hit;
+      }
       if (end === 0) return undefined;
       // path starts with '/', so there is always a boundary at or before end - 1.
       end = path.lastIndexOf('/', end - 1);
@@ -71,9 +125,11 @@ class PrefixMapMatcher<T> implements Matcher<T> {
   /** "*.foo.com" is stored under "foo.com". */
   private readonly wildcardHosts = new Map<string, PathGroup<T>>();
   private readonly hostless: PathGroup<T> | undefined;
+  private readonly anyLabels: boolean;
 
-  constructor(entries: readonly RouteEntry<T>[]) {
+  constructor(entries: readonly RouteEntry<T>[], options: MatcherOptions) {
     this.size = entries.length;
+    this.anyLabels = options.wildcard === 'any-labels';
     let hostless: PathGroup<T> | undefined;
     for (const entry of entries) {
       const host = entry.host;
@@ -89,20 +145,23 @@ class PrefixMapMatcher<T> implements Matcher<T> {
     this.hostless = hostless;
   }
 
-  match(host: string, path: string): T | undefined {
+  match(host: string, path: string, request?: MatchRequest, query = ''): T | undefined {
     // Only origin-form paths can match a rule ("*" from OPTIONS * never does).
     if (path.charCodeAt(0) !== SLASH) return undefined;
     let group = this.exactHosts.get(host);
     if (group === undefined) {
       if (this.wildcardHosts.size > 0) {
-        const dot = host.indexOf('.');
         // dot > 0: the wildcard must replace a non-empty label.
-        if (dot > 0) group = this.wildcardHosts.get(host.slice(dot + 1));
+        let dot = host.indexOf('.');
+        while (dot > 0 && group === undefined) {
+          group = this.wildcardHosts.get(host.slice(dot + 1));
+          dot = this.anyLabels ? host.indexOf('.', dot + 1) : -1;
+        }
       }
       group ??= this.hostless;
       if (group === undefined) return undefined;
     }
-    return group.match(path);
+    return group.match(path, request, query);
   }
 }
 
@@ -115,5 +174,5 @@ function groupFor<T>(groups: Map<string, PathGroup<T>>, key: string): PathGroup<
   return group;
 }
 
-export const createPrefixMapMatcher: MatcherFactory = <T>(entries: readonly RouteEntry<T>[]): Matcher<T> =>
-  new PrefixMapMatcher(entries);
+export const createPrefixMapMatcher: MatcherFactory = <T>(entries: readonly RouteEntry<T>[], options: MatcherOptions = INGRESS_MATCHING): Matcher<T> =>
+  new PrefixMapMatcher(entries, options);

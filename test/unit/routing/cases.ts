@@ -1,23 +1,33 @@
 // The one table of routing cases every Matcher implementation must pass
 // (run by matchers.test.ts). Values name the backend a user would reach;
 // expect: undefined means "no rule matches" (the proxy then uses the default backend).
-import type { MatchType } from '../../../src/model/config.ts';
+import type { MatchType, RouteConditions, ValueMatch } from '../../../src/model/config.ts';
+import { GATEWAY_MATCHING, type MatcherOptions } from '../../../src/routing/matcher.ts';
 
 export interface CaseRoute {
   host: string;
   path: string;
   pathType: MatchType;
   value: string;
+  conditions?: RouteConditions;
+  rank?: number;
 }
 
 export interface CaseRequest {
   host: string;
   path: string;
+  method?: string;
+  /** Flat [name, value, ...] as received */
+  rawHeaders?: string[];
+  /** "?a=b" or "" */
+  query?: string;
   expect: string | undefined;
 }
 
 export interface MatcherCase {
   name: string;
+  /** Default: Ingress matching. */
+  options?: MatcherOptions;
   routes: CaseRoute[];
   requests: CaseRequest[];
 }
@@ -269,4 +279,95 @@ const PATHS: MatcherCase[] = [
   },
 ];
 
-export const MATCHER_CASES: readonly MatcherCase[] = [...KUBERNETES_DOCS_EXAMPLES, ...CONFORMANCE, ...HOSTS, ...PATHS];
+const when = (conditions: Partial<RouteConditions>): RouteConditions => ({ headers: [], query: [], ...conditions });
+const exactValue = (name: string, value: string): ValueMatch => ({ name, type: 'Exact', value });
+const regexValue = (name: string, value: string): ValueMatch => ({ name, type: 'RegularExpression', value });
+const regex = (path: string, value: string, host = ''): CaseRoute => ({ host, path, pathType: 'RegularExpression', value });
+const with_ = (route: CaseRoute, extra: Partial<CaseRoute>): CaseRoute => ({ ...route, ...extra });
+const req = (path: string, expect: string | undefined, extra: Partial<CaseRequest> = {}): CaseRequest => ({ host: 'example.com', path, expect, ...extra });
+
+/**
+ * Gateway API: the precedence the HTTPRoute spec orders (Exact, longest Prefix, method,
+ * most headers, most query parameters, then route age, name and rule order — which
+ * translation turns into `rank`), conditions, RegularExpression paths and wildcards.
+ */
+const GATEWAY: MatcherCase[] = [
+  {
+    name: 'gateway: a method match beats none on the same path; other methods fall back',
+    options: GATEWAY_MATCHING,
+    routes: [with_(prefix('/', 'any'), { rank: 1 }), with_(prefix('/', 'get-only'), { conditions: when({ method: 'GET' }), rank: 0 })],
+    requests: [req('/x', 'get-only', { method: 'GET' }), req('/x', 'any', { method: 'POST' })],
+  },
+  {
+    name: 'gateway: the longest Prefix beats conditions on a shorter one',
+    options: GATEWAY_MATCHING,
+    routes: [with_(prefix('/', 'header'), { conditions: when({ headers: [exactValue('version', 'two')] }) }), prefix('/v2', 'v2')],
+    requests: [
+      req('/v2/x', 'v2', { rawHeaders: ['Version', 'two'] }),
+      req('/x', 'header', { rawHeaders: ['version', 'two'] }),
+      req('/x', undefined, { rawHeaders: ['version', 'one'] }),
+    ],
+  },
+  {
+    name: 'gateway: conditions that do not hold fall through to a shorter Prefix',
+    options: GATEWAY_MATCHING,
+    routes: [with_(prefix('/a', 'a-with-header'), { conditions: when({ headers: [exactValue('x', '1')] }) }), prefix('/', 'root')],
+    requests: [req('/a/b', 'a-with-header', { rawHeaders: ['X', '1'] }), req('/a/b', 'root'), req('/a', 'root', { rawHeaders: ['x', '2'] })],
+  },
+  {
+    name: 'gateway: more header matches first (ranked), each must hold',
+    options: GATEWAY_MATCHING,
+    routes: [
+      with_(prefix('/', 'version'), { conditions: when({ headers: [exactValue('version', 'two')] }), rank: 1 }),
+      with_(prefix('/', 'version-color'), { conditions: when({ headers: [exactValue('version', 'two'), exactValue('color', 'orange')] }), rank: 0 }),
+    ],
+    requests: [
+      req('/', 'version-color', { rawHeaders: ['version', 'two', 'color', 'orange'] }),
+      req('/', 'version', { rawHeaders: ['version', 'two', 'color', 'blue'] }),
+      req('/', undefined, { rawHeaders: ['color', 'orange'] }),
+    ],
+  },
+  {
+    name: 'gateway: query parameters (case-sensitive names, first value) and regular expressions on headers',
+    options: GATEWAY_MATCHING,
+    routes: [
+      with_(prefix('/', 'animal'), { conditions: when({ query: [exactValue('animal', 'whale')] }), rank: 0 }),
+      with_(prefix('/', 'regex-header'), { conditions: when({ headers: [regexValue('x-id', '[0-9]+')] }), rank: 1 }),
+    ],
+    requests: [
+      req('/', 'animal', { query: '?animal=whale' }),
+      req('/', 'animal', { query: '?color=blue&animal=whale&animal=dolphin' }),
+      req('/', undefined, { query: '?Animal=whale' }),
+      req('/', undefined, { query: '?animal=dolphin&animal=whale' }),
+      req('/', 'regex-header', { rawHeaders: ['X-Id', '123'] }),
+      req('/', undefined, { rawHeaders: ['X-Id', '12a'] }),
+    ],
+  },
+  {
+    name: 'gateway: RegularExpression paths come after Exact and before Prefix, and match the whole path',
+    options: GATEWAY_MATCHING,
+    routes: [regex('/v[0-9]+/.*', 're'), exact('/v1/x', 'exact'), prefix('/v1', 'prefix')],
+    requests: [req('/v1/x', 'exact'), req('/v1/y', 're'), req('/v1', 'prefix'), req('/v12/y', 're'), req('/a/v1/y', undefined)],
+  },
+  {
+    name: 'gateway: same match, the lower rank (older route, then name, then rule order) wins',
+    options: GATEWAY_MATCHING,
+    routes: [with_(exact('/same', 'newer'), { rank: 7 }), with_(exact('/same', 'older'), { rank: 2 })],
+    requests: [req('/same', 'older')],
+  },
+  {
+    name: 'gateway: a wildcard covers one or more labels; the longest suffix wins',
+    options: GATEWAY_MATCHING,
+    routes: [prefix('/', 'wild', '*.example.com'), prefix('/', 'wild-b', '*.b.example.com'), prefix('/', 'exact', 'x.b.example.com')],
+    requests: [
+      at('a.example.com', '/', 'wild'),
+      at('a.c.example.com', '/', 'wild'),
+      at('a.b.example.com', '/', 'wild-b'),
+      at('deep.a.b.example.com', '/', 'wild-b'),
+      at('x.b.example.com', '/', 'exact'),
+      at('example.com', '/', undefined),
+    ],
+  },
+];
+
+export const MATCHER_CASES: readonly MatcherCase[] = [...KUBERNETES_DOCS_EXAMPLES, ...CONFORMANCE, ...HOSTS, ...PATHS, ...GATEWAY];

@@ -8,13 +8,14 @@ for (const { name, createMatcher } of IMPLEMENTATIONS) {
   describe(`${name} matcher`, () => {
     for (const matcherCase of MATCHER_CASES) {
       test(matcherCase.name, () => {
-        const matcher = createMatcher(matcherCase.routes);
+        const matcher = createMatcher(matcherCase.routes, matcherCase.options);
         assert.equal(matcher.size, matcherCase.routes.length);
         for (const request of matcherCase.requests) {
+          const facts = { method: request.method ?? 'GET', rawHeaders: request.rawHeaders ?? [] };
           assert.equal(
-            matcher.match(request.host, request.path),
+            matcher.match(request.host, request.path, facts, request.query ?? ''),
             request.expect,
-            `host ${JSON.stringify(request.host)} path ${JSON.stringify(request.path)}`,
+            `host ${JSON.stringify(request.host)} path ${JSON.stringify(request.path)} ${request.method ?? ''} ${JSON.stringify(request.rawHeaders ?? [])} ${request.query ?? ''}`,
           );
         }
       });
