@@ -9,6 +9,10 @@ import { allowedUpgradesPolicy } from './allowed-upgrades.ts';
 import { corsPolicy } from './cors.ts';
 import { nginxAnnotationProblems } from './nginx-annotations.ts';
 import { headersPolicy } from './headers.ts';
+import { headerModifierPolicy } from './header-modifier.ts';
+import { requestMirrorPolicy } from './request-mirror.ts';
+import { requestRedirectPolicy } from './request-redirect.ts';
+import { urlRewritePolicy } from './url-rewrite.ts';
 import { hstsPolicy } from './hsts.ts';
 import { ipAllowPolicy, ipDenyPolicy } from './ip-filter.ts';
 import { maxBodySizePolicy } from './max-body-size.ts';
@@ -27,12 +31,16 @@ export const POLICIES: readonly PolicyDefinition<any>[] = [
   ipAllowPolicy,
   rateLimitPolicy,
   tlsRedirectPolicy,
+  requestRedirectPolicy,
   hstsPolicy,
   corsPolicy,
   maxBodySizePolicy,
   allowedUpgradesPolicy,
   rewriteTargetPolicy,
+  urlRewritePolicy,
   headersPolicy,
+  headerModifierPolicy,
+  requestMirrorPolicy,
   timeoutsPolicy,
   upstreamProtocolPolicy,
 ];
@@ -89,6 +97,20 @@ export function composeChain(policies: readonly PolicyConfig[], terminal: Handle
   for (let i = active.length - 1; i >= 0; i--) {
     const { def, config } = active[i]!;
     handler = def.create(config, shared, key, route)(handler);
+  }
+  return handler;
+}
+
+/**
+ * Wraps `terminal` in exactly the listed policies (no defaults): the filters of one
+ * backend of a weighted split, which run after the route's own chain.
+ */
+export function composeListed(policies: readonly PolicyConfig[], terminal: Handler, shared: SharedState, key: string, route?: RouteConfig): Handler {
+  let handler = terminal;
+  const listed = sorted.filter((def) => policies.some((p) => p.name === def.name));
+  for (let i = listed.length - 1; i >= 0; i--) {
+    const def = listed[i]!;
+    handler = def.create(policies.find((p) => p.name === def.name)!.config, shared, key, route)(handler);
   }
   return handler;
 }

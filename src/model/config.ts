@@ -45,6 +45,8 @@ export interface TranslateOptions {
   readonly allowExternalName: boolean;
   /** spec.controllerName of the GatewayClasses portico serves (--gateway-controller-name). */
   readonly gatewayControllerName?: string;
+  /** Ports of the Ingress listeners and their flags: a Gateway listener cannot take them. */
+  readonly ingressPorts?: ReadonlyMap<number, string>;
 }
 
 export const CONTROLLER_NAME = 'portico.dev/ingress-controller';

@@ -7,7 +7,7 @@ import type { Registry } from 'prom-client';
 import type { Http1Response } from '../http1/response.ts';
 import type { RouteConfig, RoutingConfig } from '../model/config.ts';
 import type { Route, RouteCompiler } from '../routing/table.ts';
-import { composeChain } from '../middleware/registry.ts';
+import { composeChain, composeListed } from '../middleware/registry.ts';
 import type { SharedState, SharedStateStore } from '../middleware/types.ts';
 import type { AccessLogHook } from './access-log.ts';
 import { kContext, type Handler, type RequestContext, type UpstreamTimeouts } from './context.ts';
@@ -116,6 +116,30 @@ const UNROUTED_CONFIG: RouteConfig = Object.freeze({
   tls: false,
 });
 
+/**
+ * A weighted split (Gateway API backendRefs): each request goes to one backend, at
+ * random in proportion to the weights, through that backend's own filters.
+ */
+function split(config: RouteConfig, upstreams: UpstreamPools, metrics: RouteMetrics, shared: SharedState, key: string): Handler {
+  const handlers: Handler[] = [];
+  const bounds: number[] = [];
+  let total = 0;
+  for (const wb of config.backends!) {
+    if (wb.weight <= 0) continue;
+    const forwarder = new Forwarder({ ...config, backend: wb.backend }, upstreams, metrics);
+    handlers.push(wb.policies.length === 0 ? forwarder.handle : composeListed(wb.policies, forwarder.handle, shared, key, config));
+    total += wb.weight;
+    bounds.push(total);
+  }
+  if (handlers.length === 1) return handlers[0]!;
+  return (ctx) => {
+    const x = Math.random() * total;
+    let i = 0;
+    while (x >= bounds[i]!) i++;
+    handlers[i]!(ctx);
+  };
+}
+
 /** A SharedState that notes each key read into `keys`. */
 function recordingKeys(shared: SharedState, keys: string[]): SharedState {
   return {
@@ -140,10 +164,11 @@ export function createRouteCompiler(deps: RouteCompilerDeps): ProxyRoutes {
     let route = compiled.get(config);
     if (route === undefined) {
       const routeMetrics = metrics.forRoute(config);
-      const forwarder = new Forwarder(config, deps.upstreams, routeMetrics);
       const key = `${config.source.namespace}/${config.source.name}`;
       const read: string[] = [];
-      const chain = composeChain(config.policies, forwarder.handle, recordingKeys(deps.shared, read), key, config);
+      const shared = recordingKeys(deps.shared, read);
+      const terminal = config.backends === undefined ? new Forwarder(config, deps.upstreams, routeMetrics).handle : split(config, deps.upstreams, routeMetrics, shared, key);
+      const chain = composeChain(config.policies, terminal, shared, key, config);
       const sharedKeys = [...new Set(read)];
       for (const k of sharedKeys) sharedRefs.set(k, (sharedRefs.get(k) ?? 0) + 1);
       route = new CompiledRoute(config, chain, routeMetrics, deps.accessLog, timeouts, sharedKeys);

@@ -1,5 +1,6 @@
 // The per-request state that flows through a route's middleware chain into the forwarder.
 import { DEFAULT_UPGRADES } from '../middleware/allowed-upgrades.ts';
+import type { HeaderEntry } from '../middleware/header-list.ts';
 import type { Http1Request } from '../http1/request.ts';
 import type { Http1Response } from '../http1/response.ts';
 import type { Route } from '../routing/table.ts';
@@ -48,10 +49,10 @@ export class RequestContext {
   targetAuthority = '';
   /** Path and query sent upstream; rewrite-target changes it. */
   upstreamPath: string;
-  /** Extra headers to set on the upstream request (replacing any of the same name). */
-  requestHeaders: [string, string][] | undefined = undefined;
-  /** Extra headers to set on the response (replacing any of the same name). */
-  responseHeaders: [string, string][] | undefined = undefined;
+  /** Extra headers for the upstream request: set (replacing any of the same name), added or removed (see header-list.ts). */
+  requestHeaders: HeaderEntry[] | undefined = undefined;
+  /** Extra headers for the response, as requestHeaders. */
+  responseHeaders: HeaderEntry[] | undefined = undefined;
   timeouts: UpstreamTimeouts;
   upstream: UpstreamProfile = PLAIN_HTTP;
   /** Largest request body accepted, in bytes; -1 for no limit. */

@@ -93,6 +93,7 @@ export class Forwarder {
   /** Set when the backend cannot take traffic: the 503 text, precomputed. */
   private readonly unavailable: string | undefined;
   private readonly unavailableKind: UpstreamErrorKind;
+  private readonly unavailableStatus: number;
   /** TLS name for pods (https/h2 profiles): the Service's cluster DNS name. */
   readonly servername: string;
 
@@ -104,6 +105,8 @@ export class Forwarder {
     this.servername = `${backend.service}.${backend.namespace}.svc`;
     this.balancer = new Balancer(backend.error ? [] : backend.addresses.map((a) => upstreams.endpoint(a)));
     this.unavailableKind = 'service_unavailable';
+    // Gateway API: a rule whose backend does not resolve answers 500, as the spec says.
+    this.unavailableStatus = config.source.kind === 'HTTPRoute' && backend.error !== undefined && backend.error !== 'NoEndpoints' ? 500 : 503;
     switch (backend.error) {
       case undefined:
         if (backend.addresses.length === 0) {
@@ -125,7 +128,12 @@ export class Forwarder {
         this.unavailable = `service ${service} is an ExternalName service, which portico does not route to (--allow-external-name)`;
         break;
       case 'InvalidBackend':
-        this.unavailable = `the backend of this route (service ${service} port ${backend.port}) is invalid`;
+        this.unavailable = config.source.kind === 'HTTPRoute' ? `this rule has no usable backend (${backend.service})` : `the backend of this route (service ${service} port ${backend.port}) is invalid`;
+        break;
+      case 'BackendNotFound':
+      case 'RefNotPermitted':
+      case 'InvalidKind':
+        this.unavailable = `the backendRef to ${service} does not resolve (${backend.error})`;
         break;
       default:
         this.unavailable = `service ${service} is unavailable (${String(backend.error)})`;
@@ -136,7 +144,7 @@ export class Forwarder {
   handle(ctx: RequestContext): void {
     if (this.unavailable !== undefined) {
       this.metrics.countError(this.unavailableKind);
-      sendError(ctx.res, 503, this.unavailable);
+      sendError(ctx.res, this.unavailableStatus, this.unavailable);
       return;
     }
     if (ctx.req.upgrade && this.upgradeOrRefuse(ctx)) return;

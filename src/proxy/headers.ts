@@ -13,6 +13,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { isTrustedPeer } from './client-ip.ts';
 import { canonicalIp } from '../middleware/cidr.ts';
 import type { RequestContext } from './context.ts';
+import type { HeaderEntry } from '../middleware/header-list.ts';
 
 // What a request header name means to the proxy (names lowercase).
 const DROP = 1; // hop-by-hop, or set by the proxy itself
@@ -213,7 +214,12 @@ export function buildRequestHeaders(ctx: RequestContext, head: UpstreamRequestHe
   if (requestId === '') requestId = nextRequestId();
   ctx.requestId = requestId;
   out.push('x-request-id', requestId);
-  if (extra !== undefined) for (let i = 0; i < extra.length; i++) out.push(extra[i]![0], extra[i]![1]);
+  if (extra !== undefined) {
+    for (let i = 0; i < extra.length; i++) {
+      const entry = extra[i]!;
+      if (entry[2] !== 'remove') out.push(entry[0], entry[1]);
+    }
+  }
 
   head.headers = out;
   head.contentLength = contentLength;
@@ -226,8 +232,12 @@ function peerAddress(ctx: RequestContext): string {
   return canonicalIp(ctx.req.socket.remoteAddress ?? '');
 }
 
-function hasName(list: readonly [string, string][], lower: string): boolean {
-  for (let i = 0; i < list.length; i++) if (list[i]![0].toLowerCase() === lower) return true;
+/** Whether `list` sets or removes the header `lower`, so the message's own are dropped. */
+function hasName(list: readonly HeaderEntry[], lower: string): boolean {
+  for (let i = 0; i < list.length; i++) {
+    const entry = list[i]!;
+    if (entry[2] !== 'add' && entry[0].toLowerCase() === lower) return true;
+  }
   return false;
 }
 
@@ -270,7 +280,7 @@ function mergeVary(pod: string, added: string): string {
  * client: hop-by-hop ones removed, `extra` replacing same-name ones, except Vary,
  * which `extra` adds to. Flat, for res.writeHead.
  */
-export function buildResponseHeaders(headers: IncomingHttpHeaders, extra: readonly [string, string][] | undefined): (string | string[])[] {
+export function buildResponseHeaders(headers: IncomingHttpHeaders, extra: readonly HeaderEntry[] | undefined): (string | string[])[] {
   const out: (string | string[])[] = [];
   let podVary: string | undefined;
   const connection = headers.connection;
@@ -291,7 +301,8 @@ export function buildResponseHeaders(headers: IncomingHttpHeaders, extra: readon
   }
   if (extra !== undefined) {
     for (let i = 0; i < extra.length; i++) {
-      const [name, value] = extra[i]!;
+      const [name, value, mode] = extra[i]!;
+      if (mode === 'remove') continue;
       out.push(name, podVary !== undefined && name.toLowerCase() === 'vary' ? mergeVary(podVary, value) : value);
     }
   }

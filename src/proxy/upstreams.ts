@@ -176,7 +176,10 @@ export class UpstreamPools {
   retain(config: RoutingConfig | Iterable<string>): void {
     const routed = new Set<string>();
     if (isRoutingConfig(config)) {
-      for (const route of config.routes) for (const a of route.backend.addresses) routed.add(addressKey(a));
+      for (const route of config.routes) {
+        for (const a of route.backend.addresses) routed.add(addressKey(a));
+        if (route.backends !== undefined) for (const wb of route.backends) for (const a of wb.backend.addresses) routed.add(addressKey(a));
+      }
       if (config.defaultBackend) for (const a of config.defaultBackend.backend.addresses) routed.add(addressKey(a));
     } else {
       for (const key of config) routed.add(key);

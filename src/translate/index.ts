@@ -2,7 +2,8 @@
 // found per object. Pure: no I/O, no clock; the output depends only on the snapshot
 // and the options. Modelled on Contour's internal/dag: one processor per kind
 // (ingress-class.ts, ingress.ts, backends.ts, tls.ts), then conflicts.ts settles
-// what several Ingresses claim at once.
+// what several Ingresses claim at once. Gateway API objects go through their own
+// processors (gateway-api/) into the same model.
 //
 // createTranslator() memoizes by object identity (the store replaces objects on
 // change, never mutates them), so after one change only the touched Ingresses and
@@ -11,6 +12,7 @@ import type { IgnoredIngress, Problem, RouteConfig, RoutingConfig, Snapshot, Tra
 import type { Ingress } from '../model/k8s.ts';
 import { NO_GATEWAYS } from '../model/config.ts';
 import { BackendResolver } from './backends.ts';
+import { translateGatewayApi } from './gateway-api/index.ts';
 import { compareEntries, resolveConflicts } from './conflicts.ts';
 import { buildIngressEntry, isCurrent, type IngressContext, type IngressEntry } from './ingress.ts';
 import { selectClasses, type ClassSelection } from './ingress-class.ts';
@@ -35,11 +37,19 @@ interface TranslatorState {
   /** A route with its tls flag set by its host (see withHostTls), by the route as its Ingress made it. */
   readonly tlsVariants: WeakMap<RouteConfig, RouteConfig>;
   /** The last output and what it was made from, returned again when nothing it depends on changed. */
-  last: { readonly ordered: readonly IngressEntry[]; readonly classProblems: readonly Problem[]; readonly config: RoutingConfig } | undefined;
+  last:
+    | { readonly ordered: readonly IngressEntry[]; readonly classProblems: readonly Problem[]; readonly config: RoutingConfig; readonly gatewayApi: unknown }
+    | undefined;
 }
 
 function sameOptions(a: TranslateOptions, b: TranslateOptions): boolean {
-  return a.ingressClass === b.ingressClass && a.controllerName === b.controllerName && a.allowExternalName === b.allowExternalName;
+  return (
+    a.ingressClass === b.ingressClass &&
+    a.controllerName === b.controllerName &&
+    a.allowExternalName === b.allowExternalName &&
+    a.gatewayControllerName === b.gatewayControllerName &&
+    a.ingressPorts === b.ingressPorts
+  );
 }
 
 /** A translate function that remembers its previous work; keep one per controller. */
@@ -76,7 +86,19 @@ export function createTranslator(): Translator {
     // addresses, an unrelated Secret...) need no conflict pass at all.
     const last = state.last;
     ignored.sort((a, b) => compareStrings(a.ingress, b.ingress));
-    if (last && sameEntries(last.ordered, ordered) && sameProblems(last.classProblems, classes.problems) && sameIgnored(last.config.ignoredIngresses, ignored)) return last.config;
+    const gatewayApi = usesGatewayApi(snapshot)
+      ? translateGatewayApi(snapshot, { backends: state.backends, secrets: state.secrets, controllerName: options.gatewayControllerName, reservedPorts: options.ingressPorts ?? new Map() })
+      : undefined;
+    if (
+      gatewayApi === undefined &&
+      last &&
+      last.gatewayApi === undefined &&
+      sameEntries(last.ordered, ordered) &&
+      sameProblems(last.classProblems, classes.problems) &&
+      sameIgnored(last.config.ignoredIngresses, ignored)
+    ) {
+      return last.config;
+    }
 
     const resolved = resolveConflicts(ordered);
     const routes = withHostTls(resolved.routes, resolved.certificates, state.tlsVariants);
@@ -84,9 +106,11 @@ export function createTranslator(): Translator {
     const problems: Problem[] = [...classes.problems];
     for (const entry of ordered) for (const p of entry.problems) problems.push(p);
     for (const p of resolved.problems) problems.push(p);
+    if (gatewayApi !== undefined) for (const p of gatewayApi.problems) problems.push(p);
     // Stable: an object's problems stay in the order they were found (spec order, then conflicts).
     problems.sort(compareProblemObjects);
 
+    if (gatewayApi !== undefined) for (const r of gatewayApi.routes) routes.push(r);
     const config: RoutingConfig = {
       routes: routes.sort(compareRoutes),
       ...(resolved.defaultBackend ? { defaultBackend: resolved.defaultBackend } : {}),
@@ -94,9 +118,9 @@ export function createTranslator(): Translator {
       servedIngresses: served.map((s) => s.key).sort(compareStrings),
       ignoredIngresses: ignored,
       problems,
-      ...NO_GATEWAYS,
+      ...(gatewayApi !== undefined ? { listeners: gatewayApi.listeners, gatewayStatus: gatewayApi.status } : NO_GATEWAYS),
     };
-    state.last = { ordered, classProblems: classes.problems, config };
+    state.last = { ordered, classProblems: classes.problems, config, gatewayApi };
     return config;
   };
 }
@@ -130,6 +154,11 @@ function ignoredEntry(state: TranslatorState, key: string, ingress: Ingress, cla
   const entry = { ingress: key, reason: classes.ignoredReason(ingress) };
   state.ignoredReasons.set(ingress, { classes: classes.signature, entry });
   return entry;
+}
+
+/** Gateway API objects that can produce routes or status. */
+function usesGatewayApi(snapshot: Snapshot): boolean {
+  return snapshot.gatewayClasses.size > 0 || snapshot.gateways.size > 0;
 }
 
 function sameIgnored(a: readonly IgnoredIngress[], b: readonly IgnoredIngress[]): boolean {

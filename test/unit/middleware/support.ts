@@ -8,6 +8,7 @@ import type { PolicyConfig, Problem, RouteConfig } from '../../../src/model/conf
 import { RequestContext, type Handler, type UpstreamTimeouts } from '../../../src/proxy/context.ts';
 import { composeChain, SharedStateMap } from '../../../src/middleware/registry.ts';
 import type { PolicyDefinition, PolicyParseInput, SharedState } from '../../../src/middleware/types.ts';
+import type { HeaderEntry } from '../../../src/middleware/header-list.ts';
 
 export const INGRESS = { kind: 'Ingress', namespace: 'default', name: 'site' };
 
@@ -56,7 +57,7 @@ export const DEFAULT_TIMEOUTS: UpstreamTimeouts = Object.freeze({ connect: 5000,
 export interface Seen {
   clientIp: string;
   upstreamPath: string;
-  requestHeaders: [string, string][] | null;
+  requestHeaders: HeaderEntry[] | null;
   timeouts: UpstreamTimeouts;
   upstream: { key: string; protocol: string; ca?: string; insecureSkipVerify?: boolean };
   maxBodyBytes: number;

@@ -1,0 +1,57 @@
+// Gateway API RequestMirror filter: a copy of each request goes to another backend,
+// whose answer is thrown away; the client's request goes on as if nothing happened.
+// Only requests without a body are mirrored (a streamed body cannot be read twice
+// without buffering it; documented in README "Gateway API"). Not an annotation: the
+// translation of HTTPRoute filters makes its config.
+import { request as undiciRequest } from 'undici';
+import type { BackendConfig } from '../model/config.ts';
+import type { Handler, RequestContext } from '../proxy/context.ts';
+import type { Middleware, PolicyDefinition } from './types.ts';
+
+export interface RequestMirrorConfig {
+  readonly backend: BackendConfig;
+  /** 0-100: the share of requests mirrored (percent or fraction in the filter). */
+  readonly percent: number;
+}
+
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'content-length', 'expect']);
+
+function hasBody(ctx: RequestContext): boolean {
+  const raw = ctx.req.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!.toLowerCase();
+    if (name === 'transfer-encoding') return true;
+    if (name === 'content-length' && raw[i + 1] !== '0') return true;
+  }
+  return false;
+}
+
+function mirror(ctx: RequestContext, origin: string): void {
+  const raw = ctx.req.rawHeaders;
+  const headers: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) if (!HOP_BY_HOP.has(raw[i]!.toLowerCase())) headers.push(raw[i]!, raw[i + 1]!);
+  undiciRequest(origin + ctx.upstreamPath, { method: ctx.req.method as 'GET', headers }).then(
+    (res) => res.body.dump(),
+    () => {
+      // A mirror that fails must not affect the client's request.
+    },
+  );
+}
+
+export const requestMirrorPolicy: PolicyDefinition<RequestMirrorConfig> = {
+  name: 'request-mirror',
+  annotations: [],
+  order: 72,
+  parse: () => undefined,
+  create(config): Middleware {
+    const addresses = config.backend.error === undefined ? config.backend.addresses : [];
+    const origins = addresses.map((a) => `http://${a.host.includes(':') ? `[${a.host}]` : a.host}:${a.port}`);
+    let next = 0;
+    return (handler: Handler): Handler => (ctx) => {
+      if (origins.length > 0 && !ctx.req.upgrade && (config.percent >= 100 || Math.random() * 100 < config.percent) && !hasBody(ctx)) {
+        mirror(ctx, origins[next++ % origins.length]!);
+      }
+      handler(ctx);
+    };
+  },
+};

@@ -1,0 +1,80 @@
+// Gateway API -> the same routing model as Ingress: RouteConfigs on Gateway listener
+// ports, the listeners to bind with their certificates, and the status of each
+// GatewayClass, Gateway and HTTPRoute. Pure, like the Ingress translation.
+import type { CertificateConfig, GatewayApiStatus, ListenerConfig, Problem, RouteConfig, Snapshot } from '../../model/config.ts';
+import { GATEWAY_CONTROLLER_NAME, type RouteParentStatus } from '../../model/k8s.ts';
+import type { BackendResolver } from '../backends.ts';
+import type { SecretParser } from '../tls.ts';
+import { compareStrings, createdAt } from './conditions.ts';
+import { gatewayStatusOf, translateGateways } from './gateways.ts';
+import { translateHttpRoute, type Precedence } from './httproutes.ts';
+import { ReferenceGrants } from './reference-grants.ts';
+
+export interface GatewayApiOutput {
+  readonly routes: RouteConfig[];
+  readonly listeners: ReadonlyMap<number, ListenerConfig>;
+  readonly status: GatewayApiStatus;
+  readonly problems: Problem[];
+}
+
+export interface GatewayApiDeps {
+  readonly backends: BackendResolver;
+  readonly secrets: SecretParser;
+  readonly controllerName?: string;
+  readonly reservedPorts: ReadonlyMap<number, string>;
+}
+
+/**
+ * The HTTPRoute spec's precedence after the path (which the matcher settles): a method
+ * match, more header matches, more query matches, the older route, then namespace/name,
+ * then rule and match order.
+ */
+function comparePrecedence(a: Precedence, b: Precedence): number {
+  return (
+    Number(b.method) - Number(a.method) ||
+    b.headers - a.headers ||
+    b.query - a.query ||
+    compareStrings(a.created, b.created) ||
+    compareStrings(a.name, b.name) ||
+    a.rule - b.rule ||
+    a.match - b.match
+  );
+}
+
+export function translateGatewayApi(snapshot: Snapshot, deps: GatewayApiDeps): GatewayApiOutput {
+  const controllerName = deps.controllerName ?? GATEWAY_CONTROLLER_NAME;
+  const grants = new ReferenceGrants(snapshot);
+  const pass = translateGateways({ snapshot, controllerName, grants, secrets: deps.secrets, reservedPorts: deps.reservedPorts });
+  const problems = [...pass.problems];
+
+  const ranked: { config: RouteConfig; precedence: Precedence }[] = [];
+  const httpRoutes = new Map<string, { generation?: number; parents: RouteParentStatus[] }>();
+  if (pass.gateways.size > 0) {
+    const routes = [...snapshot.httpRoutes.entries()].sort(([ka, a], [kb, b]) => compareStrings(createdAt(a.metadata), createdAt(b.metadata)) || compareStrings(ka, kb));
+    for (const [key, route] of routes) {
+      const out = translateHttpRoute({ snapshot, controllerName, grants, backends: deps.backends }, key, route, pass);
+      if (out.parents.length === 0) continue;
+      httpRoutes.set(key, { generation: route.metadata.generation, parents: out.parents });
+      for (const r of out.routes) ranked.push(r);
+      for (const p of out.problems) problems.push(p);
+    }
+  }
+  ranked.sort((a, b) => comparePrecedence(a.precedence, b.precedence));
+  const routeConfigs = ranked.map((r, rank) => ({ ...r.config, rank }));
+
+  const listeners = new Map<number, { protocol: 'HTTP' | 'HTTPS'; certificates: Map<string, CertificateConfig> }>();
+  const gateways = new Map<string, ReturnType<typeof gatewayStatusOf>>();
+  for (const info of pass.gateways.values()) {
+    gateways.set(info.key, gatewayStatusOf(info));
+    for (const l of info.listeners) {
+      if (!l.ready || l.protocol === undefined) continue;
+      let entry = listeners.get(l.spec.port);
+      if (entry === undefined) listeners.set(l.spec.port, (entry = { protocol: l.protocol, certificates: new Map() }));
+      if (l.certificate !== undefined && !entry.certificates.has(l.hostname)) entry.certificates.set(l.hostname, l.certificate);
+    }
+  }
+  const listenerConfigs = new Map<number, ListenerConfig>();
+  for (const [port, l] of listeners) listenerConfigs.set(port, { port, protocol: l.protocol, certificates: l.certificates });
+
+  return { routes: routeConfigs, listeners: listenerConfigs, status: { gatewayClasses: pass.classes, gateways, httpRoutes }, problems };
+}
