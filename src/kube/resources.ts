@@ -19,6 +19,11 @@ export const RESOURCES: Record<RoutingKind, ResourceInfo> = {
   // Only TLS Secrets: the API server filters by type, so other Secrets (tokens,
   // passwords, Helm releases) never reach portico's memory or the network.
   Secret: { kind: 'Secret', base: '/api/v1', plural: 'secrets', namespaced: true, fieldSelector: 'type=kubernetes.io/tls' },
+  GatewayClass: { kind: 'GatewayClass', base: '/apis/gateway.networking.k8s.io/v1', plural: 'gatewayclasses', namespaced: false },
+  Gateway: { kind: 'Gateway', base: '/apis/gateway.networking.k8s.io/v1', plural: 'gateways', namespaced: true },
+  HTTPRoute: { kind: 'HTTPRoute', base: '/apis/gateway.networking.k8s.io/v1', plural: 'httproutes', namespaced: true },
+  ReferenceGrant: { kind: 'ReferenceGrant', base: '/apis/gateway.networking.k8s.io/v1beta1', plural: 'referencegrants', namespaced: true },
+  Namespace: { kind: 'Namespace', base: '/api/v1', plural: 'namespaces', namespaced: false },
 };
 
 /** Collection path, across all namespaces or in one. */

@@ -327,11 +327,11 @@ export const TLS_SECRET_TYPE = 'kubernetes.io/tls';
 /** The kinds portico routes from. */
 export type IngressKind = 'Ingress' | 'IngressClass' | 'Service' | 'EndpointSlice' | 'Secret';
 export type GatewayKind = 'GatewayClass' | 'Gateway' | 'HTTPRoute' | 'ReferenceGrant' | 'Namespace';
-// Gateway kinds join RoutingKind once the sources read them.
-export type RoutingKind = IngressKind;
+export type RoutingKind = IngressKind | GatewayKind;
 export const INGRESS_KINDS: readonly IngressKind[] = ['IngressClass', 'Ingress', 'Service', 'EndpointSlice', 'Secret'];
+/** Read only where the Gateway API CRDs are installed (cluster mode), or from manifests. */
 export const GATEWAY_KINDS: readonly GatewayKind[] = ['GatewayClass', 'Gateway', 'HTTPRoute', 'ReferenceGrant', 'Namespace'];
-export const ROUTING_KINDS: readonly RoutingKind[] = INGRESS_KINDS;
+export const ROUTING_KINDS: readonly RoutingKind[] = [...INGRESS_KINDS, ...GATEWAY_KINDS];
 
 export interface ObjectRef {
   kind: string;

@@ -8,22 +8,49 @@ import {
   type Endpoint,
   type EndpointPort,
   type EndpointSlice,
+  type Gateway,
+  type GatewayClass,
   type HTTPIngressPath,
+  type HTTPRoute,
   type Ingress,
   type IngressBackend,
   type IngressClass,
   type IngressRule,
   type IngressTLS,
   type LoadBalancerIngress,
+  type Namespace,
   type ObjectMeta,
   type PathType,
+  type ReferenceGrant,
   type RoutingKind,
   type Secret,
   type Service,
   type ServicePort,
 } from '../model/k8s.ts';
 
-export type RoutingObject = Ingress | IngressClass | Service | EndpointSlice | Secret;
+import {
+  Invalid,
+  fail,
+  isPlainObject,
+  optObject,
+  reqObject,
+  optArray,
+  optString,
+  reqString,
+  optBool,
+  optInt,
+  optPort,
+  reqPort,
+  optStringList,
+  optStringMap,
+  describe,
+  compact,
+  deepFreeze,
+  type Json,
+} from './sanitize-json.ts';
+import { sanitizeGateway, sanitizeGatewayClass, sanitizeHTTPRoute, sanitizeNamespace, sanitizeReferenceGrant } from './sanitize-gateway.ts';
+
+export type RoutingObject = Ingress | IngressClass | Service | EndpointSlice | Secret | GatewayClass | Gateway | HTTPRoute | ReferenceGrant | Namespace;
 
 export interface SanitizeResult {
   /** The object to store, when it is one of the kinds portico routes from and well-formed. */
@@ -43,6 +70,19 @@ export const ROUTING_API_VERSIONS: Readonly<Record<RoutingKind, string>> = {
   Service: 'v1',
   EndpointSlice: 'discovery.k8s.io/v1',
   Secret: 'v1',
+  GatewayClass: 'gateway.networking.k8s.io/v1',
+  Gateway: 'gateway.networking.k8s.io/v1',
+  HTTPRoute: 'gateway.networking.k8s.io/v1',
+  ReferenceGrant: 'gateway.networking.k8s.io/v1beta1',
+  Namespace: 'v1',
+};
+
+/** Other versions still served by clusters, read as the main one (same fields for what portico reads). */
+const ALSO_ACCEPTED: Readonly<Record<string, readonly string[]>> = {
+  GatewayClass: ['gateway.networking.k8s.io/v1beta1'],
+  Gateway: ['gateway.networking.k8s.io/v1beta1'],
+  HTTPRoute: ['gateway.networking.k8s.io/v1beta1'],
+  ReferenceGrant: ['gateway.networking.k8s.io/v1'],
 };
 
 /** API versions Kubernetes no longer serves: reported, since silently ignoring them would hide routes. */
@@ -52,116 +92,13 @@ const REMOVED_API_VERSIONS: Readonly<Record<string, readonly string[]>> = {
   EndpointSlice: ['discovery.k8s.io/v1beta1'],
 };
 
-const NAMESPACED: ReadonlySet<string> = new Set(['Ingress', 'Service', 'EndpointSlice', 'Secret']);
+const NAMESPACED: ReadonlySet<string> = new Set(['Ingress', 'Service', 'EndpointSlice', 'Secret', 'Gateway', 'HTTPRoute', 'ReferenceGrant']);
 
 /** Huge and useless for routing; for a Secret it would even hold a second copy of every key. */
 const DROPPED_ANNOTATIONS: ReadonlySet<string> = new Set(['kubectl.kubernetes.io/last-applied-configuration']);
 
 // ca.crt: the CA an upstream-ca-secret policy verifies pods against (cert-manager writes it in TLS Secrets).
 const TLS_KEYS = ['tls.crt', 'tls.key', 'ca.crt'] as const;
-
-type Json = Record<string, unknown>;
-
-class Invalid extends Error {}
-
-function fail(field: string, detail: string): never {
-  throw new Invalid(`${field}: ${detail}`);
-}
-
-function isPlainObject(v: unknown): v is Json {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-// Readers: null counts as absent (YAML "key:" with no value), a wrong type is an error.
-
-function optObject(v: unknown, field: string): Json | undefined {
-  if (v === undefined || v === null) return undefined;
-  if (!isPlainObject(v)) fail(field, 'must be an object');
-  return v;
-}
-
-function reqObject(v: unknown, field: string): Json {
-  return optObject(v, field) ?? fail(field, 'is required');
-}
-
-function optArray(v: unknown, field: string): unknown[] | undefined {
-  if (v === undefined || v === null) return undefined;
-  if (!Array.isArray(v)) fail(field, 'must be a list');
-  return v;
-}
-
-function optString(v: unknown, field: string): string | undefined {
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'string') fail(field, `must be a string, not ${describe(v)}`);
-  return v;
-}
-
-function reqString(v: unknown, field: string): string {
-  const s = optString(v, field);
-  if (s === undefined || s === '') fail(field, 'is required');
-  return s;
-}
-
-function optBool(v: unknown, field: string): boolean | undefined {
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'boolean') fail(field, `must be true or false, not ${describe(v)}`);
-  return v;
-}
-
-function optInt(v: unknown, field: string): number | undefined {
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'number' || !Number.isInteger(v)) fail(field, `must be an integer, not ${describe(v)}`);
-  return v;
-}
-
-function optPort(v: unknown, field: string): number | undefined {
-  const n = optInt(v, field);
-  if (n !== undefined && (n < 1 || n > 65535)) fail(field, `must be between 1 and 65535, not ${n}`);
-  return n;
-}
-
-function reqPort(v: unknown, field: string): number {
-  return optPort(v, field) ?? fail(field, 'is required');
-}
-
-function optStringList(v: unknown, field: string): string[] | undefined {
-  return optArray(v, field)?.map((item, i) => reqString(item, `${field}[${i}]`));
-}
-
-function optStringMap(v: unknown, field: string, drop?: ReadonlySet<string>): Record<string, string> | undefined {
-  const obj = optObject(v, field);
-  if (!obj) return undefined;
-  const out: Record<string, string> = {};
-  for (const [key, value] of Object.entries(obj)) {
-    if (drop?.has(key)) continue;
-    // The API server rejects `key: true` in labels and annotations; so do we, with the fix in the message.
-    if (typeof value !== 'string') fail(`${field}[${JSON.stringify(key)}]`, `must be a string, not ${describe(value)} (quote the value)`);
-    out[key] = value;
-  }
-  return out;
-}
-
-function describe(v: unknown): string {
-  if (v === null) return 'null';
-  if (Array.isArray(v)) return 'a list';
-  if (typeof v === 'object') return 'an object';
-  if (typeof v === 'string') return JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}...` : v);
-  return String(v);
-}
-
-/** Copies `obj` without its undefined fields, so stored objects compare and print cleanly. */
-function compact<T extends object>(obj: T): T {
-  for (const key of Object.keys(obj) as (keyof T)[]) if (obj[key] === undefined) delete obj[key];
-  return obj;
-}
-
-function deepFreeze<T>(value: T): T {
-  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const child of Object.values(value)) deepFreeze(child);
-  }
-  return value;
-}
 
 // ---- common ----
 
@@ -411,6 +348,11 @@ const SANITIZERS: Record<RoutingKind, (o: Json, metadata: ObjectMeta) => Routing
   Service: sanitizeService,
   EndpointSlice: sanitizeEndpointSlice,
   Secret: sanitizeSecret,
+  GatewayClass: sanitizeGatewayClass,
+  Gateway: sanitizeGateway,
+  HTTPRoute: sanitizeHTTPRoute,
+  ReferenceGrant: sanitizeReferenceGrant,
+  Namespace: sanitizeNamespace,
 };
 
 function routingKindOf(kind: string): RoutingKind | undefined {
@@ -426,7 +368,7 @@ export function sanitize(raw: unknown): SanitizeResult {
   }
   const kind = routingKindOf(kindName);
   if (!kind) return { ignored: true };
-  if (apiVersion !== ROUTING_API_VERSIONS[kind]) {
+  if (apiVersion !== ROUTING_API_VERSIONS[kind] && !(typeof apiVersion === 'string' && ALSO_ACCEPTED[kind]?.includes(apiVersion))) {
     if (typeof apiVersion !== 'string' || apiVersion === '') return { error: `apiVersion is required (${ROUTING_API_VERSIONS[kind]} for ${kind})` };
     if (REMOVED_API_VERSIONS[kind]?.includes(apiVersion)) {
       return { error: `${apiVersion} ${kind} is no longer served by Kubernetes; use apiVersion ${ROUTING_API_VERSIONS[kind]}` };

@@ -33,6 +33,11 @@ export interface KindTypes {
   Service: Service;
   EndpointSlice: EndpointSlice;
   Secret: Secret;
+  GatewayClass: GatewayClass;
+  Gateway: Gateway;
+  HTTPRoute: HTTPRoute;
+  ReferenceGrant: ReferenceGrant;
+  Namespace: Namespace;
 }
 
 export type ChangeType = 'added' | 'updated' | 'deleted';
@@ -72,6 +77,11 @@ export class ObjectStore implements Snapshot {
     Service: this.services,
     EndpointSlice: this.endpointSlices,
     Secret: this.secrets,
+    GatewayClass: this.gatewayClasses,
+    Gateway: this.gateways,
+    HTTPRoute: this.httpRoutes,
+    ReferenceGrant: this.referenceGrants,
+    Namespace: this.namespaces,
   };
   private readonly listeners = new Set<StoreListener>();
   private currentVersion = 0;

@@ -1,6 +1,7 @@
 // Cluster mode's source: one reflector per kind portico routes from, all feeding
-// the same ObjectStore that standalone mode fills from files.
-import { ROUTING_KINDS, type RoutingKind } from '../../model/k8s.ts';
+// the same ObjectStore that standalone mode fills from files. (Gateway API kinds are
+// not watched in cluster mode yet: see README "Gateway API".)
+import { INGRESS_KINDS, type RoutingKind } from '../../model/k8s.ts';
 import { RESOURCES } from '../../kube/resources.ts';
 import { Reflector, type ReflectorOptions } from './reflector.ts';
 
@@ -16,7 +17,7 @@ export class ClusterSource {
   readonly synced: Promise<void>;
 
   constructor(o: ClusterSourceOptions) {
-    this.reflectors = ROUTING_KINDS.map(
+    this.reflectors = INGRESS_KINDS.map(
       (kind) =>
         new Reflector({
           client: o.client,
@@ -28,7 +29,7 @@ export class ClusterSource {
           resyncMs: o.resyncMs,
           onConnected: (up) => {
             this.connected.set(kind, up);
-            const all = ROUTING_KINDS.every((k) => this.connected.get(k) === true);
+            const all = INGRESS_KINDS.every((k) => this.connected.get(k) === true);
             if (all !== this.allConnected) {
               this.allConnected = all;
               // Before the first full sync there are no known routes to speak of.

@@ -1,0 +1,104 @@
+// Readers for wire JSON shared by the sanitizers: null counts as absent (YAML "key:"
+// with no value), a wrong type throws Invalid with the field and what was expected.
+
+export type Json = Record<string, unknown>;
+
+export class Invalid extends Error {}
+
+export function fail(field: string, detail: string): never {
+  throw new Invalid(`${field}: ${detail}`);
+}
+
+export function isPlainObject(v: unknown): v is Json {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+
+export function optObject(v: unknown, field: string): Json | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (!isPlainObject(v)) fail(field, 'must be an object');
+  return v;
+}
+
+export function reqObject(v: unknown, field: string): Json {
+  return optObject(v, field) ?? fail(field, 'is required');
+}
+
+export function optArray(v: unknown, field: string): unknown[] | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (!Array.isArray(v)) fail(field, 'must be a list');
+  return v;
+}
+
+export function optString(v: unknown, field: string): string | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'string') fail(field, `must be a string, not ${describe(v)}`);
+  return v;
+}
+
+export function reqString(v: unknown, field: string): string {
+  const s = optString(v, field);
+  if (s === undefined || s === '') fail(field, 'is required');
+  return s;
+}
+
+export function optBool(v: unknown, field: string): boolean | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'boolean') fail(field, `must be true or false, not ${describe(v)}`);
+  return v;
+}
+
+export function optInt(v: unknown, field: string): number | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'number' || !Number.isInteger(v)) fail(field, `must be an integer, not ${describe(v)}`);
+  return v;
+}
+
+export function optPort(v: unknown, field: string): number | undefined {
+  const n = optInt(v, field);
+  if (n !== undefined && (n < 1 || n > 65535)) fail(field, `must be between 1 and 65535, not ${n}`);
+  return n;
+}
+
+export function reqPort(v: unknown, field: string): number {
+  return optPort(v, field) ?? fail(field, 'is required');
+}
+
+export function optStringList(v: unknown, field: string): string[] | undefined {
+  return optArray(v, field)?.map((item, i) => reqString(item, `${field}[${i}]`));
+}
+
+export function optStringMap(v: unknown, field: string, drop?: ReadonlySet<string>): Record<string, string> | undefined {
+  const obj = optObject(v, field);
+  if (!obj) return undefined;
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(obj)) {
+    if (drop?.has(key)) continue;
+    // The API server rejects `key: true` in labels and annotations; so do we, with the fix in the message.
+    if (typeof value !== 'string') fail(`${field}[${JSON.stringify(key)}]`, `must be a string, not ${describe(value)} (quote the value)`);
+    out[key] = value;
+  }
+  return out;
+}
+
+export function describe(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'a list';
+  if (typeof v === 'object') return 'an object';
+  if (typeof v === 'string') return JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}...` : v);
+  return String(v);
+}
+
+/** Copies `obj` without its undefined fields, so stored objects compare and print cleanly. */
+export function compact<T extends object>(obj: T): T {
+  for (const key of Object.keys(obj) as (keyof T)[]) if (obj[key] === undefined) delete obj[key];
+  return obj;
+}
+
+export function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value)) deepFreeze(child);
+  }
+  return value;
+}
