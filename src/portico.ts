@@ -20,6 +20,7 @@ import { createLogger, createAccessLogger, throttledLog } from './util/log.ts';
 import { createMetrics, handshakeFailureReason } from './admin/metrics.ts';
 import { createAdminServer } from './admin/server.ts';
 import { CertificateStore, DEFAULT_TLS_CIPHERS } from './tls/certificates.ts';
+import { GatewayListeners } from './proxy/gateway-listeners.ts';
 import { UpstreamPools } from './proxy/upstreams.ts';
 import { createRouteCompiler } from './proxy/compile.ts';
 import { accessLogHook } from './proxy/access-log.ts';
@@ -64,6 +65,15 @@ function listenerUrls(bind: string, ports: { http?: number; https?: number }): s
   if (ports.http !== undefined) urls.push(`http://${host}:${ports.http}`);
   if (ports.https !== undefined) urls.push(`https://${host}:${ports.https}`);
   return urls.length === 0 ? ' (no proxy listener: --http-port and --https-port are off)' : ` on ${urls.join(' and ')}`;
+}
+
+/** The ports the Ingress listeners hold (a Gateway listener may not take them). */
+function ingressPorts(options: Options): ReadonlyMap<number, string> {
+  const ports = new Map<number, string>();
+  if (options.httpPort > 0) ports.set(options.httpPort, '--http-port');
+  if (options.httpsPort > 0) ports.set(options.httpsPort, '--https-port');
+  if (options.adminPort > 0) ports.set(options.adminPort, '--admin-port');
+  return ports;
 }
 
 export async function startPortico(options: Options, logger?: Logger): Promise<Portico> {
@@ -168,7 +178,12 @@ export async function startPortico(options: Options, logger?: Logger): Promise<P
     store,
     holder,
     compile: routes.compile,
-    translateOptions: { ingressClass: options.ingressClass, controllerName: CONTROLLER_NAME, allowExternalName: options.allowExternalName },
+    translateOptions: {
+      ingressClass: options.ingressClass,
+      controllerName: CONTROLLER_NAME,
+      allowExternalName: options.allowExternalName,
+      ingressPorts: ingressPorts(options),
+    },
     log,
     debounceMs: options.debounce,
     externalProblems: () => fileProblems,
@@ -215,40 +230,54 @@ export async function startPortico(options: Options, logger?: Logger): Promise<P
     logRefusal(reason, { reason, client: socket.remoteAddress }, `refused a request before routing: ${reason.replaceAll('_', ' ')}`);
   };
   const proxies: ProxyServer[] = [];
-  const servers: net.Server[] = [];
-  if (options.httpPort >= 0) {
-    const server = net.createServer({ allowHalfOpen: true, noDelay: true });
-    const proxy = attachProxy(server, holder, options, false, routes.unrouted);
-    proxies.push(proxy);
+  /** A proxy server for one port: plain HTTP, or HTTPS with `certs` chosen by SNI. `gatewayPort`: a Gateway listener's. */
+  const openListener = async (label: string, port: number, flag: string, certs: CertificateStore | undefined, gatewayPort?: number): Promise<{ proxy: ProxyServer; port: number }> => {
+    const server = certs === undefined
+      ? net.createServer({ allowHalfOpen: true, noDelay: true })
+      : tls.createServer({ ...certs.httpsServerOptions(), allowHalfOpen: true, handshakeTimeout: options.tlsHandshakeTimeout });
+    const proxy = attachProxy(server, holder, options, certs !== undefined, routes.unrouted, gatewayPort);
     proxy.http1.onRefused = onRefused;
-    metrics.trackConnections('http', () => proxy.openConnections);
-    capConnections(server, 'http');
+    metrics.trackConnections(label, () => proxy.openConnections);
+    capConnections(server, label);
+    if (certs !== undefined) {
+      server.on('tlsClientError', (err: NodeJS.ErrnoException, socket: tls.TLSSocket) => {
+        const reason = handshakeFailureReason(err);
+        metrics.countHandshakeFailure(reason);
+        if (reason === 'no_common_alpn') {
+          // An h2-only client gets a TLS alert, which says nothing to the person behind it.
+          logRefusal('alpn', { client: socket.remoteAddress, reason }, 'a client offered only ALPN protocols portico does not serve (h2 without http/1.1?): HTTP/2 is not served yet, only HTTP/1.1');
+        } else {
+          log.debug({ client: socket.remoteAddress, reason, err: err.message }, 'TLS handshake failed; connection closed');
+        }
+      });
+    }
     // After attachProxy: it wraps the connection listener that attachProxy added.
     if (options.proxyProtocol) acceptProxyProtocol(server, { isTrusted: isTrustedProxy });
-    servers.push(server);
-    ports.http = await listen(server, options.httpPort, options.bind, '--http-port');
+    return { proxy, port: await listen(server, port, options.bind, flag) };
+  };
+  if (options.httpPort >= 0) {
+    const opened = await openListener('http', options.httpPort, '--http-port', undefined);
+    proxies.push(opened.proxy);
+    ports.http = opened.port;
   }
   if (options.httpsPort >= 0) {
-    const server = tls.createServer({ ...certificates.httpsServerOptions(), allowHalfOpen: true, handshakeTimeout: options.tlsHandshakeTimeout });
-    const proxy = attachProxy(server, holder, options, true, routes.unrouted);
-    proxies.push(proxy);
-    proxy.http1.onRefused = onRefused;
-    metrics.trackConnections('https', () => proxy.openConnections);
-    capConnections(server, 'https');
-    server.on('tlsClientError', (err: NodeJS.ErrnoException, socket: tls.TLSSocket) => {
-      const reason = handshakeFailureReason(err);
-      metrics.countHandshakeFailure(reason);
-      if (reason === 'no_common_alpn') {
-        // An h2-only client gets a TLS alert, which says nothing to the person behind it.
-        logRefusal('alpn', { client: socket.remoteAddress, reason }, 'a client offered only ALPN protocols portico does not serve (h2 without http/1.1?): HTTP/2 is not served yet, only HTTP/1.1');
-      } else {
-        log.debug({ client: socket.remoteAddress, reason, err: err.message }, 'TLS handshake failed; connection closed');
-      }
-    });
-    if (options.proxyProtocol) acceptProxyProtocol(server, { isTrusted: isTrustedProxy });
-    servers.push(server);
-    ports.https = await listen(server, options.httpsPort, options.bind, '--https-port');
+    const opened = await openListener('https', options.httpsPort, '--https-port', certificates);
+    proxies.push(opened.proxy);
+    ports.https = opened.port;
   }
+  // Gateway listeners follow the routing config (bound after the Ingress ports, which they may not take).
+  const gatewayListeners = new GatewayListeners({
+    log,
+    drainMs: options.shutdownGrace,
+    open: async (config) => {
+      const certs = config.protocol === 'HTTPS' ? certificates.forGatewayListener() : undefined;
+      certs?.update(config.certificates);
+      const label = `gateway-${config.port}`;
+      const opened = await openListener(label, config.port, `Gateway listener port ${config.port}`, certs, config.port);
+      return { protocol: config.protocol, proxy: opened.proxy, certificates: certs };
+    },
+  });
+  holder.onSwap((table) => void gatewayListeners.apply(table.config.listeners));
   let admin: http.Server | undefined;
   if (options.adminPort >= 0) {
     const routesAllowed = parseCidrList(options.adminRoutesAllow).valid;
@@ -281,7 +310,7 @@ export async function startPortico(options: Options, logger?: Logger): Promise<P
       cluster?.stop();
       await elector?.stop();
       admin?.close();
-      await Promise.all(proxies.map((p) => p.drain(graceMs)));
+      await Promise.all([...proxies.map((p) => p.drain(graceMs)), gatewayListeners.drain(graceMs)]);
       await upstreams.close();
       admin?.closeAllConnections();
       // The access log is buffered: every line of the drained requests goes out before exit.

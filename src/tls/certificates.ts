@@ -54,12 +54,15 @@ export class CertificateStore {
   /** fingerprint of cert+key -> built context (or the error), reused across updates */
   private byPem = new Map<string, Entry>();
   private readonly policy: TlsPolicy;
+  /** Gateway API: "*." covers one or more labels, and host "" is the listener's own default. */
+  private readonly gateway: boolean;
 
   /** Takes a PEM key and certificate (chain) served to clients whose SNI matches no host. */
-  constructor(defaultKey: string, defaultCert: string, policy: TlsPolicy = DEFAULT_TLS_POLICY) {
+  constructor(defaultKey: string, defaultCert: string, policy: TlsPolicy = DEFAULT_TLS_POLICY, gateway = false) {
     this.defaultKey = defaultKey;
     this.defaultCert = defaultCert;
     this.policy = policy;
+    this.gateway = gateway;
     this.defaultContext = tls.createSecureContext({ key: defaultKey, cert: defaultCert, ...policy });
     this.sniCallback = this.sniCallback.bind(this);
   }
@@ -122,12 +125,17 @@ export class CertificateStore {
     const host = normalizeHost(servername);
     const exact = this.byHost.get(host);
     if (exact) return exact;
-    const dot = host.indexOf('.');
-    if (dot > 0 && dot < host.length - 1) {
+    for (let dot = host.indexOf('.'); dot > 0 && dot < host.length - 1; dot = host.indexOf('.', dot + 1)) {
       const wildcard = this.byHost.get(`*${host.slice(dot)}`);
       if (wildcard) return wildcard;
+      if (!this.gateway) break;
     }
-    return this.defaultContext;
+    return (this.gateway ? this.byHost.get('') : undefined) ?? this.defaultContext;
+  }
+
+  /** An empty store for one Gateway HTTPS port, with the same default certificate and TLS policy. */
+  forGatewayListener(): CertificateStore {
+    return new CertificateStore(this.defaultKey, this.defaultCert, this.policy, true);
   }
 
   /** Hosts with a usable certificate (for diagnostics). */
