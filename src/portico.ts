@@ -67,15 +67,6 @@ function listenerUrls(bind: string, ports: { http?: number; https?: number }): s
   return urls.length === 0 ? ' (no proxy listener: --http-port and --https-port are off)' : ` on ${urls.join(' and ')}`;
 }
 
-/** The ports the Ingress listeners hold (a Gateway listener may not take them). */
-function ingressPorts(options: Options): ReadonlyMap<number, string> {
-  const ports = new Map<number, string>();
-  if (options.httpPort > 0) ports.set(options.httpPort, '--http-port');
-  if (options.httpsPort > 0) ports.set(options.httpsPort, '--https-port');
-  if (options.adminPort > 0) ports.set(options.adminPort, '--admin-port');
-  return ports;
-}
-
 export async function startPortico(options: Options, logger?: Logger): Promise<Portico> {
   const log = logger ?? createLogger(options.logLevel);
   const metrics = createMetrics();
@@ -173,6 +164,8 @@ export async function startPortico(options: Options, logger?: Logger): Promise<P
     });
   }
 
+  /** The ports portico's own listeners hold (a Gateway listener may not take them); filled as they are bound, before the first translation. */
+  const ingressPorts = new Map<number, string>();
   let reportedTlsProblems = new Set<string>();
   const controller = new Controller({
     store,
@@ -182,7 +175,7 @@ export async function startPortico(options: Options, logger?: Logger): Promise<P
       ingressClass: options.ingressClass,
       controllerName: CONTROLLER_NAME,
       allowExternalName: options.allowExternalName,
-      ingressPorts: ingressPorts(options),
+      ingressPorts,
     },
     log,
     debounceMs: options.debounce,
@@ -259,11 +252,13 @@ export async function startPortico(options: Options, logger?: Logger): Promise<P
     const opened = await openListener('http', options.httpPort, '--http-port', undefined);
     proxies.push(opened.proxy);
     ports.http = opened.port;
+    ingressPorts.set(opened.port, '--http-port');
   }
   if (options.httpsPort >= 0) {
     const opened = await openListener('https', options.httpsPort, '--https-port', certificates);
     proxies.push(opened.proxy);
     ports.https = opened.port;
+    ingressPorts.set(opened.port, '--https-port');
   }
   // Gateway listeners follow the routing config (bound after the Ingress ports, which they may not take).
   const gatewayListeners = new GatewayListeners({
@@ -284,6 +279,7 @@ export async function startPortico(options: Options, logger?: Logger): Promise<P
     const allowed = routesAllowed.length > 0 ? new CidrSet(routesAllowed) : undefined;
     admin = createAdminServer({ holder, registry: metrics.registry, routesAllowed: allowed && ((ip) => allowed.has(ip)) });
     ports.admin = await listen(admin, options.adminPort, options.adminBind, '--admin-port');
+    ingressPorts.set(ports.admin, '--admin-port');
   }
 
   // ---- initial sync, then serve ----

@@ -31,6 +31,33 @@ export interface RoutesView {
   problems: Problem[];
   /** Ingresses portico does not serve, with why (class of another controller, a typo, no default class). */
   ignoredIngresses: IgnoredIngress[];
+  /** Gateway API: listeners, the rules served on them, and the status of each object (as the leader writes it in a cluster). */
+  gatewayApi: GatewayApiView;
+}
+
+export interface GatewayRouteView {
+  /** "ns/name" of the HTTPRoute */
+  httpRoute: string;
+  port: number;
+  /** "*" for any host */
+  host: string;
+  path: string;
+  pathType: string;
+  method?: string;
+  headers?: string[];
+  query?: string[];
+  /** In precedence order among rules of the same host and path (lower first). */
+  rank: number;
+  backends: (BackendView & { weight: number })[];
+  policies: string[];
+}
+
+export interface GatewayApiView {
+  listeners: { port: number; protocol: string; hostnames: string[] }[];
+  routes: GatewayRouteView[];
+  gatewayClasses: Record<string, unknown>;
+  gateways: Record<string, unknown>;
+  httpRoutes: Record<string, unknown>;
 }
 
 /** Key for rules without a host, which match any host. */
@@ -39,7 +66,7 @@ export const ANY_HOST = '*';
 export function buildRoutesView(version: number, config: RoutingConfig): RoutesView {
   // Null-prototype objects: hosts and paths are user data and may be "__proto__".
   const hosts: Record<string, Record<string, PathView>> = Object.create(null);
-  for (const [host, routes] of groupByHost(config.routes)) hosts[host] = pathsView(routes);
+  for (const [host, routes] of groupByHost(ingressRoutes(config))) hosts[host] = pathsView(routes);
   return {
     version,
     routes: config.routes.length,
@@ -48,6 +75,43 @@ export function buildRoutesView(version: number, config: RoutingConfig): RoutesV
     certificates: certificatesView(config),
     problems: [...config.problems],
     ignoredIngresses: [...config.ignoredIngresses],
+    gatewayApi: gatewayApiView(config),
+  };
+}
+
+/** Ingress routes: Gateway routes live on their own listeners and are shown apart. */
+function ingressRoutes(config: RoutingConfig): readonly RouteConfig[] {
+  return config.listeners.size === 0 ? config.routes : config.routes.filter((r) => r.port === undefined);
+}
+
+function gatewayApiView(config: RoutingConfig): GatewayApiView {
+  const routes: GatewayRouteView[] = [];
+  for (const r of config.routes) {
+    if (r.port === undefined) continue;
+    const c = r.conditions;
+    const split = r.backends ?? [{ backend: r.backend, weight: 1, policies: [] }];
+    routes.push({
+      httpRoute: `${r.source.namespace}/${r.source.name}`,
+      port: r.port,
+      host: r.host === '' ? ANY_HOST : r.host,
+      path: r.path,
+      pathType: r.pathType,
+      ...(c?.method !== undefined ? { method: c.method } : {}),
+      ...(c !== undefined && c.headers.length > 0 ? { headers: c.headers.map((h) => `${h.name} ${h.type} ${h.value}`) } : {}),
+      ...(c !== undefined && c.query.length > 0 ? { query: c.query.map((q) => `${q.name} ${q.type} ${q.value}`) } : {}),
+      rank: r.rank ?? 0,
+      backends: split.map((b) => ({ ...backendView(b.backend), weight: b.weight })),
+      policies: activePolicies(r),
+    });
+  }
+  routes.sort((a, b) => a.port - b.port || (a.host < b.host ? -1 : a.host > b.host ? 1 : 0) || a.rank - b.rank);
+  const record = <V>(map: ReadonlyMap<string, V>): Record<string, V> => Object.assign(Object.create(null) as Record<string, V>, Object.fromEntries(map));
+  return {
+    listeners: [...config.listeners.values()].map((l) => ({ port: l.port, protocol: l.protocol, hostnames: [...l.certificates.keys()] })).sort((a, b) => a.port - b.port),
+    routes,
+    gatewayClasses: record(config.gatewayStatus.gatewayClasses),
+    gateways: record(config.gatewayStatus.gateways),
+    httpRoutes: record(config.gatewayStatus.httpRoutes),
   };
 }
 
@@ -60,7 +124,7 @@ export async function serializeRoutesView(version: number, config: RoutingConfig
   const parts: string[] = [`{"version":${version},"routes":${config.routes.length},"hosts":{`];
   let sinceYield = 0;
   let first = true;
-  for (const [host, routes] of groupByHost(config.routes)) {
+  for (const [host, routes] of groupByHost(ingressRoutes(config))) {
     parts.push(`${first ? '' : ','}${JSON.stringify(host)}:${JSON.stringify(pathsView(routes))}`);
     first = false;
     sinceYield += routes.length;
@@ -71,7 +135,7 @@ export async function serializeRoutesView(version: number, config: RoutingConfig
   }
   const defaultBackend = config.defaultBackend ? pathView(config.defaultBackend) : null;
   parts.push(
-    `},"defaultBackend":${JSON.stringify(defaultBackend)},"certificates":${JSON.stringify(certificatesView(config))},"problems":${JSON.stringify(config.problems)},"ignoredIngresses":${JSON.stringify(config.ignoredIngresses)}}\n`,
+    `},"defaultBackend":${JSON.stringify(defaultBackend)},"certificates":${JSON.stringify(certificatesView(config))},"problems":${JSON.stringify(config.problems)},"ignoredIngresses":${JSON.stringify(config.ignoredIngresses)},"gatewayApi":${JSON.stringify(gatewayApiView(config))}}\n`,
   );
   return Buffer.from(parts.join(''));
 }

@@ -110,7 +110,7 @@ function listenerInfo(deps: GatewayDeps, gatewayKey: string, gateway: Gateway, s
     conditions.accepted = condition('Accepted', false, 'UnsupportedProtocol', `protocol ${spec.protocol} is not supported; portico serves HTTP and HTTPS`, generation);
   } else if (deps.reservedPorts.has(spec.port)) {
     const flag = deps.reservedPorts.get(spec.port)!;
-    conditions.accepted = condition('Accepted', false, 'PortUnavailable', `port ${spec.port} is portico's Ingress listener (${flag})`, generation);
+    conditions.accepted = condition('Accepted', false, 'PortUnavailable', `port ${spec.port} is taken by portico's own listener (${flag})`, generation);
   } else if (protocol === 'HTTPS' && (spec.tls?.mode ?? 'Terminate') !== 'Terminate') {
     conditions.accepted = condition('Accepted', false, 'UnsupportedProtocol', `tls.mode ${spec.tls?.mode} is not supported on HTTPS listeners; use Terminate`, generation);
   }

@@ -64,7 +64,16 @@ describe('routes view', () => {
 
   test('an empty config has no hosts and a null default backend', () => {
     const empty = buildRoutesView(0, emptyRoutingConfig());
-    assert.deepEqual(JSON.parse(JSON.stringify(empty)), { version: 0, routes: 0, hosts: {}, defaultBackend: null, certificates: {}, problems: [], ignoredIngresses: [] });
+    assert.deepEqual(JSON.parse(JSON.stringify(empty)), {
+      version: 0,
+      routes: 0,
+      hosts: {},
+      defaultBackend: null,
+      certificates: {},
+      problems: [],
+      ignoredIngresses: [],
+      gatewayApi: { listeners: [], routes: [], gatewayClasses: {}, gateways: {}, httpRoutes: {} },
+    });
   });
 
   test('a host named __proto__ is data, not a prototype', () => {
