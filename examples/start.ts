@@ -2,6 +2,7 @@
 // endpoint the example's EndpointSlices name (so the Ingress has real pods to
 // reach), then runs portico on examples/hello in the foreground. Extra arguments
 // go to portico:  npm start -- --http-port 9000 --log-level debug
+// `--example gateway` (npm run start:gateway) runs examples/gateway instead.
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { constants } from 'node:os';
@@ -11,7 +12,8 @@ import { parseAllDocuments } from 'yaml';
 import { startEchoServer, type EchoServer } from './echo-server.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const MANIFESTS = join(ROOT, 'examples', 'hello');
+const EXAMPLES = join(ROOT, 'examples');
+const MANIFESTS = join(EXAMPLES, 'hello');
 const BIN = join(ROOT, 'bin', 'portico.js');
 const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
 
@@ -47,12 +49,25 @@ export function exampleBackends(dir = MANIFESTS): Backend[] {
   return backends;
 }
 
+/** `--example <name>` picks examples/<name>; the other arguments go to portico. */
+function parseArgs(argv: string[]): { dir: string; portico: string[] } {
+  const at = argv.indexOf('--example');
+  if (at === -1) return { dir: MANIFESTS, portico: argv };
+  const name = argv[at + 1] ?? '';
+  if (!/^[a-z][a-z0-9-]*$/.test(name)) {
+    process.stderr.write(`start: --example needs the name of a folder under examples/ (hello or gateway), not ${JSON.stringify(name)}\n`);
+    process.exit(2);
+  }
+  return { dir: join(EXAMPLES, name), portico: [...argv.slice(0, at), ...argv.slice(at + 2)] };
+}
+
 async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
   const echoes: EchoServer[] = [];
   const closeEchoes = () => Promise.all(echoes.map((e) => e.close()));
 
   try {
-    for (const b of exampleBackends()) {
+    for (const b of exampleBackends(args.dir)) {
       echoes.push(await startEchoServer({ name: b.service, namespace: b.namespace, host: b.address, port: b.port }));
       process.stderr.write(`example backend ${b.namespace}/${b.service} on http://${b.address}:${b.port}\n`);
     }
@@ -66,7 +81,7 @@ async function main(): Promise<void> {
 
   // The IPC channel ties portico to this process: if this one dies, even by SIGKILL,
   // portico sees the channel close and stops (src/cli.ts).
-  const child = spawn(process.execPath, [BIN, '--manifests', MANIFESTS, ...process.argv.slice(2)], { stdio: ['inherit', 'inherit', 'inherit', 'ipc'] });
+  const child = spawn(process.execPath, [BIN, '--manifests', args.dir, ...args.portico], { stdio: ['inherit', 'inherit', 'inherit', 'ipc'] });
   // In a terminal, Ctrl-C reaches the whole process group (portico too); forwarding
   // covers `kill <pid of npm start>` as well. portico ignores a second signal.
   const forward = (signal: NodeJS.Signals) => {
