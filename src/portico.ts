@@ -15,6 +15,7 @@ import type { ClusterSource } from './sources/kube/cluster-source.ts';
 import type { KubeClient } from './kube/client.ts';
 import type { LeaderElector } from './kube/leader.ts';
 import type { IngressStatusWriter } from './status/ingress-status.ts';
+import type { GatewayStatusWriter } from './status/gateway-status.ts';
 import type { EventRecorder } from './status/events.ts';
 import { createLogger, createAccessLogger, throttledLog } from './util/log.ts';
 import { createMetrics, handshakeFailureReason } from './admin/metrics.ts';
@@ -127,6 +128,7 @@ export async function startPortico(options: Options, logger?: Logger): Promise<P
 
   // ---- status and events (cluster mode, leader only) ----
   let statusWriter: IngressStatusWriter | undefined;
+  let gatewayStatus: GatewayStatusWriter | undefined;
   let events: EventRecorder | undefined;
   let elector: LeaderElector | undefined;
   const identity = `${process.env.POD_NAME ?? hostname()}-${process.pid}`;
@@ -142,6 +144,19 @@ export async function startPortico(options: Options, logger?: Logger): Promise<P
       ingresses: () => store.ingresses,
       served: () => holder.current.config.servedIngresses,
     });
+    const { GatewayStatusWriter } = await import('./status/gateway-status.ts');
+    const ingressStatus = statusWriter;
+    gatewayStatus = new GatewayStatusWriter({
+      client: kube,
+      log,
+      controllerName: options.gatewayControllerName,
+      addresses: () => ingressStatus.addresses(),
+      desired: () => holder.current.config.gatewayStatus,
+      gatewayClasses: () => store.gatewayClasses,
+      gateways: () => store.gateways,
+      httpRoutes: () => store.httpRoutes,
+      bindFailures: () => gatewayListeners.failures,
+    });
     events = new EventRecorder({ client: kube, log, instance: identity, ingresses: () => store.ingresses });
     elector = new LeaderElector({
       client: kube,
@@ -154,11 +169,14 @@ export async function startPortico(options: Options, logger?: Logger): Promise<P
       log,
       onStartedLeading: () => {
         statusWriter!.active = true;
+        gatewayStatus!.active = true;
         events!.active = true;
         void statusWriter!.reconcile();
+        void gatewayStatus!.reconcile();
       },
       onStoppedLeading: () => {
         statusWriter!.active = false;
+        gatewayStatus!.active = false;
         events!.active = false;
       },
     });
@@ -175,6 +193,7 @@ export async function startPortico(options: Options, logger?: Logger): Promise<P
       ingressClass: options.ingressClass,
       controllerName: CONTROLLER_NAME,
       allowExternalName: options.allowExternalName,
+      gatewayControllerName: options.gatewayControllerName,
       ingressPorts,
     },
     log,
@@ -192,6 +211,7 @@ export async function startPortico(options: Options, logger?: Logger): Promise<P
       reportedTlsProblems = tlsProblems;
       upstreams.retain(table.config);
       void statusWriter?.reconcile();
+      void gatewayStatus?.reconcile();
     },
     onNewProblems: (problems) => void events?.record(problems),
   });
@@ -272,7 +292,10 @@ export async function startPortico(options: Options, logger?: Logger): Promise<P
       return { protocol: config.protocol, proxy: opened.proxy, certificates: certs };
     },
   });
-  holder.onSwap((table) => void gatewayListeners.apply(table.config.listeners));
+  holder.onSwap((table) => {
+    // A port that could not be bound changes the Gateway's status: tell the writer once known.
+    void gatewayListeners.apply(table.config.listeners).then(() => gatewayStatus?.reconcile());
+  });
   let admin: http.Server | undefined;
   if (options.adminPort >= 0) {
     const routesAllowed = parseCidrList(options.adminRoutesAllow).valid;

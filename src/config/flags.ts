@@ -16,6 +16,7 @@ export interface Options {
   adminBind: string;
   adminRoutesAllow: string;
   ingressClass: string;
+  gatewayControllerName: string;
   allowExternalName: boolean;
   upstreamConnectTimeout: number;
   upstreamResponseTimeout: number;
@@ -75,6 +76,7 @@ const FLAGS: FlagSpec[] = [
   { flag: 'admin-bind', key: 'adminBind', kind: 'address', default: '127.0.0.1', help: 'address the admin listener binds to' },
   { flag: 'admin-routes-allow', key: 'adminRoutesAllow', kind: 'cidrs', default: '', help: 'CIDR list of peers besides loopback that may read /routes (probes and /metrics are open to any peer)' },
   { flag: 'ingress-class', key: 'ingressClass', kind: 'string', default: 'portico', help: 'IngressClass name served (its spec.controller must be portico.dev/ingress-controller)' },
+  { flag: 'gateway-controller-name', key: 'gatewayControllerName', kind: 'string', default: 'portico.dev/gateway-controller', help: 'GatewayClass spec.controllerName served (Gateway API)' },
   { flag: 'allow-external-name', key: 'allowExternalName', kind: 'bool', default: 'false', help: 'route to ExternalName Services (off: an Ingress could send traffic outside the cluster)' },
   { flag: 'upstream-connect-timeout', key: 'upstreamConnectTimeout', kind: 'duration', default: '5s', help: 'time to connect to a pod' },
   { flag: 'upstream-response-timeout', key: 'upstreamResponseTimeout', kind: 'duration', default: '60s', help: 'time from sending a request to the response headers' },

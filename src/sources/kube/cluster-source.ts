@@ -1,54 +1,103 @@
 // Cluster mode's source: one reflector per kind portico routes from, all feeding
-// the same ObjectStore that standalone mode fills from files. (Gateway API kinds are
-// not watched in cluster mode yet: see README "Gateway API".)
-import { INGRESS_KINDS, type RoutingKind } from '../../model/k8s.ts';
+// the same ObjectStore that standalone mode fills from files. The Gateway API kinds
+// are watched only where their CRDs are installed: discovery is asked at start and,
+// while they are missing, once a minute, so installing them needs no restart.
+import { GATEWAY_KINDS, INGRESS_KINDS, type RoutingKind } from '../../model/k8s.ts';
+import { KubeApiError } from '../../kube/client.ts';
 import { RESOURCES } from '../../kube/resources.ts';
 import { Reflector, type ReflectorOptions } from './reflector.ts';
 
 /** The reflectors' shared options; the resource comes from RESOURCES per kind. */
-export type ClusterSourceOptions = Pick<ReflectorOptions, 'client' | 'sink' | 'sanitize' | 'log' | 'namespace' | 'resyncMs' | 'onConnected'>;
+export type ClusterSourceOptions = Pick<ReflectorOptions, 'client' | 'sink' | 'sanitize' | 'log' | 'namespace' | 'resyncMs' | 'onConnected'> & {
+  /** ms between discovery attempts while the Gateway API CRDs are missing (default 60 s). */
+  gatewayDiscoveryMs?: number;
+};
+
+const GATEWAY_API_PATH = '/apis/gateway.networking.k8s.io/v1';
 
 export class ClusterSource {
-  private readonly reflectors: Reflector[];
+  private readonly o: ClusterSourceOptions;
+  private readonly reflectors: Reflector[] = [];
   private readonly connected = new Map<RoutingKind, boolean>();
   private allConnected: boolean | undefined;
   private everConnected = false;
-  /** Resolves once every kind was listed once: the initial sync. */
+  private discoveryTimer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private resolveGatewaySynced!: () => void;
+  /** Resolves once every kind was listed once (Gateway kinds included when installed): the initial sync. */
   readonly synced: Promise<void>;
 
   constructor(o: ClusterSourceOptions) {
-    this.reflectors = INGRESS_KINDS.map(
-      (kind) =>
-        new Reflector({
-          client: o.client,
-          resource: RESOURCES[kind],
-          sink: o.sink,
-          sanitize: o.sanitize,
-          log: o.log,
-          namespace: RESOURCES[kind].namespaced ? o.namespace : undefined,
-          resyncMs: o.resyncMs,
-          onConnected: (up) => {
-            this.connected.set(kind, up);
-            const all = INGRESS_KINDS.every((k) => this.connected.get(k) === true);
-            if (all !== this.allConnected) {
-              this.allConnected = all;
-              // Before the first full sync there are no known routes to speak of.
-              const meanwhile = this.everConnected ? 'serving the last known routes' : 'nothing is served until the first list succeeds';
-              if (all) this.everConnected = true;
-              o.log.info({ connected: all }, all ? 'Kubernetes API connected' : `Kubernetes API not connected; ${meanwhile}`);
-              o.onConnected?.(all);
-            }
-          },
-        }),
-    );
-    this.synced = Promise.all(this.reflectors.map((r) => r.synced)).then(() => undefined);
+    this.o = o;
+    for (const kind of INGRESS_KINDS) this.reflectors.push(this.reflector(kind));
+    const gatewaySynced = new Promise<void>((resolve) => (this.resolveGatewaySynced = resolve));
+    this.synced = Promise.all([...this.reflectors.map((r) => r.synced), gatewaySynced]).then(() => undefined);
+  }
+
+  private reflector(kind: RoutingKind): Reflector {
+    const o = this.o;
+    return new Reflector({
+      client: o.client,
+      resource: RESOURCES[kind],
+      sink: o.sink,
+      sanitize: o.sanitize,
+      log: o.log,
+      namespace: RESOURCES[kind].namespaced ? o.namespace : undefined,
+      resyncMs: o.resyncMs,
+      onConnected: (up) => {
+        this.connected.set(kind, up);
+        this.reportConnected();
+      },
+    });
+  }
+
+  private reportConnected(): void {
+    const all = this.reflectors.every((r) => this.connected.get(r.kind) === true);
+    if (all === this.allConnected) return;
+    this.allConnected = all;
+    // Before the first full sync there are no known routes to speak of.
+    const meanwhile = this.everConnected ? 'serving the last known routes' : 'nothing is served until the first list succeeds';
+    if (all) this.everConnected = true;
+    this.o.log.info({ connected: all }, all ? 'Kubernetes API connected' : `Kubernetes API not connected; ${meanwhile}`);
+    this.o.onConnected?.(all);
   }
 
   start(): void {
     for (const r of this.reflectors) r.start();
+    void this.discoverGatewayApi(true);
+  }
+
+  /** Starts the Gateway API reflectors once the API serves the group. */
+  private async discoverGatewayApi(first: boolean): Promise<void> {
+    if (this.stopped) return;
+    let installed = false;
+    try {
+      await this.o.client.request('GET', GATEWAY_API_PATH);
+      installed = true;
+    } catch (err) {
+      if (!(err instanceof KubeApiError && err.status === 404)) {
+        // Unreachable or refused: the Ingress reflectors report the connection; try again soon.
+        this.discoveryTimer = setTimeout(() => void this.discoverGatewayApi(first), 5_000);
+        return;
+      }
+    }
+    if (this.stopped) return;
+    if (!installed) {
+      if (first) this.o.log.info({ group: 'gateway.networking.k8s.io' }, 'Gateway API CRDs not installed: serving Ingress only (checked again every minute)');
+      this.resolveGatewaySynced();
+      this.discoveryTimer = setTimeout(() => void this.discoverGatewayApi(false), this.o.gatewayDiscoveryMs ?? 60_000);
+      return;
+    }
+    if (!first) this.o.log.info({ group: 'gateway.networking.k8s.io' }, 'Gateway API CRDs found: serving Gateways and HTTPRoutes');
+    const added = GATEWAY_KINDS.map((kind) => this.reflector(kind));
+    this.reflectors.push(...added);
+    for (const r of added) r.start();
+    void Promise.all(added.map((r) => r.synced)).then(() => this.resolveGatewaySynced());
   }
 
   stop(): void {
+    this.stopped = true;
+    clearTimeout(this.discoveryTimer);
     for (const r of this.reflectors) r.stop();
   }
 }

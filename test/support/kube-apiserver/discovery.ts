@@ -36,8 +36,8 @@ export function apiVersions(serverAddress: string): Record<string, unknown> {
   return { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress }] };
 }
 
-export function apiGroupList(): Record<string, unknown> {
-  return { kind: 'APIGroupList', apiVersion: 'v1', groups: [...groups()].map(([name, versions]) => apiGroup(name, versions)) };
+export function apiGroupList(hidden: ReadonlySet<string> = new Set()): Record<string, unknown> {
+  return { kind: 'APIGroupList', apiVersion: 'v1', groups: [...groups()].filter(([name]) => !hidden.has(name)).map(([name, versions]) => apiGroup(name, versions)) };
 }
 
 export function apiGroupDocument(group: string): Record<string, unknown> | undefined {

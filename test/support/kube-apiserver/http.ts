@@ -42,6 +42,8 @@ export interface HttpContext {
   failures: InjectedFailure[];
   /** host:port, for /api's serverAddressByClientCIDRs */
   address: () => string;
+  /** API groups whose CRDs are not installed: 404, and absent from discovery. */
+  hiddenGroups: ReadonlySet<string>;
 }
 
 const MAX_BODY_BYTES = 3 * 1024 * 1024;
@@ -58,7 +60,7 @@ interface ResourceRoute {
 
 type Route = { kind: 'document'; body: unknown; text?: boolean } | { kind: 'resource'; route: ResourceRoute };
 
-function routeFor(segments: string[], address: string): Route | undefined {
+function routeFor(segments: string[], address: string, hidden: ReadonlySet<string>): Route | undefined {
   const [a, b, c] = segments;
   if (segments.length === 0) return { kind: 'document', body: rootPaths() };
   if (segments.length === 1 && a === 'version') return { kind: 'document', body: versionInfo() };
@@ -71,7 +73,8 @@ function routeFor(segments: string[], address: string): Route | undefined {
     if (b !== 'v1') return undefined;
     [group, version, rest] = ['', 'v1', segments.slice(2)];
   } else if (a === 'apis') {
-    if (segments.length === 1) return { kind: 'document', body: apiGroupList() };
+    if (segments.length === 1) return { kind: 'document', body: apiGroupList(hidden) };
+    if (hidden.has(b!)) return undefined;
     if (segments.length === 2) {
       const doc = apiGroupDocument(b!);
       return doc ? { kind: 'document', body: doc } : undefined;
@@ -181,7 +184,7 @@ async function handle(ctx: HttpContext, req: IncomingMessage, res: ServerRespons
   const q = url.searchParams;
   const watchParam = q.get('watch') === 'true' || q.get('watch') === '1';
   const segments = url.pathname.split('/').filter(Boolean);
-  const found = routeFor(segments, ctx.address());
+  const found = routeFor(segments, ctx.address(), ctx.hiddenGroups);
 
   const record: RequestRecord = { method, path: url.pathname, query: Object.fromEntries(q), watch: false, verb: '' };
   if (found?.kind === 'resource') {

@@ -30,6 +30,8 @@ export interface FakeKubeApiServerOptions {
   bookmarkIntervalMs?: number;
   /** Events kept for watch resumption; older ones are compacted away (410). Default 10000. */
   historyLimit?: number;
+  /** Serve as a cluster without the Gateway API CRDs: its group answers 404 and is not discovered. */
+  withoutCrds?: boolean;
 }
 
 export class FakeKubeApiServer {
@@ -59,6 +61,7 @@ export class FakeKubeApiServer {
       hub: this.hub,
       requests: this.requests,
       failures: this.failures,
+      hiddenGroups: new Set(options.withoutCrds ? ['gateway.networking.k8s.io'] : []),
       address: () => `127.0.0.1:${this.port}`,
     });
     this.server = tls ? createHttpsServer({ cert: tls.cert, key: tls.key }, handler) : createHttpServer(handler);

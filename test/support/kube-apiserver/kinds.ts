@@ -24,6 +24,8 @@ export interface ResourceKind {
   /** Field selectors beyond metadata.name and metadata.namespace, each mapped to the path it reads. */
   extraFields?: Record<string, string>;
   shortNames?: string[];
+  /** Served only when its CustomResourceDefinitions are installed (FakeKubeApiServerOptions.withoutCrds). */
+  crd?: boolean;
 }
 
 export const ALL_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
@@ -91,6 +93,23 @@ export const KINDS: ResourceKind[] = [
       reportingController: 'reportingController',
       type: 'type',
     },
+  },
+  // Gateway API, as its standard-channel CRDs install it (a real cluster needs them applied).
+  {
+    group: 'gateway.networking.k8s.io', version: 'v1', plural: 'gatewayclasses', singular: 'gatewayclass', kind: 'GatewayClass', namespaced: false,
+    statusSubresource: true, initialStatus: () => ({}), createOnUpdate: false, crd: true,
+  },
+  {
+    group: 'gateway.networking.k8s.io', version: 'v1', plural: 'gateways', singular: 'gateway', kind: 'Gateway', namespaced: true,
+    statusSubresource: true, initialStatus: () => ({}), createOnUpdate: false, crd: true,
+  },
+  {
+    group: 'gateway.networking.k8s.io', version: 'v1', plural: 'httproutes', singular: 'httproute', kind: 'HTTPRoute', namespaced: true,
+    statusSubresource: true, initialStatus: () => ({}), createOnUpdate: false, crd: true,
+  },
+  {
+    group: 'gateway.networking.k8s.io', version: 'v1beta1', plural: 'referencegrants', singular: 'referencegrant', kind: 'ReferenceGrant', namespaced: true,
+    statusSubresource: false, createOnUpdate: false, crd: true,
   },
 ];
 
