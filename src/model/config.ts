@@ -144,6 +144,8 @@ export interface RouteConfig {
   readonly source: RouteSource;
   /** Gateway listener port; absent for Ingress routes, served on --http-port and --https-port. */
   readonly port?: number;
+  /** Gateway: the hostname of the listener the route is attached to ("" for none); listeners on one port are chosen by it first. */
+  readonly listenerHost?: string;
   /** Lowercase host, "*.suffix" for a wildcard, or "" for a rule without host. */
   readonly host: string;
   /** As written in the Ingress or HTTPRoute ("/" for a default backend). */

@@ -25,17 +25,25 @@ export interface MatcherOptions {
    * longest matching suffix wins).
    */
   readonly wildcard: 'one-label' | 'any-labels';
+  /**
+   * Ingress: the most specific host group decides alone. Gateway API: every rule whose
+   * host covers the request's is applicable (an exact host, the wildcards covering it,
+   * the rules without host), and path precedence then rank decide among them, as the
+   * HTTPRoute spec says ("across all rules specified on applicable Routes").
+   */
+  readonly hosts: 'most-specific-group' | 'all-applicable';
 }
 
-export const INGRESS_MATCHING: MatcherOptions = { wildcard: 'one-label' };
-export const GATEWAY_MATCHING: MatcherOptions = { wildcard: 'any-labels' };
+export const INGRESS_MATCHING: MatcherOptions = { wildcard: 'one-label', hosts: 'most-specific-group' };
+export const GATEWAY_MATCHING: MatcherOptions = { wildcard: 'any-labels', hosts: 'all-applicable' };
 
 export interface Matcher<T> {
   /**
    * host: lowercase, without port or trailing dot. path: the request path without query.
    * Host groups are tried most specific first: the exact host, else the wildcard of its
    * parent domain(s), else the rules without host; the first group that exists decides
-   * (no fall-through to a less specific group, as in nginx and Envoy). Within the group:
+   * (no fall-through to a less specific group, as in nginx and Envoy), or with
+   * hosts: 'all-applicable' the rules of every group covering the host. Among them:
    * an Exact path, else the first RegularExpression path that matches, else the longest
    * Prefix. Among entries with the same path, the first by rank whose conditions hold
    * (`request` and `query` are read only for entries that have conditions); when none

@@ -4,6 +4,7 @@ import type { CertificateConfig, RouteConfig, RoutingConfig } from '../model/con
 import { NO_GATEWAYS } from '../model/config.ts';
 import type { Handler } from '../proxy/context.ts';
 import { GATEWAY_MATCHING, INGRESS_MATCHING, type MatchRequest, type Matcher, type MatcherFactory, type RouteEntry } from './matcher.ts';
+import { ListenerHosts } from './listener-hosts.ts';
 import { createPrefixMapMatcher } from './prefix-map/index.ts';
 
 /** A route ready to serve: its config and the compiled handler chain (middleware + forwarder). */
@@ -35,14 +36,14 @@ class ImmutableRouteTable implements RouteTable {
   readonly defaultRoute: Route | undefined;
   readonly buildMillis: number;
   private readonly matcher: Matcher<Route>;
-  /** Gateway routes, by listener port. */
-  private readonly portMatchers: ReadonlyMap<number, Matcher<Route>>;
+  /** Gateway routes, by listener port, then by listener hostname. */
+  private readonly portMatchers: ReadonlyMap<number, ListenerHosts<Matcher<Route>>>;
 
   constructor(
     version: number,
     config: RoutingConfig,
     matcher: Matcher<Route>,
-    portMatchers: ReadonlyMap<number, Matcher<Route>>,
+    portMatchers: ReadonlyMap<number, ListenerHosts<Matcher<Route>>>,
     defaultRoute: Route | undefined,
     buildMillis: number,
   ) {
@@ -55,14 +56,12 @@ class ImmutableRouteTable implements RouteTable {
   }
 
   match(host: string, path: string, request?: MatchRequest, query?: string, port?: number): Route | undefined {
-    if (port !== undefined) return this.portMatchers.get(port)?.match(host, path, request, query);
+    if (port !== undefined) return this.portMatchers.get(port)?.select(host)?.match(host, path, request, query);
     return this.matcher.match(host, path, request, query) ?? this.defaultRoute;
   }
 
   get size(): number {
-    let size = this.matcher.size;
-    for (const m of this.portMatchers.values()) size += m.size;
-    return size;
+    return this.config.routes.length;
   }
 }
 
@@ -74,18 +73,26 @@ export function buildRouteTable(
 ): RouteTable {
   const started = performance.now();
   const ingressEntries: RouteEntry<Route>[] = [];
-  const byPort = new Map<number, RouteEntry<Route>[]>();
+  const byPort = new Map<number, Map<string, RouteEntry<Route>[]>>();
   for (const rc of config.routes) {
     const entry: RouteEntry<Route> = { host: rc.host, path: rc.path, pathType: rc.pathType, conditions: rc.conditions, rank: rc.rank, value: compile(rc) };
-    if (rc.port === undefined) ingressEntries.push(entry);
-    else {
-      let list = byPort.get(rc.port);
-      if (list === undefined) byPort.set(rc.port, (list = []));
-      list.push(entry);
+    if (rc.port === undefined) {
+      ingressEntries.push(entry);
+      continue;
     }
+    let listeners = byPort.get(rc.port);
+    if (listeners === undefined) byPort.set(rc.port, (listeners = new Map()));
+    const listenerHost = rc.listenerHost ?? '';
+    let list = listeners.get(listenerHost);
+    if (list === undefined) listeners.set(listenerHost, (list = []));
+    list.push(entry);
   }
-  const portMatchers = new Map<number, Matcher<Route>>();
-  for (const [port, entries] of byPort) portMatchers.set(port, createMatcher(entries, GATEWAY_MATCHING));
+  const portMatchers = new Map<number, ListenerHosts<Matcher<Route>>>();
+  for (const [port, listeners] of byPort) {
+    const matchers = new Map<string, Matcher<Route>>();
+    for (const [hostname, entries] of listeners) matchers.set(hostname, createMatcher(entries, GATEWAY_MATCHING));
+    portMatchers.set(port, new ListenerHosts(matchers));
+  }
   const matcher = createMatcher(ingressEntries, INGRESS_MATCHING);
   const defaultRoute = config.defaultBackend ? compile(config.defaultBackend) : undefined;
   return new ImmutableRouteTable(version, config, matcher, portMatchers, defaultRoute, performance.now() - started);

@@ -43,7 +43,16 @@ function isBetter<T>(candidate: RouteEntry<T>, best: RouteEntry<T> | undefined):
     const lengthDifference = matchLength(candidate) - matchLength(best);
     if (lengthDifference !== 0) return lengthDifference > 0;
   }
-  return (candidate.rank ?? 0) < (best.rank ?? 0);
+  const rankDifference = (candidate.rank ?? 0) - (best.rank ?? 0);
+  if (rankDifference !== 0) return rankDifference < 0;
+  // Same rank (only when several host groups apply): the more specific host.
+  return hostSpecificity(candidate.host) > hostSpecificity(best.host);
+}
+
+/** Exact hosts first, then longer wildcards, then rules without host. */
+function hostSpecificity(host: string): number {
+  if (host === '') return 0;
+  return host.startsWith('*.') ? host.length : 1000 + host.length;
 }
 
 /** The host groups to try, most specific first. */
@@ -71,19 +80,28 @@ class LinearMatcher<T> implements Matcher<T> {
   }
 
   match(host: string, path: string, request?: MatchRequest, query = ''): T | undefined {
+    if (this.options.hosts === 'all-applicable') {
+      // Every rule whose host covers the request's competes, by path then rank.
+      const groups = new Set(hostGroups(host, this.options));
+      return this.best(this.entries.filter((entry) => groups.has(entry.host)), path, request, query);
+    }
     for (const group of hostGroups(host, this.options)) {
       const inGroup = this.entries.filter((entry) => entry.host === group);
       // The first group with any rule decides, even when none of its paths match.
       if (inGroup.length === 0) continue;
-      let best: RouteEntry<T> | undefined;
-      for (const entry of inGroup) {
-        if (!pathMatches(entry, path) || !isBetter(entry, best)) continue;
-        const guard = guardOf(entry.conditions);
-        if (guard === undefined || guard.test(request, query)) best = entry;
-      }
-      return best?.value;
+      return this.best(inGroup, path, request, query);
     }
     return undefined;
+  }
+
+  private best(candidates: readonly RouteEntry<T>[], path: string, request: MatchRequest | undefined, query: string): T | undefined {
+    let best: RouteEntry<T> | undefined;
+    for (const entry of candidates) {
+      if (!pathMatches(entry, path) || !isBetter(entry, best)) continue;
+      const guard = guardOf(entry.conditions);
+      if (guard === undefined || guard.test(request, query)) best = entry;
+    }
+    return best?.value;
   }
 }
 

@@ -142,6 +142,30 @@ class PrefixMapMatcher<T> implements Matcher<T> {
         groupFor(this.exactHosts, host).add(entry);
       }
     }
+    if (options.hosts === 'all-applicable') {
+      // Each group also holds the rules of every group covering it, so the lookup below
+      // (most specific group first) finds all applicable rules in one group. Ranks order
+      // the entries of a path key, whichever group they came from.
+      const wildcardEntries = new Map<string, RouteEntry<T>[]>();
+      const hostlessEntries: RouteEntry<T>[] = [];
+      for (const entry of entries) {
+        if (entry.host === '') hostlessEntries.push(entry);
+        else if (entry.host.startsWith('*.')) {
+          const list = wildcardEntries.get(entry.host.slice(2));
+          if (list === undefined) wildcardEntries.set(entry.host.slice(2), [entry]);
+          else list.push(entry);
+        }
+      }
+      /** Adds the rules of the wildcards over `name`'s proper suffixes, and the hostless ones. */
+      const addCovering = (group: PathGroup<T>, name: string): void => {
+        for (let dot = name.indexOf('.'); dot > 0; dot = name.indexOf('.', dot + 1)) {
+          for (const entry of wildcardEntries.get(name.slice(dot + 1)) ?? []) group.add(entry);
+        }
+        for (const entry of hostlessEntries) group.add(entry);
+      };
+      for (const [host, group] of this.exactHosts) addCovering(group, host);
+      for (const [suffix, group] of this.wildcardHosts) addCovering(group, suffix);
+    }
     this.hostless = hostless;
   }
 

@@ -27,6 +27,9 @@ export interface Precedence {
   readonly method: boolean;
   readonly headers: number;
   readonly query: number;
+  /** Characters of the hostname when it is not a wildcard, then characters of the hostname. */
+  readonly exactHost: number;
+  readonly host: number;
   readonly created: string;
   readonly name: string;
   readonly rule: number;
@@ -292,6 +295,7 @@ function routeConfig(
     id,
     source: { kind: 'HTTPRoute', namespace, name: route.metadata.name },
     port: listener.spec.port,
+    listenerHost: listener.hostname,
     host,
     path: path.value,
     pathType: path.type,
@@ -307,6 +311,8 @@ function routeConfig(
       method: conditions?.method !== undefined,
       headers: conditions?.headers.length ?? 0,
       query: conditions?.query.length ?? 0,
+      exactHost: host.startsWith('*.') ? 0 : host.length,
+      host: host.length,
       created: route.metadata.creationTimestamp ?? '9999',
       name: `${namespace}/${route.metadata.name}`,
       rule: r,

@@ -26,14 +26,17 @@ export interface GatewayApiDeps {
 
 /**
  * The HTTPRoute spec's precedence after the path (which the matcher settles): a method
- * match, more header matches, more query matches, the older route, then namespace/name,
- * then rule and match order.
+ * match, more header matches, more query matches, then (routes with intersecting
+ * hostnames) the longer non-wildcard hostname and the longer hostname, the older route,
+ * then namespace/name, then rule and match order.
  */
 function comparePrecedence(a: Precedence, b: Precedence): number {
   return (
     Number(b.method) - Number(a.method) ||
     b.headers - a.headers ||
     b.query - a.query ||
+    b.exactHost - a.exactHost ||
+    b.host - a.host ||
     compareStrings(a.created, b.created) ||
     compareStrings(a.name, b.name) ||
     a.rule - b.rule ||

@@ -2,6 +2,7 @@
 // a change here must be deliberate (and match a change in what the code calls).
 //   list/watch: src/kube/resources.ts (reflectors); get on a Service: --publish-service
 //   PATCH ingresses/status: src/status/ingress-status.ts
+//   PATCH gatewayclasses/gateways/httproutes status: src/status/gateway-status.ts
 //   POST/PATCH events: src/status/events.ts
 //   GET/POST/PUT leases: src/kube/leader.ts
 //
@@ -36,6 +37,9 @@ const READ = ['get', 'list', 'watch'];
 /** "group/resource" -> verbs, for everything portico may do. */
 const CLUSTER_SCOPED: Record<string, string[]> = {
   'networking.k8s.io/ingressclasses': READ,
+  'gateway.networking.k8s.io/gatewayclasses': READ,
+  'gateway.networking.k8s.io/gatewayclasses/status': ['patch'],
+  '/namespaces': READ,
 };
 const NAMESPACED: Record<string, string[]> = {
   'networking.k8s.io/ingresses': READ,
@@ -44,6 +48,11 @@ const NAMESPACED: Record<string, string[]> = {
   'discovery.k8s.io/endpointslices': READ,
   'networking.k8s.io/ingresses/status': ['patch'],
   '/events': ['create', 'patch'],
+  'gateway.networking.k8s.io/gateways': READ,
+  'gateway.networking.k8s.io/httproutes': READ,
+  'gateway.networking.k8s.io/referencegrants': READ,
+  'gateway.networking.k8s.io/gateways/status': ['patch'],
+  'gateway.networking.k8s.io/httproutes/status': ['patch'],
 };
 const LEADER_ELECTION: Record<string, string[]> = {
   'coordination.k8s.io/leases': ['create', 'get', 'update'],

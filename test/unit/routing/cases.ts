@@ -356,6 +356,25 @@ const GATEWAY: MatcherCase[] = [
     requests: [req('/same', 'older')],
   },
   {
+    // Upstream conformance HTTPRouteMatchingAcrossRoutes: a longer path on a wildcard route beats "/" on the exact host.
+    name: 'gateway: every route whose hostname covers the request competes, path first',
+    options: GATEWAY_MATCHING,
+    routes: [
+      with_(prefix('/', 'v1', 'example.com'), { rank: 2 }),
+      with_(prefix('/', 'v1', 'example.net'), { rank: 3 }),
+      with_(prefix('/v2', 'v2', '*.com'), { rank: 4 }),
+      with_(prefix('/', 'any-v2', '*.com'), { conditions: when({ headers: [exactValue('version', 'two')] }), rank: 0 }),
+    ],
+    requests: [
+      at('example.com', '/', 'v1'),
+      at('example.com', '/v2', 'v2'),
+      at('example.net', '/v2', 'v1'),
+      at('example.com', '/v2/example', 'v2'),
+      req('/', 'any-v2', { rawHeaders: ['version', 'two'] }),
+      at('other.org', '/', undefined),
+    ],
+  },
+  {
     name: 'gateway: a wildcard covers one or more labels; the longest suffix wins',
     options: GATEWAY_MATCHING,
     routes: [prefix('/', 'wild', '*.example.com'), prefix('/', 'wild-b', '*.b.example.com'), prefix('/', 'exact', 'x.b.example.com')],

@@ -63,11 +63,30 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create", "patch"]
+# Gateway API (read only where its CRDs are installed): routes and grants, and the
+# leader's status on Gateways and HTTPRoutes (merge patches).
+- apiGroups: ["gateway.networking.k8s.io"]
+  resources: ["gateways", "httproutes", "referencegrants"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["gateway.networking.k8s.io"]
+  resources: ["gateways/status", "httproutes/status"]
+  verbs: ["patch"]
 {{- end }}
 
 {{/* Cluster-scoped: IngressClasses decide which Ingresses portico serves. */}}
 {{- define "portico.clusterRules" -}}
 - apiGroups: ["networking.k8s.io"]
   resources: ["ingressclasses"]
+  verbs: ["get", "list", "watch"]
+# Gateway API: GatewayClasses (and their status), and Namespaces, whose labels
+# allowedRoutes selectors match.
+- apiGroups: ["gateway.networking.k8s.io"]
+  resources: ["gatewayclasses"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["gateway.networking.k8s.io"]
+  resources: ["gatewayclasses/status"]
+  verbs: ["patch"]
+- apiGroups: [""]
+  resources: ["namespaces"]
   verbs: ["get", "list", "watch"]
 {{- end }}
