@@ -77,6 +77,14 @@ describe('Gateway API in standalone mode, black box', () => {
           },
         ],
       }),
+      {
+        ...httpRoute('policies', {
+          parentRefs: [{ name: 'gw' }],
+          hostnames: ['policies.example.com'],
+          rules: [{ backendRefs: [{ name: 'v1', port: 80 }] }],
+        }),
+        metadata: { name: 'policies', namespace: 'default', annotations: { 'portico.dev/response-headers': 'X-Policy: on', 'portico.dev/ip-deny': '127.0.0.0/8' } },
+      },
       httpRoute('split', {
         parentRefs: [{ name: 'gw' }],
         hostnames: ['split.example.com'],
@@ -135,6 +143,13 @@ describe('Gateway API in standalone mode, black box', () => {
     assert.equal(redirect.headers.location, 'https://new.example.com/landing?y=1');
   });
 
+  test('portico.dev/* annotations on an HTTPRoute act on its rules', async () => {
+    assert.equal((await get(httpPort, 'policies.example.com', '/')).status, 403);
+    const view = await routes();
+    const policies = view.gatewayApi.routes.find((r: any) => r.httpRoute === 'default/policies').policies;
+    assert.ok(policies.includes('ip-deny') && policies.includes('headers'), JSON.stringify(policies));
+  });
+
   test('weights split traffic; weight 0 gets none', async () => {
     const seen = new Map<string, number>();
     for (let i = 0; i < 60; i++) {
@@ -155,7 +170,7 @@ describe('Gateway API in standalone mode, black box', () => {
     assert.deepEqual(parents('elsewhere/intruder'), ['Accepted=False:NotAllowedByListeners', 'ResolvedRefs=True:ResolvedRefs']);
     assert.deepEqual(parents('default/app'), ['Accepted=True:Accepted', 'ResolvedRefs=True:ResolvedRefs']);
     const listeners = view.gatewayApi.gateways['default/gw'].listeners;
-    assert.deepEqual(listeners.map((l: any) => [l.name, l.attachedRoutes]), [['http', 4], ['https', 1]]);
+    assert.deepEqual(listeners.map((l: any) => [l.name, l.attachedRoutes]), [['http', 5], ['https', 1]]);
   });
 
   test('an HTTPS listener terminates TLS with its certificate', async () => {
