@@ -1,19 +1,22 @@
 // Translation at scale: 10,000 Ingresses (1-2 hosts x 2 paths each), one Service and
 // one EndpointSlice of 3 pods per Ingress, TLS on every tenth. Times the first full
 // translation, then rebuilds after one Ingress or one EndpointSlice changed (the
-// controller's steady state), and prints heap used.
-//   node_modules/.bin/node bench/translate.ts [ingresses]
+// controller's steady state), and prints heap used. With a second argument, that many
+// HTTPRoutes too, over 5 Gateways (issue 9: the figures must hold with Gateway API on top).
+//   node_modules/.bin/node bench/translate.ts [ingresses] [httproutes]
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { generate } from 'selfsigned';
 import { CONTROLLER_NAME, type Snapshot, type TranslateOptions } from '../src/model/config.ts';
-import { SERVICE_NAME_LABEL, type EndpointSlice, type Ingress, type IngressClass, type Secret, type Service } from '../src/model/k8s.ts';
+import { SERVICE_NAME_LABEL, type EndpointSlice, type Gateway, type GatewayClass, type HTTPRoute, type Ingress, type IngressClass, type Secret, type Service } from '../src/model/k8s.ts';
 import { createTranslator } from '../src/translate/index.ts';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
 
 const COUNT = Number(process.argv[2] ?? 10_000);
+const ROUTES = Number(process.argv[3] ?? 0);
+const GATEWAYS = 5;
 const RUNS = 7;
 const options: TranslateOptions = { ingressClass: 'portico', controllerName: CONTROLLER_NAME, allowExternalName: false };
 
@@ -52,6 +55,55 @@ function makeSlice(i: number, version = 0): EndpointSlice {
   };
 }
 
+function makeHttpRoute(i: number, version = 0): HTTPRoute {
+  const backendRefs = [{ name: `svc${i % COUNT}`, namespace: `ns${i % COUNT % 100}`, port: 80 }];
+  return {
+    apiVersion: 'gateway.networking.k8s.io/v1',
+    kind: 'HTTPRoute',
+    metadata: { name: `route${i}`, namespace: 'gw', creationTimestamp: new Date(Date.UTC(2024, 0, 1) + i * 1000).toISOString(), resourceVersion: String(version) },
+    spec: {
+      parentRefs: [{ name: `gw${i % GATEWAYS}` }],
+      hostnames: [`r${i}.gw.test`],
+      rules: [
+        { matches: [{ path: { type: 'PathPrefix', value: '/' } }], backendRefs },
+        { matches: [{ path: { type: 'PathPrefix', value: `/v${version}` }, headers: [{ name: 'x-canary', value: 'yes' }] }], backendRefs },
+      ],
+    },
+  };
+}
+
+function gatewayObjects() {
+  const gatewayClasses = new Map<string, GatewayClass>([
+    ['portico', { apiVersion: 'gateway.networking.k8s.io/v1', kind: 'GatewayClass', metadata: { name: 'portico' }, spec: { controllerName: 'portico.dev/gateway-controller' } }],
+  ]);
+  const gateways = new Map<string, Gateway>();
+  const httpRoutes = new Map<string, HTTPRoute>();
+  if (ROUTES > 0) {
+    for (let g = 0; g < GATEWAYS; g++) {
+      gateways.set(`gw/gw${g}`, {
+        apiVersion: 'gateway.networking.k8s.io/v1',
+        kind: 'Gateway',
+        metadata: { name: `gw${g}`, namespace: 'gw' },
+        spec: { gatewayClassName: 'portico', listeners: [{ name: 'http', port: 9000 + g, protocol: 'HTTP' }] },
+      });
+    }
+    for (let i = 0; i < ROUTES; i++) httpRoutes.set(`gw/route${i}`, makeHttpRoute(i));
+  }
+  // Backends in other namespaces: one grant per namespace lets the routes reach them.
+  const referenceGrants = new Map(
+    Array.from({ length: ROUTES > 0 ? 100 : 0 }, (_, n) => [
+      `ns${n}/from-gw`,
+      {
+        apiVersion: 'gateway.networking.k8s.io/v1beta1',
+        kind: 'ReferenceGrant' as const,
+        metadata: { name: 'from-gw', namespace: `ns${n}` },
+        spec: { from: [{ group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', namespace: 'gw' }], to: [{ group: '', kind: 'Service' }] },
+      },
+    ]),
+  );
+  return { gatewayClasses: ROUTES > 0 ? gatewayClasses : new Map(), gateways, httpRoutes, referenceGrants, namespaces: new Map() };
+}
+
 function buildSnapshot() {
   const ingressClasses = new Map<string, IngressClass>([
     ['portico', { apiVersion: 'networking.k8s.io/v1', kind: 'IngressClass', metadata: { name: 'portico' }, spec: { controller: CONTROLLER_NAME } }],
@@ -72,7 +124,7 @@ function buildSnapshot() {
       secrets.set(`${ns}/tls${i}`, { apiVersion: 'v1', kind: 'Secret', metadata: { name: `tls${i}`, namespace: ns }, type: 'kubernetes.io/tls', stringData: { 'tls.crt': pems.cert, 'tls.key': pems.private } });
     }
   }
-  return { ingressClasses, ingresses, services, endpointSlices, endpointSlicesByService, secrets, gatewayClasses: new Map(), gateways: new Map(), httpRoutes: new Map(), referenceGrants: new Map(), namespaces: new Map() };
+  return { ingressClasses, ingresses, services, endpointSlices, endpointSlicesByService, secrets, ...gatewayObjects() };
 }
 
 function median(values: number[]): number {
@@ -136,9 +188,20 @@ for (let r = 0; r < RUNS; r++) {
   if (r === 0) keptAfterSlice = `${config.routes.filter((route) => before.has(route)).length} of ${config.routes.length}`;
 }
 
-console.log(`translate: ${COUNT} Ingresses, ${routes} routes, ${config.certificates.size} certificates, ${config.problems.length} problems`);
+const oneRoute: number[] = [];
+let keptAfterRoute = '';
+for (let r = 0; r < (ROUTES > 0 ? RUNS : 0); r++) {
+  const i = (r * 373) % ROUTES;
+  store.httpRoutes.set(`gw/route${i}`, makeHttpRoute(i, r + 1));
+  const before = new Set(config.routes);
+  oneRoute.push(time(() => (config = translate(snapshot, options))));
+  if (r === 0) keptAfterRoute = `${config.routes.filter((route) => before.has(route)).length} of ${config.routes.length}`;
+}
+
+console.log(`translate: ${COUNT} Ingresses${ROUTES > 0 ? ` and ${ROUTES} HTTPRoutes over ${GATEWAYS} Gateways` : ''}, ${routes} routes, ${config.certificates.size} certificates, ${config.problems.length} problems`);
 console.log(`  first full translation     ${median(firstRuns).toFixed(1)} ms (median of ${RUNS})`);
 console.log(`  rebuild, nothing changed   ${median(noChange).toFixed(1)} ms`);
 console.log(`  rebuild, one Ingress       ${median(oneIngress).toFixed(1)} ms (routes keeping their identity: ${keptAfterIngress})`);
 console.log(`  rebuild, one EndpointSlice ${median(oneSlice).toFixed(1)} ms (routes keeping their identity: ${keptAfterSlice})`);
+if (ROUTES > 0) console.log(`  rebuild, one HTTPRoute      ${median(oneRoute).toFixed(1)} ms (routes keeping their identity: ${keptAfterRoute})`);
 console.log(`  heap: objects ${mb(heapObjects - heapBefore)}, translator state + config ${mb(heapTranslated - heapObjects)}, total used ${mb(process.memoryUsage().heapUsed)}`);

@@ -47,7 +47,7 @@ export interface GatewayRouteView {
   headers?: string[];
   query?: string[];
   /** In precedence order among rules of the same host and path (lower first). */
-  rank: number;
+  rank: string;
   backends: (BackendView & { weight: number })[];
   policies: string[];
 }
@@ -99,12 +99,12 @@ function gatewayApiView(config: RoutingConfig): GatewayApiView {
       ...(c?.method !== undefined ? { method: c.method } : {}),
       ...(c !== undefined && c.headers.length > 0 ? { headers: c.headers.map((h) => `${h.name} ${h.type} ${h.value}`) } : {}),
       ...(c !== undefined && c.query.length > 0 ? { query: c.query.map((q) => `${q.name} ${q.type} ${q.value}`) } : {}),
-      rank: r.rank ?? 0,
+      rank: r.rank ?? '',
       backends: split.map((b) => ({ ...backendView(b.backend), weight: b.weight })),
       policies: activePolicies(r),
     });
   }
-  routes.sort((a, b) => a.port - b.port || (a.host < b.host ? -1 : a.host > b.host ? 1 : 0) || a.rank - b.rank);
+  routes.sort((a, b) => a.port - b.port || (a.host < b.host ? -1 : a.host > b.host ? 1 : 0) || (a.rank < b.rank ? -1 : a.rank > b.rank ? 1 : 0));
   const record = <V>(map: ReadonlyMap<string, V>): Record<string, V> => Object.assign(Object.create(null) as Record<string, V>, Object.fromEntries(map));
   return {
     listeners: [...config.listeners.values()].map((l) => ({ port: l.port, protocol: l.protocol, hostnames: [...l.certificates.keys()] })).sort((a, b) => a.port - b.port),

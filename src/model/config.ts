@@ -156,10 +156,11 @@ export interface RouteConfig {
   readonly conditions?: RouteConditions;
   /**
    * Among routes with the same host and path key, lower ranks are tried first (Gateway
-   * API precedence: method, header count, query count, route age, ns/name, rule order).
-   * Absent: 0.
+   * API precedence: method, header count, query count, hostname, route age, ns/name,
+   * rule order), compared as strings, so a route keeps its rank when others change.
+   * Absent: "".
    */
-  readonly rank?: number;
+  readonly rank?: string;
   /** Where the request goes when there is no split: the only backend. */
   readonly backend: BackendConfig;
   /** A weighted split (more than one backendRef, or backendRef filters): replaces `backend` when set. */

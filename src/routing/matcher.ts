@@ -13,8 +13,8 @@ export interface RouteEntry<T> {
   readonly pathType: MatchType;
   /** Method, header and query conditions (Gateway API); all must hold. */
   readonly conditions?: RouteConditions;
-  /** Among entries with the same host and path, lower ranks are tried first; then the earlier entry. Default 0. */
-  readonly rank?: number;
+  /** Among entries with the same host and path, lower ranks (compared as strings) are tried first; then the earlier entry. Default "". */
+  readonly rank?: string;
   readonly value: T;
 }
 

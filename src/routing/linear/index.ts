@@ -43,8 +43,9 @@ function isBetter<T>(candidate: RouteEntry<T>, best: RouteEntry<T> | undefined):
     const lengthDifference = matchLength(candidate) - matchLength(best);
     if (lengthDifference !== 0) return lengthDifference > 0;
   }
-  const rankDifference = (candidate.rank ?? 0) - (best.rank ?? 0);
-  if (rankDifference !== 0) return rankDifference < 0;
+  const a = candidate.rank ?? '';
+  const b = best.rank ?? '';
+  if (a !== b) return a < b;
   // Same rank (only when several host groups apply): the more specific host.
   return hostSpecificity(candidate.host) > hostSpecificity(best.host);
 }

@@ -35,12 +35,12 @@ export function normalizePrefix(path: string): string {
 interface Slot<T> {
   readonly value: T;
   readonly guard: Guard | undefined;
-  readonly rank: number;
+  readonly rank: string;
   next: Slot<T> | undefined;
 }
 
 function insert<T>(head: Slot<T> | undefined, entry: RouteEntry<T>): Slot<T> {
-  const slot: Slot<T> = { value: entry.value, guard: guardOf(entry.conditions), rank: entry.rank ?? 0, next: undefined };
+  const slot: Slot<T> = { value: entry.value, guard: guardOf(entry.conditions), rank: entry.rank ?? '', next: undefined };
   if (head === undefined || slot.rank < head.rank) {
     slot.next = head;
     return slot;
@@ -76,7 +76,7 @@ class PathGroup<T> {
       // One item per entry, in rank order (stable: equal ranks keep insertion order).
       const regexes = (this.regexes ??= []);
       regexes.push({ regex: compileRegex(entry.path), slot: insert(undefined, entry) });
-      regexes.sort((a, b) => a.slot.rank - b.slot.rank);
+      regexes.sort((a, b) => (a.slot.rank < b.slot.rank ? -1 : a.slot.rank > b.slot.rank ? 1 : 0));
       return;
     }
     const key = normalizePrefix(entry.path);

@@ -24,24 +24,24 @@ export interface GatewayApiDeps {
   readonly reservedPorts: ReadonlyMap<number, string>;
 }
 
+const pad = (n: number, width: number) => String(n).padStart(width, '0');
+
 /**
- * The HTTPRoute spec's precedence after the path (which the matcher settles): a method
- * match, more header matches, more query matches, then (routes with intersecting
- * hostnames) the longer non-wildcard hostname and the longer hostname, the older route,
- * then namespace/name, then rule and match order.
+ * The HTTPRoute spec's precedence after the path (which the matcher settles), as a
+ * string that sorts first for the rule that wins: a method match, more header matches,
+ * more query matches, then (routes with intersecting hostnames) the longer
+ * non-wildcard hostname and the longer hostname, the older route, namespace/name, then
+ * rule and match order. A string, not a position, so a route's rank (and so its
+ * RouteConfig) stays the same when other routes come and go. " " separates the parts:
+ * it sorts before every character of a name or timestamp.
  */
-function comparePrecedence(a: Precedence, b: Precedence): number {
-  return (
-    Number(b.method) - Number(a.method) ||
-    b.headers - a.headers ||
-    b.query - a.query ||
-    b.exactHost - a.exactHost ||
-    b.host - a.host ||
-    compareStrings(a.created, b.created) ||
-    compareStrings(a.name, b.name) ||
-    a.rule - b.rule ||
-    a.match - b.match
-  );
+export function precedenceKey(p: Precedence): string {
+  return [
+    `${p.method ? 0 : 1}${pad(999 - p.headers, 3)}${pad(999 - p.query, 3)}${pad(9999 - p.exactHost, 4)}${pad(9999 - p.host, 4)}`,
+    p.created,
+    p.name,
+    `${pad(p.rule, 6)}${pad(p.match, 6)}`,
+  ].join(' ');
 }
 
 export function translateGatewayApi(snapshot: Snapshot, deps: GatewayApiDeps): GatewayApiOutput {
@@ -62,8 +62,7 @@ export function translateGatewayApi(snapshot: Snapshot, deps: GatewayApiDeps): G
       for (const p of out.problems) problems.push(p);
     }
   }
-  ranked.sort((a, b) => comparePrecedence(a.precedence, b.precedence));
-  const routeConfigs = ranked.map((r, rank) => ({ ...r.config, rank }));
+  const routeConfigs = ranked.map((r) => ({ ...r.config, rank: precedenceKey(r.precedence) }));
 
   const listeners = new Map<number, { protocol: 'HTTP' | 'HTTPS'; certificates: Map<string, CertificateConfig> }>();
   const gateways = new Map<string, ReturnType<typeof gatewayStatusOf>>();

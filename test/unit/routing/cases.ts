@@ -10,7 +10,7 @@ export interface CaseRoute {
   pathType: MatchType;
   value: string;
   conditions?: RouteConditions;
-  rank?: number;
+  rank?: string;
 }
 
 export interface CaseRequest {
@@ -295,7 +295,7 @@ const GATEWAY: MatcherCase[] = [
   {
     name: 'gateway: a method match beats none on the same path; other methods fall back',
     options: GATEWAY_MATCHING,
-    routes: [with_(prefix('/', 'any'), { rank: 1 }), with_(prefix('/', 'get-only'), { conditions: when({ method: 'GET' }), rank: 0 })],
+    routes: [with_(prefix('/', 'any'), { rank: '1' }), with_(prefix('/', 'get-only'), { conditions: when({ method: 'GET' }), rank: '0' })],
     requests: [req('/x', 'get-only', { method: 'GET' }), req('/x', 'any', { method: 'POST' })],
   },
   {
@@ -318,8 +318,8 @@ const GATEWAY: MatcherCase[] = [
     name: 'gateway: more header matches first (ranked), each must hold',
     options: GATEWAY_MATCHING,
     routes: [
-      with_(prefix('/', 'version'), { conditions: when({ headers: [exactValue('version', 'two')] }), rank: 1 }),
-      with_(prefix('/', 'version-color'), { conditions: when({ headers: [exactValue('version', 'two'), exactValue('color', 'orange')] }), rank: 0 }),
+      with_(prefix('/', 'version'), { conditions: when({ headers: [exactValue('version', 'two')] }), rank: '1' }),
+      with_(prefix('/', 'version-color'), { conditions: when({ headers: [exactValue('version', 'two'), exactValue('color', 'orange')] }), rank: '0' }),
     ],
     requests: [
       req('/', 'version-color', { rawHeaders: ['version', 'two', 'color', 'orange'] }),
@@ -331,8 +331,8 @@ const GATEWAY: MatcherCase[] = [
     name: 'gateway: query parameters (case-sensitive names, first value) and regular expressions on headers',
     options: GATEWAY_MATCHING,
     routes: [
-      with_(prefix('/', 'animal'), { conditions: when({ query: [exactValue('animal', 'whale')] }), rank: 0 }),
-      with_(prefix('/', 'regex-header'), { conditions: when({ headers: [regexValue('x-id', '[0-9]+')] }), rank: 1 }),
+      with_(prefix('/', 'animal'), { conditions: when({ query: [exactValue('animal', 'whale')] }), rank: '0' }),
+      with_(prefix('/', 'regex-header'), { conditions: when({ headers: [regexValue('x-id', '[0-9]+')] }), rank: '1' }),
     ],
     requests: [
       req('/', 'animal', { query: '?animal=whale' }),
@@ -352,7 +352,7 @@ const GATEWAY: MatcherCase[] = [
   {
     name: 'gateway: same match, the lower rank (older route, then name, then rule order) wins',
     options: GATEWAY_MATCHING,
-    routes: [with_(exact('/same', 'newer'), { rank: 7 }), with_(exact('/same', 'older'), { rank: 2 })],
+    routes: [with_(exact('/same', 'newer'), { rank: '7' }), with_(exact('/same', 'older'), { rank: '2' })],
     requests: [req('/same', 'older')],
   },
   {
@@ -360,10 +360,10 @@ const GATEWAY: MatcherCase[] = [
     name: 'gateway: every route whose hostname covers the request competes, path first',
     options: GATEWAY_MATCHING,
     routes: [
-      with_(prefix('/', 'v1', 'example.com'), { rank: 2 }),
-      with_(prefix('/', 'v1', 'example.net'), { rank: 3 }),
-      with_(prefix('/v2', 'v2', '*.com'), { rank: 4 }),
-      with_(prefix('/', 'any-v2', '*.com'), { conditions: when({ headers: [exactValue('version', 'two')] }), rank: 0 }),
+      with_(prefix('/', 'v1', 'example.com'), { rank: '2' }),
+      with_(prefix('/', 'v1', 'example.net'), { rank: '3' }),
+      with_(prefix('/v2', 'v2', '*.com'), { rank: '4' }),
+      with_(prefix('/', 'any-v2', '*.com'), { conditions: when({ headers: [exactValue('version', 'two')] }), rank: '0' }),
     ],
     requests: [
       at('example.com', '/', 'v1'),

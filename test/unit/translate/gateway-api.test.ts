@@ -128,7 +128,7 @@ describe('Gateway API translation', () => {
       httpRoute('headers', [parent()], [match({ headers: [{ name: 'A', value: '1' }, { name: 'b', value: '2' }] })], { created: '2026-03-01T00:00:00Z' }),
       httpRoute('method', [parent()], [match({ method: 'get' })], { created: '2026-03-01T00:00:00Z' }),
     ]);
-    const byRank = gatewayRoutes(config).sort((x, y) => x.rank! - y.rank!).map((r) => r.source.name);
+    const byRank = gatewayRoutes(config).sort((x, y) => (x.rank! < y.rank! ? -1 : 1)).map((r) => r.source.name);
     assert.deepEqual(byRank, ['method', 'headers', 'query', 'a-older', 'b-newer']);
     const headers = gatewayRoutes(config).find((r) => r.source.name === 'headers')!;
     assert.deepEqual(headers.conditions!.headers.map((h) => h.name), ['a', 'b']);
