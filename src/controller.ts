@@ -2,7 +2,7 @@
 // the burst to settle, translate the objects, build a new route table and swap it in.
 import type { Logger } from 'pino';
 import type { Problem, RoutingConfig, TranslateOptions } from './model/config.ts';
-import type { ObjectStore } from './sources/store.ts';
+import type { ObjectChange, ObjectStore, StoreChangeEvent } from './sources/store.ts';
 import { createTranslator } from './translate/index.ts';
 import { buildRouteTable, type RouteCompiler, type RouteTable, type RouteTableHolder } from './routing/table.ts';
 
@@ -37,6 +37,8 @@ export class Controller {
   /** performance.now() of the first change not yet served; for the change-to-serve figure. */
   private pendingSince: number | undefined;
   private started = false;
+  /** The store changes the next rebuild must translate; undefined: unknown, check everything. */
+  private pendingChanges: ObjectChange[] | undefined = undefined;
 
   constructor(deps: ControllerDeps) {
     this.deps = deps;
@@ -45,6 +47,7 @@ export class Controller {
   /** Rebuilds now and then after every change. Call once the sources loaded their initial state. */
   start(): RouteTable {
     this.started = true;
+    this.pendingChanges = undefined;
     return this.rebuild();
   }
 
@@ -54,8 +57,16 @@ export class Controller {
    * rebuild runs (it is synchronous), are gathered into the next one, and a lone
    * change waits for nothing.
    */
-  changed(): void {
+  changed(event?: StoreChangeEvent | 'problems'): void {
     if (!this.started) return;
+    // Translation works in proportion to what changed when it knows what did; a change
+    // it is not told about (or a large burst) re-checks everything. New problems of the
+    // sources change no object: nothing to translate again.
+    if (event === undefined || (event !== 'problems' && (this.pendingChanges?.length ?? 0) + event.changes.length > MAX_TRACKED_CHANGES)) {
+      this.pendingChanges = undefined;
+    } else if (event !== 'problems') {
+      this.pendingChanges?.push(...event.changes);
+    }
     this.pendingSince ??= performance.now();
     if (this.timer) return;
     const run = () => {
@@ -69,10 +80,13 @@ export class Controller {
     const { deps } = this;
     const t0 = performance.now();
     let config: RoutingConfig;
+    const changes = this.pendingChanges;
+    this.pendingChanges = [];
     try {
-      config = this.translate(deps.store, deps.translateOptions);
+      config = this.translate(deps.store, deps.translateOptions, changes);
     } catch (err) {
       // A bug in translation must not take the proxy down: keep serving the last table.
+      this.pendingChanges = undefined;
       deps.log.error({ err }, 'translation failed; still serving the previous route table');
       return deps.holder.current;
     }
@@ -81,7 +95,7 @@ export class Controller {
     const external = deps.externalProblems?.() ?? [];
     if (external.length > 0) config = { ...config, problems: [...external, ...config.problems] };
     const problems = config.problems;
-    const table = buildRouteTable(++this.version, config, deps.compile);
+    const table = buildRouteTable(++this.version, config, deps.compile, undefined, deps.holder.current);
     deps.holder.swap(table);
 
     this.reportProblems(problems);
@@ -140,6 +154,9 @@ export class Controller {
     this.started = false;
   }
 }
+
+/** Beyond this many changes in one rebuild, checking everything is as cheap as tracking them. */
+const MAX_TRACKED_CHANGES = 5000;
 
 function round(ms: number): number {
   return Math.round(ms * 100) / 100;

@@ -108,7 +108,7 @@ export async function startPortico(options: Options, logger?: Logger): Promise<P
   if (options.manifests) {
     standalone = new ManifestDirectorySource({ dir: options.manifests, store, log, onProblems: (p: readonly Problem[]) => {
         fileProblems = p;
-        controller.changed();
+        controller.changed('problems');
       } });
   } else {
     // Loaded only in cluster mode: @kubernetes/client-node alone costs about 90 MB.
@@ -221,7 +221,7 @@ export async function startPortico(options: Options, logger?: Logger): Promise<P
       const shown = event.changes.slice(0, 5).map((c) => `${c.type} ${c.kind} ${c.key}`);
       log.debug({ changes: event.changes.length, version: event.version }, `objects changed: ${shown.join(', ')}${event.changes.length > 5 ? ', ...' : ''}`);
     }
-    controller.changed();
+    controller.changed(event);
   });
 
   // ---- listeners ----

@@ -214,6 +214,12 @@ export interface RoutingConfig {
   /** Gateway listeners, by port. */
   readonly listeners: ReadonlyMap<number, ListenerConfig>;
   readonly gatewayStatus: GatewayApiStatus;
+  /** The Ingress routes of `routes`, by host: lets the route table rebuild only the hosts a change touched. */
+  readonly ingressHosts?: ReadonlyMap<string, readonly RouteConfig[]>;
+  /** Numbers the configs one translator makes, so a delta can name the config it follows. */
+  readonly serial?: number;
+  /** What changed since the config numbered `base`: the Ingress hosts whose routes differ, and whether Gateway API output did. */
+  readonly delta?: { readonly base: number; readonly hosts: ReadonlySet<string>; readonly gateway: boolean };
 }
 
 export interface IgnoredIngress {

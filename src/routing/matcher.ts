@@ -52,6 +52,11 @@ export interface Matcher<T> {
    */
   match(host: string, path: string, request?: MatchRequest, query?: string): T | undefined;
   readonly size: number;
+  /**
+   * A new matcher with the entries of the given hosts replaced (an empty list removes a
+   * host); this one is unchanged. Costs work for those hosts, not the whole table.
+   */
+  withHosts(changes: ReadonlyMap<string, readonly RouteEntry<T>[]>): Matcher<T>;
 }
 
 export type MatcherFactory = <T>(entries: readonly RouteEntry<T>[], options?: MatcherOptions) => Matcher<T>;

@@ -35,9 +35,9 @@ class ImmutableRouteTable implements RouteTable {
   readonly config: RoutingConfig;
   readonly defaultRoute: Route | undefined;
   readonly buildMillis: number;
-  private readonly matcher: Matcher<Route>;
+  readonly matcher: Matcher<Route>;
   /** Gateway routes, by listener port, then by listener hostname. */
-  private readonly portMatchers: ReadonlyMap<number, ListenerHosts<Matcher<Route>>>;
+  readonly portMatchers: ReadonlyMap<number, ListenerHosts<Matcher<Route>>>;
 
   constructor(
     version: number,
@@ -65,27 +65,55 @@ class ImmutableRouteTable implements RouteTable {
   }
 }
 
+/**
+ * Builds the live table for `config`. With `previous` (the table in service) and a
+ * config whose delta follows it, only the Ingress hosts the delta names are compiled
+ * and matched again, and the Gateway matchers are kept unless Gateway output changed:
+ * the work is proportional to the change, not to the table.
+ */
 export function buildRouteTable(
   version: number,
   config: RoutingConfig,
   compile: RouteCompiler,
   createMatcher: MatcherFactory = createPrefixMapMatcher,
+  previous?: RouteTable,
 ): RouteTable {
   const started = performance.now();
-  const ingressEntries: RouteEntry<Route>[] = [];
+  const delta = config.delta;
+  const base = previous instanceof ImmutableRouteTable && delta !== undefined && previous.config.serial === delta.base && config.ingressHosts !== undefined ? previous : undefined;
+  let matcher: Matcher<Route>;
+  let portMatchers: ReadonlyMap<number, ListenerHosts<Matcher<Route>>>;
+  if (base !== undefined) {
+    const changes = new Map<string, RouteEntry<Route>[]>();
+    for (const host of delta!.hosts) changes.set(host, (config.ingressHosts!.get(host) ?? []).map((rc) => entryOf(rc, compile)));
+    matcher = base.matcher.withHosts(changes);
+    portMatchers = delta!.gateway ? buildPortMatchers(config, compile, createMatcher) : base.portMatchers;
+  } else {
+    matcher = createMatcher(
+      config.routes.filter((rc) => rc.port === undefined).map((rc) => entryOf(rc, compile)),
+      INGRESS_MATCHING,
+    );
+    portMatchers = buildPortMatchers(config, compile, createMatcher);
+  }
+  const defaultRoute = config.defaultBackend ? compile(config.defaultBackend) : undefined;
+  return new ImmutableRouteTable(version, config, matcher, portMatchers, defaultRoute, performance.now() - started);
+}
+
+function entryOf(rc: RouteConfig, compile: RouteCompiler): RouteEntry<Route> {
+  return { host: rc.host, path: rc.path, pathType: rc.pathType, conditions: rc.conditions, rank: rc.rank, value: compile(rc) };
+}
+
+/** Gateway routes by listener port, then by listener hostname (listener isolation). */
+function buildPortMatchers(config: RoutingConfig, compile: RouteCompiler, createMatcher: MatcherFactory): Map<number, ListenerHosts<Matcher<Route>>> {
   const byPort = new Map<number, Map<string, RouteEntry<Route>[]>>();
   for (const rc of config.routes) {
-    const entry: RouteEntry<Route> = { host: rc.host, path: rc.path, pathType: rc.pathType, conditions: rc.conditions, rank: rc.rank, value: compile(rc) };
-    if (rc.port === undefined) {
-      ingressEntries.push(entry);
-      continue;
-    }
+    if (rc.port === undefined) continue;
     let listeners = byPort.get(rc.port);
     if (listeners === undefined) byPort.set(rc.port, (listeners = new Map()));
     const listenerHost = rc.listenerHost ?? '';
     let list = listeners.get(listenerHost);
     if (list === undefined) listeners.set(listenerHost, (list = []));
-    list.push(entry);
+    list.push(entryOf(rc, compile));
   }
   const portMatchers = new Map<number, ListenerHosts<Matcher<Route>>>();
   for (const [port, listeners] of byPort) {
@@ -93,9 +121,7 @@ export function buildRouteTable(
     for (const [hostname, entries] of listeners) matchers.set(hostname, createMatcher(entries, GATEWAY_MATCHING));
     portMatchers.set(port, new ListenerHosts(matchers));
   }
-  const matcher = createMatcher(ingressEntries, INGRESS_MATCHING);
-  const defaultRoute = config.defaultBackend ? compile(config.defaultBackend) : undefined;
-  return new ImmutableRouteTable(version, config, matcher, portMatchers, defaultRoute, performance.now() - started);
+  return portMatchers;
 }
 
 /** An empty table: everything answers 404 until the first real table is installed. */

@@ -1,25 +1,31 @@
 // Translation: Kubernetes objects -> what to serve (RoutingConfig), plus the problems
 // found per object. Pure: no I/O, no clock; the output depends only on the snapshot
 // and the options. Modelled on Contour's internal/dag: one processor per kind
-// (ingress-class.ts, ingress.ts, backends.ts, tls.ts), then conflicts.ts settles
-// what several Ingresses claim at once. Gateway API objects go through their own
-// processors (gateway-api/) into the same model.
+// (ingress-class.ts, ingress.ts, backends.ts, tls.ts), then assembly.ts settles what
+// several Ingresses claim at once, host by host. Gateway API objects go through their
+// own processors (gateway-api/) into the same model.
 //
-// createTranslator() memoizes by object identity (the store replaces objects on
-// change, never mutates them), so after one change only the touched Ingresses and
-// Services are recomputed and unchanged RouteConfig objects keep their identity.
-import type { IgnoredIngress, Problem, RouteConfig, RoutingConfig, Snapshot, TranslateOptions } from '../model/config.ts';
-import type { Ingress } from '../model/k8s.ts';
+// Proportional work: given the objects that changed since the previous call (the
+// store's change events), only the Ingresses they concern are translated again (an
+// Ingress, or the Ingresses that read a changed Service, EndpointSlice or Secret), and
+// only the hosts those touch are settled again. Without the changes (or after an
+// IngressClass or option change) everything is re-checked, memoized by object
+// identity (the store replaces objects on change, never mutates them).
+import type { IgnoredIngress, Problem, RoutingConfig, Snapshot, TranslateOptions } from '../model/config.ts';
 import { NO_GATEWAYS } from '../model/config.ts';
+import type { Ingress } from '../model/k8s.ts';
+import type { ObjectChange } from '../sources/store.ts';
+import { serviceOf } from '../sources/store.ts';
+import { IngressAssembly } from './assembly.ts';
 import { BackendResolver } from './backends.ts';
-import { translateGatewayApi } from './gateway-api/index.ts';
-import { compareEntries, resolveConflicts } from './conflicts.ts';
+import { translateGatewayApi, type GatewayApiOutput } from './gateway-api/index.ts';
 import { buildIngressEntry, isCurrent, type IngressContext, type IngressEntry } from './ingress.ts';
 import { selectClasses, type ClassSelection } from './ingress-class.ts';
 import { SecretParser } from './tls.ts';
-import { wildcardParent } from './hosts.ts';
+import { insertSorted, removeSorted } from '../util/sorted.ts';
 
-export type Translator = (snapshot: Snapshot, options: TranslateOptions) => RoutingConfig;
+/** `changes`: what changed since the previous call; absent when unknown (everything is checked). */
+export type Translator = (snapshot: Snapshot, options: TranslateOptions, changes?: readonly ObjectChange[]) => RoutingConfig;
 
 /** One-shot translation, without memoization across calls. */
 export function translate(snapshot: Snapshot, options: TranslateOptions): RoutingConfig {
@@ -30,16 +36,22 @@ interface TranslatorState {
   readonly options: TranslateOptions;
   readonly backends: BackendResolver;
   readonly secrets: SecretParser;
-  /** By snapshot key of the Ingress; an entry is reused while it is current (see isCurrent). */
-  entries: Map<string, IngressEntry>;
+  readonly assembly: IngressAssembly;
+  classSignature: string | undefined;
+  /** Why each Ingress portico does not serve is not served, by key. */
+  readonly ignored: Map<string, IgnoredIngress>;
+  ignoredList: readonly IgnoredIngress[];
+  /** "ns/name" of the served Ingresses, sorted. */
+  served: string[];
+  /** Reverse dependencies: Service key / Secret key -> the Ingresses whose entry read it. */
+  readonly readers: Map<string, Set<string>>;
+  /** EndpointSlice key -> "ns/service" it belongs to (for slices that are gone by the time their change is seen). */
+  readonly sliceService: Map<string, string>;
   /** Why an Ingress object is not served, kept while the object and the classes are the same. */
   ignoredReasons: WeakMap<Ingress, { readonly classes: unknown; readonly entry: IgnoredIngress }>;
-  /** A route with its tls flag set by its host (see withHostTls), by the route as its Ingress made it. */
-  readonly tlsVariants: WeakMap<RouteConfig, RouteConfig>;
-  /** The last output and what it was made from, returned again when nothing it depends on changed. */
-  last:
-    | { readonly ordered: readonly IngressEntry[]; readonly classProblems: readonly Problem[]; readonly config: RoutingConfig; readonly gatewayApi: unknown }
-    | undefined;
+  gateway: { readonly output: GatewayApiOutput; readonly reads: ReadonlySet<string> } | undefined;
+  last: RoutingConfig | undefined;
+  serial: number;
 }
 
 function sameOptions(a: TranslateOptions, b: TranslateOptions): boolean {
@@ -52,100 +64,204 @@ function sameOptions(a: TranslateOptions, b: TranslateOptions): boolean {
   );
 }
 
+const GATEWAY_KINDS: ReadonlySet<string> = new Set(['GatewayClass', 'Gateway', 'HTTPRoute', 'ReferenceGrant', 'Namespace']);
+
 /** A translate function that remembers its previous work; keep one per controller. */
 export function createTranslator(): Translator {
   let state: TranslatorState | undefined;
 
-  return (snapshot, options) => {
+  return (snapshot, options, changes) => {
+    let full = changes === undefined;
     if (!state || !sameOptions(state.options, options)) {
-      state = { options, backends: new BackendResolver(), secrets: new SecretParser(), entries: new Map(), tlsVariants: new WeakMap(), ignoredReasons: new WeakMap(), last: undefined };
+      state = {
+        options,
+        backends: new BackendResolver(),
+        secrets: new SecretParser(),
+        assembly: new IngressAssembly(),
+        classSignature: undefined,
+        ignored: new Map(),
+        ignoredList: [],
+        served: [],
+        readers: new Map(),
+        sliceService: new Map(),
+        ignoredReasons: new WeakMap(),
+        gateway: undefined,
+        last: undefined,
+        serial: 0,
+      };
+      full = true;
     }
-    state.backends.begin(snapshot, options);
-    const ctx: IngressContext = { snapshot, backends: state.backends, secrets: state.secrets };
+    const s = state;
+    s.backends.begin(snapshot, options);
+    const ctx: IngressContext = { snapshot, backends: s.backends, secrets: s.secrets };
     const classes = selectClasses(snapshot, options);
+    if (classes.signature !== s.classSignature) full = true;
+    s.classSignature = classes.signature;
 
-    const entries = new Map<string, IngressEntry>();
-    const served: { key: string; entry: IngressEntry }[] = [];
-    const ignored: IgnoredIngress[] = [];
-    for (const [key, ingress] of snapshot.ingresses) {
-      if (!classes.serves(ingress)) {
-        ignored.push(ignoredEntry(state, key, ingress, classes));
-        continue;
+    // Which Ingresses to look at again, and which keys (Services, Secrets) changed.
+    const touched = new Set<string>();
+    let dirty: Iterable<string>;
+    if (full) {
+      dirty = new Set([...snapshot.ingresses.keys(), ...s.assembly.keys(), ...s.ignored.keys()]);
+      s.sliceService.clear();
+      for (const [key, slice] of snapshot.endpointSlices) {
+        const service = serviceOf(slice);
+        if (service !== undefined) s.sliceService.set(key, service);
       }
-      const previous = state.entries.get(key);
-      const entry = previous && isCurrent(previous, ingress, ctx) ? previous : buildIngressEntry(ingress, ctx, previous);
-      entries.set(key, entry);
-      served.push({ key, entry });
+    } else {
+      const keys = new Set<string>();
+      for (const change of changes!) {
+        switch (change.kind) {
+          case 'Ingress':
+            keys.add(change.key);
+            break;
+          case 'Service':
+          case 'Secret':
+            touched.add(change.key);
+            for (const reader of s.readers.get(change.key) ?? []) keys.add(reader);
+            break;
+          case 'EndpointSlice': {
+            const slice = snapshot.endpointSlices.get(change.key);
+            const before = s.sliceService.get(change.key);
+            const now = slice === undefined ? undefined : serviceOf(slice);
+            if (now === undefined) s.sliceService.delete(change.key);
+            else s.sliceService.set(change.key, now);
+            for (const service of [before, now]) {
+              if (service === undefined) continue;
+              touched.add(service);
+              for (const reader of s.readers.get(service) ?? []) keys.add(reader);
+            }
+            break;
+          }
+          default:
+            if (GATEWAY_KINDS.has(change.kind)) touched.add(`${change.kind}:${change.key}`);
+        }
+      }
+      dirty = keys;
     }
-    state.entries = entries;
-    state.backends.prune();
 
-    served.sort((a, b) => compareEntries(a.entry, b.entry));
-    const ordered = served.map((s) => s.entry);
-    // Changes that touched no served Ingress (a slice update with the same ready
-    // addresses, an unrelated Secret...) need no conflict pass at all.
-    const last = state.last;
-    ignored.sort((a, b) => compareStrings(a.ingress, b.ingress));
-    const gatewayApi = usesGatewayApi(snapshot)
-      ? translateGatewayApi(snapshot, { backends: state.backends, secrets: state.secrets, controllerName: options.gatewayControllerName, reservedPorts: options.ingressPorts ?? new Map() })
-      : undefined;
-    if (
-      gatewayApi === undefined &&
-      last &&
-      last.gatewayApi === undefined &&
-      sameEntries(last.ordered, ordered) &&
-      sameProblems(last.classProblems, classes.problems) &&
-      sameIgnored(last.config.ignoredIngresses, ignored)
-    ) {
-      return last.config;
+    // Translate those Ingresses (entries are reused while what they read is the same).
+    const updates = new Map<string, IngressEntry | undefined>();
+    let ignoredChanged = false;
+    for (const key of dirty) {
+      const ingress = snapshot.ingresses.get(key);
+      const previous = s.assembly.entry(key);
+      if (ingress !== undefined && classes.serves(ingress)) {
+        const entry = previous && isCurrent(previous, ingress, ctx) ? previous : buildIngressEntry(ingress, ctx, previous);
+        if (entry !== previous) {
+          if (previous !== undefined) unindexReads(s, key, previous);
+          indexReads(s, key, entry);
+          updates.set(key, entry);
+        }
+        if (previous === undefined) insertSorted(s.served, key);
+        if (s.ignored.delete(key)) ignoredChanged = true;
+      } else {
+        if (previous !== undefined) {
+          unindexReads(s, key, previous);
+          updates.set(key, undefined);
+          removeSorted(s.served, key);
+        }
+        if (ingress === undefined) {
+          if (s.ignored.delete(key)) ignoredChanged = true;
+        } else {
+          const entry = ignoredEntry(s, key, ingress, classes);
+          if (s.ignored.get(key) !== entry) {
+            s.ignored.set(key, entry);
+            ignoredChanged = true;
+          }
+        }
+      }
     }
+    if (full) s.backends.prune();
+    const assembled = s.assembly.apply(updates, full);
+    if (ignoredChanged || full) s.ignoredList = [...s.ignored.values()].sort((a, b) => compareStrings(a.ingress, b.ingress));
 
-    const resolved = resolveConflicts(ordered);
-    const routes = withHostTls(resolved.routes, resolved.certificates, state.tlsVariants);
+    // Gateway API: translated again when one of its objects, or something it read, changed.
+    let gateway = s.gateway;
+    const gatewayInUse = snapshot.gatewayClasses.size > 0 || snapshot.gateways.size > 0;
+    if (!gatewayInUse) gateway = undefined;
+    else if (full || gateway === undefined || [...touched].some((key) => key.includes(':') || gateway!.reads.has(key))) {
+      gateway = translateGateway(s, snapshot, options);
+    }
+    const gatewayChanged = gateway !== s.gateway;
+    s.gateway = gateway;
+
+    const last = s.last;
+    if (last !== undefined && assembled.changedHosts?.size === 0 && assembled.defaultBackend === last.defaultBackend && !gatewayChanged && !ignoredChanged && updates.size === 0 && !full) {
+      return last;
+    }
 
     const problems: Problem[] = [...classes.problems];
-    for (const entry of ordered) for (const p of entry.problems) problems.push(p);
-    for (const p of resolved.problems) problems.push(p);
-    if (gatewayApi !== undefined) for (const p of gatewayApi.problems) problems.push(p);
+    for (const key of s.served) for (const p of s.assembly.entry(key)!.problems) problems.push(p);
+    const conflicts = [...assembled.conflicts].sort((a, b) => compareStrings(a.key, b.key) || a.seq - b.seq);
+    for (const c of conflicts) problems.push(c.problem);
+    if (gateway !== undefined) for (const p of gateway.output.problems) problems.push(p);
     // Stable: an object's problems stay in the order they were found (spec order, then conflicts).
     problems.sort(compareProblemObjects);
 
-    if (gatewayApi !== undefined) for (const r of gatewayApi.routes) routes.push(r);
+    const routes = gateway === undefined ? assembled.routes : [...assembled.routes, ...gateway.output.routes];
     const config: RoutingConfig = {
-      routes: routes.sort(compareRoutes),
-      ...(resolved.defaultBackend ? { defaultBackend: resolved.defaultBackend } : {}),
-      certificates: resolved.certificates,
-      servedIngresses: served.map((s) => s.key).sort(compareStrings),
-      ignoredIngresses: ignored,
+      routes,
+      ...(assembled.defaultBackend ? { defaultBackend: assembled.defaultBackend } : {}),
+      certificates: assembled.certificates,
+      servedIngresses: s.served.slice(),
+      ignoredIngresses: s.ignoredList,
       problems,
-      ...(gatewayApi !== undefined ? { listeners: gatewayApi.listeners, gatewayStatus: gatewayApi.status } : NO_GATEWAYS),
+      ...(gateway !== undefined ? { listeners: gateway.output.listeners, gatewayStatus: gateway.output.status } : NO_GATEWAYS),
+      ingressHosts: assembled.byHost,
+      serial: ++s.serial,
+      ...(last?.serial !== undefined && assembled.changedHosts !== undefined && !full
+        ? { delta: { base: last.serial, hosts: assembled.changedHosts, gateway: gatewayChanged } }
+        : {}),
     };
-    state.last = { ordered, classProblems: classes.problems, config, gatewayApi };
+    s.last = config;
     return config;
   };
 }
 
-/**
- * HTTPS is a property of the host: when a host has a usable certificate (from any
- * Ingress that routes it), every path on it is tls (so redirected from HTTP unless its
- * own Ingress says portico.dev/tls-redirect: "false"), including paths added by
- * Ingresses without spec.tls, which would otherwise stay reachable over plain HTTP.
- * Variants are cached so an unchanged route keeps its identity across rebuilds.
- */
-function withHostTls(routes: RouteConfig[], certificates: ReadonlyMap<string, unknown>, variants: WeakMap<RouteConfig, RouteConfig>): RouteConfig[] {
-  const hasCertificate = (host: string) => host !== '' && (certificates.has(host) || certificates.has(wildcardParent(host) ?? ''));
-  for (let i = 0; i < routes.length; i++) {
-    const route = routes[i]!;
-    const tls = hasCertificate(route.host);
-    if (route.tls === tls) continue;
-    let variant = variants.get(route);
-    if (variant === undefined || variant.tls !== tls) {
-      variant = { ...route, tls };
-      variants.set(route, variant);
-    }
-    routes[i] = variant;
+/** Gateway API output, with the Service and Secret keys it read (a change to one of them translates it again). */
+function translateGateway(s: TranslatorState, snapshot: Snapshot, options: TranslateOptions): NonNullable<TranslatorState['gateway']> {
+  const output = translateGatewayApi(snapshot, {
+    backends: s.backends,
+    secrets: s.secrets,
+    controllerName: options.gatewayControllerName,
+    reservedPorts: options.ingressPorts ?? new Map(),
+  });
+  const reads = new Set<string>();
+  for (const r of output.routes) {
+    reads.add(`${r.backend.namespace}/${r.backend.service}`);
+    for (const b of r.backends ?? []) reads.add(`${b.backend.namespace}/${b.backend.service}`);
   }
-  return routes;
+  // Certificates are read by Gateways: a Secret change re-translates when any listener is HTTPS.
+  for (const gw of snapshot.gateways.values()) {
+    for (const l of gw.spec?.listeners ?? []) {
+      for (const ref of l.tls?.certificateRefs ?? []) reads.add(`${ref.namespace ?? gw.metadata.namespace ?? 'default'}/${ref.name}`);
+    }
+  }
+  return { output, reads };
+}
+
+function indexReads(s: TranslatorState, key: string, entry: IngressEntry): void {
+  for (const dep of entry.backendDeps) if (dep.result.serviceKey !== undefined) addReader(s, dep.result.serviceKey, key);
+  for (const dep of entry.secretDeps) addReader(s, dep.key, key);
+}
+
+function unindexReads(s: TranslatorState, key: string, entry: IngressEntry): void {
+  for (const dep of entry.backendDeps) if (dep.result.serviceKey !== undefined) removeReader(s, dep.result.serviceKey, key);
+  for (const dep of entry.secretDeps) removeReader(s, dep.key, key);
+}
+
+function addReader(s: TranslatorState, read: string, key: string): void {
+  let set = s.readers.get(read);
+  if (set === undefined) s.readers.set(read, (set = new Set()));
+  set.add(key);
+}
+
+function removeReader(s: TranslatorState, read: string, key: string): void {
+  const set = s.readers.get(read);
+  if (set === undefined) return;
+  set.delete(key);
+  if (set.size === 0) s.readers.delete(read);
 }
 
 function ignoredEntry(state: TranslatorState, key: string, ingress: Ingress, classes: ClassSelection): IgnoredIngress {
@@ -156,39 +272,8 @@ function ignoredEntry(state: TranslatorState, key: string, ingress: Ingress, cla
   return entry;
 }
 
-/** Gateway API objects that can produce routes or status. */
-function usesGatewayApi(snapshot: Snapshot): boolean {
-  return snapshot.gatewayClasses.size > 0 || snapshot.gateways.size > 0;
-}
-
-function sameIgnored(a: readonly IgnoredIngress[], b: readonly IgnoredIngress[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
-
-function sameEntries(a: readonly IngressEntry[], b: readonly IngressEntry[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
-
-function sameProblems(a: readonly Problem[], b: readonly Problem[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) {
-    const x = a[i]!;
-    const y = b[i]!;
-    if (x.object.kind !== y.object.kind || x.object.name !== y.object.name || x.reason !== y.reason || x.message !== y.message || x.severity !== y.severity) return false;
-  }
-  return true;
-}
-
 function compareStrings(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
-}
-
-function compareRoutes(a: RouteConfig, b: RouteConfig): number {
-  return compareStrings(a.host, b.host) || compareStrings(a.path, b.path) || compareStrings(a.pathType, b.pathType) || compareStrings(a.id, b.id);
 }
 
 function compareProblemObjects(a: Problem, b: Problem): number {

@@ -80,6 +80,12 @@ class LinearMatcher<T> implements Matcher<T> {
     this.options = options;
   }
 
+  withHosts(changes: ReadonlyMap<string, readonly RouteEntry<T>[]>): Matcher<T> {
+    const kept = this.entries.filter((entry) => !changes.has(entry.host));
+    for (const entries of changes.values()) kept.push(...entries);
+    return new LinearMatcher(kept, this.options);
+  }
+
   match(host: string, path: string, request?: MatchRequest, query = ''): T | undefined {
     if (this.options.hosts === 'all-applicable') {
       // Every rule whose host covers the request's competes, by path then rank.

@@ -120,15 +120,20 @@ class PathGroup<T> {
 }
 
 class PrefixMapMatcher<T> implements Matcher<T> {
-  readonly size: number;
-  private readonly exactHosts = new Map<string, PathGroup<T>>();
+  size: number;
+  private exactHosts = new Map<string, PathGroup<T>>();
   /** "*.foo.com" is stored under "foo.com". */
-  private readonly wildcardHosts = new Map<string, PathGroup<T>>();
-  private readonly hostless: PathGroup<T> | undefined;
+  private wildcardHosts = new Map<string, PathGroup<T>>();
+  private hostless: PathGroup<T> | undefined;
   private readonly anyLabels: boolean;
+  private readonly options: MatcherOptions;
+  /** Entries per host as given (for withHosts: a group is rebuilt from its host's entries). */
+  private sizes = new Map<string, number>();
 
   constructor(entries: readonly RouteEntry<T>[], options: MatcherOptions) {
+    this.options = options;
     this.size = entries.length;
+    for (const entry of entries) this.sizes.set(entry.host, (this.sizes.get(entry.host) ?? 0) + 1);
     this.anyLabels = options.wildcard === 'any-labels';
     let hostless: PathGroup<T> | undefined;
     for (const entry of entries) {
@@ -167,6 +172,31 @@ class PrefixMapMatcher<T> implements Matcher<T> {
       for (const [suffix, group] of this.wildcardHosts) addCovering(group, suffix);
     }
     this.hostless = hostless;
+  }
+
+  withHosts(changes: ReadonlyMap<string, readonly RouteEntry<T>[]>): Matcher<T> {
+    // Merged groups (Gateway API) hold other hosts' rules: rebuild those whole.
+    if (this.options.hosts === 'all-applicable') throw new Error('withHosts: not for matchers that merge host groups');
+    const next = Object.create(PrefixMapMatcher.prototype) as PrefixMapMatcher<T>;
+    Object.assign(next, this, { exactHosts: new Map(this.exactHosts), wildcardHosts: new Map(this.wildcardHosts), sizes: new Map(this.sizes) });
+    for (const [host, entries] of changes) {
+      let group: PathGroup<T> | undefined;
+      if (entries.length > 0) {
+        group = new PathGroup<T>();
+        for (const entry of entries) group.add(entry);
+      }
+      next.size += entries.length - (next.sizes.get(host) ?? 0);
+      if (entries.length > 0) next.sizes.set(host, entries.length);
+      else next.sizes.delete(host);
+      if (host === '') next.hostless = group;
+      else {
+        const map = host.startsWith('*.') ? next.wildcardHosts : next.exactHosts;
+        const key = host.startsWith('*.') ? host.slice(2) : host;
+        if (group === undefined) map.delete(key);
+        else map.set(key, group);
+      }
+    }
+    return next;
   }
 
   match(host: string, path: string, request?: MatchRequest, query = ''): T | undefined {

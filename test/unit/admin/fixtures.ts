@@ -15,6 +15,7 @@ export const compileForTest: RouteCompiler = (config) => ({ config, handle: () =
 export const scanMatcher: MatcherFactory = <T,>(entries: readonly RouteEntry<T>[]): Matcher<T> => ({
   match: (host, path) => entries.find((e) => e.host === host && (e.pathType === 'Exact' ? path === e.path : path.startsWith(e.path)))?.value,
   size: entries.length,
+  withHosts: (changes) => scanMatcher([...entries.filter((e) => !changes.has(e.host)), ...[...changes.values()].flat()]),
 });
 
 export function backend(namespace: string, service: string, port: string, addresses: UpstreamAddress[], error?: BackendConfig['error']): BackendConfig {

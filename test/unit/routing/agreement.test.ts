@@ -75,3 +75,27 @@ test('every implementation agrees with the linear reference on random tables', (
   assert.ok(matched > requests * 0.2, `only ${matched} of ${requests} requests matched`);
   assert.ok(matched < requests * 0.9, `${matched} of ${requests} requests matched`);
 });
+
+test('a matcher patched with withHosts answers like one built from the resulting entries', () => {
+  const seed = 20261125;
+  const random = seededRandom(seed);
+  for (let t = 0; t < 40; t++) {
+    const before = randomTable(random, 5 + Math.floor(random() * 40));
+    // Replace the entries of a few hosts (some emptied, some new).
+    const changed = new Map<string, RouteEntry<string>[]>();
+    for (const host of ROUTE_HOSTS) {
+      if (random() < 0.4) changed.set(host, randomTable(random, Math.floor(random() * 6)).map((e, i) => ({ ...e, host, value: `new-${t}-${i}` })));
+    }
+    const after = [...before.filter((e) => !changed.has(e.host)), ...[...changed.values()].flat()];
+    for (const impl of IMPLEMENTATIONS) {
+      const patched = impl.createMatcher(before).withHosts(changed);
+      const fresh = REFERENCE.createMatcher(after);
+      assert.equal(patched.size, after.length, `${impl.name}: size after withHosts (table ${t})`);
+      for (let r = 0; r < 60; r++) {
+        const host = pick(random, REQUEST_HOSTS);
+        const path = randomPath(random);
+        assert.equal(patched.match(host, path), fresh.match(host, path), `${impl.name} patched (seed ${seed}, table ${t}): host ${JSON.stringify(host)} path ${JSON.stringify(path)}`);
+      }
+    }
+  }
+});

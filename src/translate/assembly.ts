@@ -1,0 +1,283 @@
+// Ingress entries -> the routes, certificates and default backend of the whole
+// config, settled per host so that a change costs work in proportion to the hosts it
+// touches: what several Ingresses claim at once (the same path, a host's certificate,
+// the default backend) goes to the oldest (conflicts.ts), a host with a certificate is
+// HTTPS for every path on it, and the output keeps each unchanged host's routes.
+import type { CertificateConfig, Problem, RouteConfig } from '../model/config.ts';
+import { compareEntries, precedence } from './conflicts.ts';
+import { wildcardParent } from './hosts.ts';
+import type { IngressEntry, TlsClaim } from './ingress.ts';
+import { insertSorted, removeSorted } from '../util/sorted.ts';
+
+interface HostState {
+  /** Served routes on this host, tls flag settled, sorted by path, type and id. */
+  routes: RouteConfig[];
+  /** The claim that won the host's certificate. */
+  certificate: { readonly entry: IngressEntry; readonly claim: TlsClaim } | undefined;
+  /** Conflicts settled on this host, with the losing entry's key and an order within it. */
+  conflicts: { readonly key: string; readonly seq: number; readonly problem: Problem }[];
+}
+
+export interface AssemblyResult {
+  readonly routes: RouteConfig[];
+  /** Ingress routes by host ("" for rules without host). */
+  readonly byHost: ReadonlyMap<string, readonly RouteConfig[]>;
+  readonly defaultBackend: RouteConfig | undefined;
+  readonly certificates: ReadonlyMap<string, CertificateConfig>;
+  /** Conflict problems, each with the key of the Ingress it is reported on and its order there. */
+  readonly conflicts: readonly { readonly key: string; readonly seq: number; readonly problem: Problem }[];
+  /** Hosts whose routes changed since the previous result; undefined after a full build. */
+  readonly changedHosts: ReadonlySet<string> | undefined;
+}
+
+function compareStrings(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function compareRoutes(a: RouteConfig, b: RouteConfig): number {
+  return compareStrings(a.path, b.path) || compareStrings(a.pathType, b.pathType) || compareStrings(a.id, b.id);
+}
+
+/** Hosts an entry touches: those of its routes and of its certificate claims. */
+function hostsOf(entry: IngressEntry): Set<string> {
+  const hosts = new Set<string>();
+  for (const c of entry.routes) hosts.add(c.route.host);
+  for (const claim of entry.tlsClaims) hosts.add(claim.host);
+  return hosts;
+}
+
+const CONFLICT_SEQ_TLS = 1_000_000;
+
+export class IngressAssembly {
+  private readonly entries = new Map<string, IngressEntry>();
+  /** host -> keys of the entries that touch it */
+  private readonly hostEntries = new Map<string, Set<string>>();
+  private readonly hosts = new Map<string, HostState>();
+  /** "*.foo.com" -> route hosts under it, whose tls flag follows its certificate */
+  private readonly underWildcard = new Map<string, Set<string>>();
+  /** Hosts that have routes, sorted. */
+  private sortedHosts: string[] = [];
+  private certificates: ReadonlyMap<string, CertificateConfig> = new Map();
+  private readonly withDefault = new Set<string>();
+  private defaultBackend: RouteConfig | undefined;
+  private defaultConflicts: { key: string; seq: number; problem: Problem }[] = [];
+  /** A route with its tls flag set by its host, by the route as its Ingress made it (identity kept across rebuilds). */
+  private readonly tlsVariants = new WeakMap<RouteConfig, RouteConfig>();
+  private last: AssemblyResult | undefined;
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  entry(key: string): IngressEntry | undefined {
+    return this.entries.get(key);
+  }
+
+  keys(): IterableIterator<string> {
+    return this.entries.keys();
+  }
+
+  /**
+   * Applies changed entries (undefined: the Ingress is gone or no longer served) and
+   * re-settles the hosts they touch. `full`: the changes are every entry (a first build).
+   */
+  apply(changes: ReadonlyMap<string, IngressEntry | undefined>, full = false): AssemblyResult {
+    const dirty = new Set<string>();
+    let defaultsChanged = false;
+    for (const [key, next] of changes) {
+      const before = this.entries.get(key);
+      if (before === next) continue;
+      if (before !== undefined) {
+        for (const host of hostsOf(before)) {
+          dirty.add(host);
+          const set = this.hostEntries.get(host)!;
+          set.delete(key);
+          if (set.size === 0) this.hostEntries.delete(host);
+        }
+        if (before.defaultBackend) defaultsChanged = true;
+      }
+      if (next === undefined) {
+        this.entries.delete(key);
+        this.withDefault.delete(key);
+        continue;
+      }
+      this.entries.set(key, next);
+      for (const host of hostsOf(next)) {
+        dirty.add(host);
+        let set = this.hostEntries.get(host);
+        if (set === undefined) this.hostEntries.set(host, (set = new Set()));
+        set.add(key);
+      }
+      if (next.defaultBackend) {
+        this.withDefault.add(key);
+        defaultsChanged = true;
+      } else this.withDefault.delete(key);
+    }
+    if (dirty.size === 0 && !defaultsChanged && this.last !== undefined) return this.last;
+
+    // Certificates first: a changed certificate changes the tls flag of the hosts it covers.
+    let certificatesChanged = false;
+    const settled = new Map<string, HostState>();
+    for (const host of dirty) {
+      const state = this.settle(host);
+      settled.set(host, state);
+      const before = this.hosts.get(host)?.certificate?.claim.certificate;
+      if (before !== state.certificate?.claim.certificate) certificatesChanged = true;
+    }
+    if (certificatesChanged) {
+      const certificates = new Map(this.certificates);
+      for (const [host, state] of settled) {
+        if (state.certificate !== undefined) certificates.set(host, state.certificate.claim.certificate);
+        else certificates.delete(host);
+      }
+      this.certificates = certificates;
+      // Routes under a wildcard whose certificate changed get their tls flag again.
+      for (const host of [...settled.keys()]) {
+        if (!host.startsWith('*.')) continue;
+        for (const under of this.underWildcard.get(host) ?? []) if (!settled.has(under)) settled.set(under, this.settle(under));
+      }
+    }
+    const changedHosts = new Set<string>();
+    for (const [host, state] of settled) {
+      state.routes = state.routes.map((r) => this.withTls(r));
+      const before = this.hosts.get(host);
+      if (state.routes.length === 0 && state.certificate === undefined && state.conflicts.length === 0) {
+        if (before !== undefined) this.forgetHost(host, before);
+      } else {
+        if (before === undefined || before.routes.length === 0) this.indexHost(host, state);
+        else if (state.routes.length === 0) this.unindexRoutes(host);
+        this.hosts.set(host, state);
+      }
+      if (!sameRoutes(before?.routes, state.routes)) changedHosts.add(host);
+    }
+    if (defaultsChanged) this.settleDefault();
+
+    const byHost = new Map<string, readonly RouteConfig[]>();
+    const routes: RouteConfig[] = [];
+    for (const host of this.sortedHosts) {
+      const list = this.hosts.get(host)!.routes;
+      byHost.set(host, list);
+      for (const r of list) routes.push(r);
+    }
+    const conflicts = [...this.defaultConflicts];
+    for (const state of this.hosts.values()) for (const c of state.conflicts) conflicts.push(c);
+    this.last = { routes, byHost, defaultBackend: this.defaultBackend, certificates: this.certificates, conflicts, changedHosts: full ? undefined : changedHosts };
+    return this.last;
+  }
+
+  /** Settles one host among the entries that touch it, oldest first. */
+  private settle(host: string): HostState {
+    const keys = this.hostEntries.get(host);
+    const touching = keys === undefined ? [] : [...keys].map((k) => ({ key: k, entry: this.entries.get(k)! }));
+    touching.sort((a, b) => compareEntries(a.entry, b.entry));
+    const routes: RouteConfig[] = [];
+    const conflicts: HostState['conflicts'] = [];
+    const pathOwners = new Map<string, { field: string; route: RouteConfig; entry: IngressEntry }>();
+    let certificate: HostState['certificate'];
+    for (const { key, entry } of touching) {
+      entry.routes.forEach((candidate, index) => {
+        if (candidate.route.host !== host) return;
+        const owned = pathOwners.get(candidate.matchKey);
+        if (owned === undefined) {
+          pathOwners.set(candidate.matchKey, { field: candidate.field, route: candidate.route, entry });
+          routes.push(candidate.route);
+          return;
+        }
+        const r = owned.route;
+        conflicts.push({
+          key,
+          seq: 1 + index,
+          problem: {
+            object: entry.ref,
+            severity: 'error',
+            reason: 'PathConflict',
+            message: `${candidate.field}: host ${JSON.stringify(r.host)} ${r.pathType} path ${JSON.stringify(r.path)} is already served by Ingress ${r.source.namespace}/${r.source.name} (${owned.field}), ${precedence(owned.entry, entry)}; this path is ignored`,
+          },
+        });
+      });
+      entry.tlsClaims.forEach((claim, index) => {
+        if (claim.host !== host) return;
+        if (certificate === undefined) {
+          certificate = { entry, claim };
+          return;
+        }
+        if (certificate.claim.certificate.secret === claim.certificate.secret) return;
+        const winner = certificate.entry === entry ? `${certificate.claim.field} of this Ingress` : `Ingress ${certificate.entry.order}, ${precedence(certificate.entry, entry)}`;
+        conflicts.push({
+          key,
+          seq: CONFLICT_SEQ_TLS + index,
+          problem: {
+            object: entry.ref,
+            severity: 'error',
+            reason: 'TLSConflict',
+            message: `${claim.field}: host ${JSON.stringify(claim.host)} already has a certificate from Secret ${certificate.claim.certificate.secret} (${winner}); Secret ${claim.certificate.secret} is not used for it`,
+          },
+        });
+      });
+    }
+    routes.sort(compareRoutes);
+    return { routes, certificate, conflicts };
+  }
+
+  /** HTTPS is a property of the host: its certificate (or its wildcard parent's) makes every path on it tls. */
+  private withTls(route: RouteConfig): RouteConfig {
+    const host = route.host;
+    const tls = host !== '' && (this.certificates.has(host) || this.certificates.has(wildcardParent(host) ?? ''));
+    if (route.tls === tls) return route;
+    let variant = this.tlsVariants.get(route);
+    if (variant === undefined || variant.tls !== tls) {
+      variant = { ...route, tls };
+      this.tlsVariants.set(route, variant);
+    }
+    return variant;
+  }
+
+  private settleDefault(): void {
+    const owners = [...this.withDefault].map((key) => ({ key, entry: this.entries.get(key)! })).sort((a, b) => compareEntries(a.entry, b.entry));
+    const owner = owners[0];
+    this.defaultBackend = owner?.entry.defaultBackend?.route;
+    this.defaultConflicts = owners.slice(1).map(({ key, entry }) => ({
+      key,
+      seq: 0,
+      problem: {
+        object: entry.ref,
+        severity: 'error',
+        reason: 'DefaultBackendConflict',
+        message: `spec.defaultBackend: Ingress ${owner!.entry.order}, ${precedence(owner!.entry, entry)}, already provides the default backend; this one is ignored`,
+      },
+    }));
+  }
+
+  private indexHost(host: string, state: HostState): void {
+    if (state.routes.length === 0) return;
+    insertSorted(this.sortedHosts, host);
+    const parent = wildcardParent(host);
+    if (parent !== undefined) {
+      let set = this.underWildcard.get(parent);
+      if (set === undefined) this.underWildcard.set(parent, (set = new Set()));
+      set.add(host);
+    }
+  }
+
+  private unindexRoutes(host: string): void {
+    removeSorted(this.sortedHosts, host);
+    const parent = wildcardParent(host);
+    if (parent !== undefined) {
+      const set = this.underWildcard.get(parent);
+      set?.delete(host);
+      if (set?.size === 0) this.underWildcard.delete(parent);
+    }
+  }
+
+  private forgetHost(host: string, before: HostState): void {
+    if (before.routes.length > 0) this.unindexRoutes(host);
+    this.hosts.delete(host);
+  }
+}
+
+function sameRoutes(a: readonly RouteConfig[] | undefined, b: readonly RouteConfig[]): boolean {
+  if (a === undefined) return b.length === 0;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
