@@ -13,12 +13,12 @@
 // identity (the store replaces objects on change, never mutates them).
 import type { IgnoredIngress, Problem, RoutingConfig, Snapshot, TranslateOptions } from '../model/config.ts';
 import { NO_GATEWAYS } from '../model/config.ts';
-import type { Ingress } from '../model/k8s.ts';
+import type { HTTPRoute, Ingress } from '../model/k8s.ts';
 import type { ObjectChange } from '../sources/store.ts';
 import { serviceOf } from '../sources/store.ts';
 import { IngressAssembly } from './assembly.ts';
 import { BackendResolver } from './backends.ts';
-import { translateGatewayApi, type GatewayApiOutput } from './gateway-api/index.ts';
+import { translateGatewayApi, type GatewayApiDeps, type GatewayApiOutput } from './gateway-api/index.ts';
 import { buildIngressEntry, isCurrent, type IngressContext, type IngressEntry } from './ingress.ts';
 import { selectClasses, type ClassSelection } from './ingress-class.ts';
 import { SecretParser } from './tls.ts';
@@ -49,7 +49,7 @@ interface TranslatorState {
   readonly sliceService: Map<string, string>;
   /** Why an Ingress object is not served, kept while the object and the classes are the same. */
   ignoredReasons: WeakMap<Ingress, { readonly classes: unknown; readonly entry: IgnoredIngress }>;
-  gateway: { readonly output: GatewayApiOutput; readonly reads: ReadonlySet<string> } | undefined;
+  gateway: { readonly output: GatewayApiOutput; readonly reads: ReadonlySet<string>; readonly certificateReads: ReadonlySet<string> } | undefined;
   last: RoutingConfig | undefined;
   serial: number;
 }
@@ -176,12 +176,24 @@ export function createTranslator(): Translator {
     const assembled = s.assembly.apply(updates, full);
     if (ignoredChanged || full) s.ignoredList = [...s.ignored.values()].sort((a, b) => compareStrings(a.ingress, b.ingress));
 
-    // Gateway API: translated again when one of its objects, or something it read, changed.
+    // Gateway API: translated again when one of its objects, or something it read, changed;
+    // HTTPRoutes whose object and Services did not change keep their fragment.
     let gateway = s.gateway;
     const gatewayInUse = snapshot.gatewayClasses.size > 0 || snapshot.gateways.size > 0;
     if (!gatewayInUse) gateway = undefined;
     else if (full || gateway === undefined || [...touched].some((key) => key.includes(':') || gateway!.reads.has(key))) {
-      gateway = translateGateway(s, snapshot, options);
+      // Gateways, classes, grants, namespaces or certificates: every route is attached again.
+      const structural = full || gateway === undefined || [...touched].some((key) => (key.includes(':') && !key.startsWith('HTTPRoute:')) || gateway!.certificateReads.has(key));
+      const previous = gateway?.output.fragments;
+      const reuse = structural || previous === undefined
+        ? undefined
+        : (key: string, route: HTTPRoute) => {
+            const fragment = previous.get(key);
+            if (fragment === undefined || fragment.route !== route) return undefined;
+            for (const read of fragment.reads) if (touched.has(read)) return undefined;
+            return fragment;
+          };
+      gateway = translateGateway(s, snapshot, options, reuse);
     }
     const gatewayChanged = gateway !== s.gateway;
     s.gateway = gateway;
@@ -220,25 +232,30 @@ export function createTranslator(): Translator {
 }
 
 /** Gateway API output, with the Service and Secret keys it read (a change to one of them translates it again). */
-function translateGateway(s: TranslatorState, snapshot: Snapshot, options: TranslateOptions): NonNullable<TranslatorState['gateway']> {
+function translateGateway(
+  s: TranslatorState,
+  snapshot: Snapshot,
+  options: TranslateOptions,
+  reuse: GatewayApiDeps['reuse'],
+): NonNullable<TranslatorState['gateway']> {
   const output = translateGatewayApi(snapshot, {
     backends: s.backends,
     secrets: s.secrets,
     controllerName: options.gatewayControllerName,
     reservedPorts: options.ingressPorts ?? new Map(),
+    reuse,
   });
   const reads = new Set<string>();
-  for (const r of output.routes) {
-    reads.add(`${r.backend.namespace}/${r.backend.service}`);
-    for (const b of r.backends ?? []) reads.add(`${b.backend.namespace}/${b.backend.service}`);
-  }
-  // Certificates are read by Gateways: a Secret change re-translates when any listener is HTTPS.
+  for (const fragment of output.fragments.values()) for (const read of fragment.reads) reads.add(read);
+  // Certificates are read by Gateway listeners.
+  const certificateReads = new Set<string>();
   for (const gw of snapshot.gateways.values()) {
     for (const l of gw.spec?.listeners ?? []) {
-      for (const ref of l.tls?.certificateRefs ?? []) reads.add(`${ref.namespace ?? gw.metadata.namespace ?? 'default'}/${ref.name}`);
+      for (const ref of l.tls?.certificateRefs ?? []) certificateReads.add(`${ref.namespace ?? gw.metadata.namespace ?? 'default'}/${ref.name}`);
     }
   }
-  return { output, reads };
+  for (const read of certificateReads) reads.add(read);
+  return { output, reads, certificateReads };
 }
 
 function indexReads(s: TranslatorState, key: string, entry: IngressEntry): void {

@@ -40,6 +40,8 @@ export interface RouteOutput {
   readonly routes: { readonly config: RouteConfig; readonly precedence: Precedence }[];
   readonly parents: RouteParentStatus[];
   readonly problems: Problem[];
+  /** The listeners the route attached to ("gateway key#listener index"), for attachedRoutes. */
+  readonly attachedTo: string[];
 }
 
 const SERVICE_GROUPS = new Set(['', 'core']);
@@ -181,6 +183,7 @@ export function translateHttpRoute(deps: HttpRouteDeps, key: string, route: HTTP
 
   const routes: RouteOutput['routes'] = [];
   const parents: RouteParentStatus[] = [];
+  const attachedTo: string[] = [];
   const ids = new Set<string>();
   for (const parentRef of route.spec?.parentRefs ?? []) {
     if ((parentRef.group ?? GATEWAY_GROUP) !== GATEWAY_GROUP || (parentRef.kind ?? 'Gateway') !== 'Gateway') continue;
@@ -197,6 +200,7 @@ export function translateHttpRoute(deps: HttpRouteDeps, key: string, route: HTTP
     parents.push({ parentRef: { ...parentRef }, controllerName: deps.controllerName, conditions });
     for (const { listener, hostnames } of accepted.attached) {
       listener.attached++;
+      attachedTo.push(`${listener.gatewayKey}#${listener.index}`);
       for (const host of hostnames) {
         for (const [r, rule] of rules.entries()) {
           const matches = rule.matches !== undefined && rule.matches.length > 0 ? rule.matches : [{}];
@@ -211,7 +215,7 @@ export function translateHttpRoute(deps: HttpRouteDeps, key: string, route: HTTP
       }
     }
   }
-  return { routes, parents, problems };
+  return { routes, parents, problems, attachedTo };
 }
 
 interface Attachment {

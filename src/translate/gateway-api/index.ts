@@ -2,19 +2,33 @@
 // ports, the listeners to bind with their certificates, and the status of each
 // GatewayClass, Gateway and HTTPRoute. Pure, like the Ingress translation.
 import type { CertificateConfig, GatewayApiStatus, ListenerConfig, Problem, RouteConfig, Snapshot } from '../../model/config.ts';
-import { GATEWAY_CONTROLLER_NAME, type RouteParentStatus } from '../../model/k8s.ts';
+import { GATEWAY_CONTROLLER_NAME, type HTTPRoute, type RouteParentStatus } from '../../model/k8s.ts';
+import type { RequestMirrorConfig } from '../../middleware/request-mirror.ts';
 import type { BackendResolver } from '../backends.ts';
 import type { SecretParser } from '../tls.ts';
-import { compareStrings, createdAt } from './conditions.ts';
 import { gatewayStatusOf, translateGateways } from './gateways.ts';
 import { translateHttpRoute, type Precedence } from './httproutes.ts';
 import { ReferenceGrants } from './reference-grants.ts';
+
+/** What one HTTPRoute made, kept to be reused while nothing it depends on changed. */
+export interface RouteFragment {
+  readonly route: HTTPRoute;
+  /** Ranked. */
+  readonly routes: readonly RouteConfig[];
+  readonly parents: RouteParentStatus[];
+  readonly problems: readonly Problem[];
+  readonly attachedTo: readonly string[];
+  /** "ns/name" of the Services its backends name. */
+  readonly reads: ReadonlySet<string>;
+}
 
 export interface GatewayApiOutput {
   readonly routes: RouteConfig[];
   readonly listeners: ReadonlyMap<number, ListenerConfig>;
   readonly status: GatewayApiStatus;
   readonly problems: Problem[];
+  /** By HTTPRoute key. */
+  readonly fragments: ReadonlyMap<string, RouteFragment>;
 }
 
 export interface GatewayApiDeps {
@@ -22,6 +36,11 @@ export interface GatewayApiDeps {
   readonly secrets: SecretParser;
   readonly controllerName?: string;
   readonly reservedPorts: ReadonlyMap<number, string>;
+  /**
+   * The previous fragment of an HTTPRoute when it is still valid (the caller knows what
+   * changed); translating the route is skipped then.
+   */
+  readonly reuse?: (key: string, route: HTTPRoute) => RouteFragment | undefined;
 }
 
 const pad = (n: number, width: number) => String(n).padStart(width, '0');
@@ -50,19 +69,39 @@ export function translateGatewayApi(snapshot: Snapshot, deps: GatewayApiDeps): G
   const pass = translateGateways({ snapshot, controllerName, grants, secrets: deps.secrets, reservedPorts: deps.reservedPorts });
   const problems = [...pass.problems];
 
-  const ranked: { config: RouteConfig; precedence: Precedence }[] = [];
+  const routeConfigs: RouteConfig[] = [];
+  const fragments = new Map<string, RouteFragment>();
   const httpRoutes = new Map<string, { generation?: number; parents: RouteParentStatus[] }>();
   if (pass.gateways.size > 0) {
-    const routes = [...snapshot.httpRoutes.entries()].sort(([ka, a], [kb, b]) => compareStrings(createdAt(a.metadata), createdAt(b.metadata)) || compareStrings(ka, kb));
-    for (const [key, route] of routes) {
-      const out = translateHttpRoute({ snapshot, controllerName, grants, backends: deps.backends }, key, route, pass);
-      if (out.parents.length === 0) continue;
-      httpRoutes.set(key, { generation: route.metadata.generation, parents: out.parents });
-      for (const r of out.routes) ranked.push(r);
-      for (const p of out.problems) problems.push(p);
+    const listenersById = new Map<string, { attached: number }>();
+    for (const gw of pass.gateways.values()) for (const l of gw.listeners) listenersById.set(`${l.gatewayKey}#${l.index}`, l);
+    for (const [key, route] of snapshot.httpRoutes) {
+      let fragment = deps.reuse?.(key, route);
+      if (fragment !== undefined) {
+        for (const id of fragment.attachedTo) listenersById.get(id)!.attached++;
+      } else {
+        const out = translateHttpRoute({ snapshot, controllerName, grants, backends: deps.backends }, key, route, pass);
+        const reads = new Set<string>();
+        const ranked = out.routes.map((r) => {
+          reads.add(`${r.config.backend.namespace}/${r.config.backend.service}`);
+          for (const b of r.config.backends ?? []) reads.add(`${b.backend.namespace}/${b.backend.service}`);
+          for (const p of r.config.policies) {
+            if (p.name === 'request-mirror') {
+              const mirror = (p.config as RequestMirrorConfig).backend;
+              reads.add(`${mirror.namespace}/${mirror.service}`);
+            }
+          }
+          return { ...r.config, rank: precedenceKey(r.precedence) };
+        });
+        fragment = { route, routes: ranked, parents: out.parents, problems: out.problems, attachedTo: out.attachedTo, reads };
+      }
+      fragments.set(key, fragment);
+      if (fragment.parents.length === 0) continue;
+      httpRoutes.set(key, { generation: route.metadata.generation, parents: fragment.parents });
+      for (const r of fragment.routes) routeConfigs.push(r);
+      for (const p of fragment.problems) problems.push(p);
     }
   }
-  const routeConfigs = ranked.map((r) => ({ ...r.config, rank: precedenceKey(r.precedence) }));
 
   const listeners = new Map<number, { protocol: 'HTTP' | 'HTTPS'; certificates: Map<string, CertificateConfig> }>();
   const gateways = new Map<string, ReturnType<typeof gatewayStatusOf>>();
@@ -78,5 +117,5 @@ export function translateGatewayApi(snapshot: Snapshot, deps: GatewayApiDeps): G
   const listenerConfigs = new Map<number, ListenerConfig>();
   for (const [port, l] of listeners) listenerConfigs.set(port, { port, protocol: l.protocol, certificates: l.certificates });
 
-  return { routes: routeConfigs, listeners: listenerConfigs, status: { gatewayClasses: pass.classes, gateways, httpRoutes }, problems };
+  return { routes: routeConfigs, listeners: listenerConfigs, status: { gatewayClasses: pass.classes, gateways, httpRoutes }, problems, fragments };
 }

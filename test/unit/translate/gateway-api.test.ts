@@ -1,7 +1,10 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { RouteConfig, RoutingConfig } from '../../../src/model/config.ts';
-import { run, service, slice, testCerts, tlsSecret } from './fixtures.ts';
+import { keyOf, type KubeObject, type RoutingKind } from '../../../src/model/k8s.ts';
+import type { ObjectChange } from '../../../src/sources/store.ts';
+import { createTranslator, translate } from '../../../src/translate/index.ts';
+import { OPTIONS, run, service, slice, snapshotOf, testCerts, tlsSecret } from './fixtures.ts';
 import { gateway, gatewayClass, grant, http, httpRoute, toService } from './gateway-fixtures.ts';
 
 const backends = [service('web'), slice('web-1', 'web', [{ ip: '10.0.0.1' }]), service('api'), slice('api-1', 'api', [{ ip: '10.0.0.2' }])];
@@ -206,5 +209,56 @@ describe('Gateway API translation', () => {
     ]);
     assert.equal(route('/ext').backend.error, 'InvalidBackend');
     assert.ok(config.problems.some((p) => p.reason === 'UnsupportedValue' && p.message.includes('ExtensionRef')));
+  });
+});
+
+describe('Gateway API translation, given the changes', () => {
+  test('reuses what did not change and gives the same output as a fresh translation', () => {
+    const id = (o: KubeObject) => `${o.kind}/${keyOf(o)}`;
+    let objects = new Map<string, KubeObject>(
+      [
+        ...backends,
+        gatewayClass(),
+        gateway('gw', [http('web', 8081), http('wild', 8082, { hostname: '*.example.com' })]),
+        httpRoute('a', [parent()], [{ backendRefs: [toService('web')] }], { hostnames: ['a.example.com'] }),
+        httpRoute('b', [parent()], [{ matches: [{ path: { type: 'Exact', value: '/b' } }], backendRefs: [toService('api')] }]),
+      ].map((o) => [id(o), o]),
+    );
+    const memo = createTranslator();
+    const content = (c: RoutingConfig) => {
+      const { serial: _s, delta: _d, ...rest } = c;
+      return rest;
+    };
+    memo(snapshotOf([...objects.values()]), OPTIONS);
+    const steps: [string, (o: Map<string, KubeObject>) => void][] = [
+      ['a route changes', (o) => o.set('HTTPRoute/default/a', httpRoute('a', [parent()], [{ backendRefs: [toService('api')] }], { hostnames: ['a.example.com'] }))],
+      ['an endpoint of a Service a route uses changes', (o) => o.set('EndpointSlice/default/api-1', slice('api-1', 'api', [{ ip: '10.0.0.7' }]))],
+      ['a Service a route uses goes away', (o) => o.delete('Service/default/web')],
+      ['a listener is added', (o) => o.set('Gateway/default/gw', gateway('gw', [http('web', 8081), http('wild', 8082, { hostname: '*.example.com' }), http('more', 8083)]))],
+      ['a route is deleted', (o) => o.delete('HTTPRoute/default/b')],
+      ['a route is added', (o) => o.set('HTTPRoute/default/c', httpRoute('c', [parent('gw', { sectionName: 'more' })], [{ backendRefs: [toService('api')] }]))],
+    ];
+    for (const [name, change] of steps) {
+      const next = new Map(objects);
+      change(next);
+      const changes: ObjectChange[] = [];
+      for (const key of new Set([...objects.keys(), ...next.keys()])) {
+        const a = objects.get(key);
+        const b = next.get(key);
+        if (a === b) continue;
+        const obj = (b ?? a)!;
+        changes.push({ type: a === undefined ? 'added' : b === undefined ? 'deleted' : 'updated', kind: obj.kind as RoutingKind, key: keyOf(obj) });
+      }
+      objects = next;
+      const snapshot = snapshotOf([...objects.values()]);
+      const before = memo(snapshot, OPTIONS, []);
+      const after = memo(snapshot, OPTIONS, changes);
+      assert.deepEqual(content(after), content(translate(snapshot, OPTIONS)), name);
+      if (name === 'a route changes') {
+        // Route b did not change: its RouteConfig keeps its identity (its compiled chain is kept).
+        const b = (c: RoutingConfig) => c.routes.find((r) => r.source.name === 'b');
+        assert.equal(b(after), b(before));
+      }
+    }
   });
 });
