@@ -1,7 +1,7 @@
 // `portico`: parse flags, pick the source (a manifest directory or the Kubernetes
 // API), and wire sources -> controller -> route table -> proxy, plus the admin server.
 import { FlagError, helpText, parseOptions, unknownEnvironment, type Options } from './config/flags.ts';
-import { startPortico } from './portico.ts';
+import { roleOf, startPortico } from './portico.ts';
 import { createLogger } from './util/log.ts';
 
 export async function main(argv: string[]): Promise<void> {
@@ -21,11 +21,12 @@ export async function main(argv: string[]): Promise<void> {
   }
   // A JSON log line like every other, not plain text among them.
   const log = createLogger(options.logLevel);
-  for (const name of unknownEnvironment()) log.warn({ variable: name }, `$${name} is not a portico setting and is ignored (see --help)`);
+  const role = roleOf(options);
+  if (role !== 'worker') for (const name of unknownEnvironment()) log.warn({ variable: name }, `$${name} is not a portico setting and is ignored (see --help)`);
 
   let instance: Awaited<ReturnType<typeof startPortico>>;
   try {
-    instance = await startPortico(options, log);
+    instance = await startPortico(options, log, role);
   } catch (err) {
     // Startup errors a user can cause (port in use, missing directory, bad kubeconfig,
     // unreadable certificate) get one line, not a stack trace.
@@ -41,7 +42,7 @@ export async function main(argv: string[]): Promise<void> {
       process.exit(signal === 'SIGINT' ? 130 : 143);
     }
     stopping = true;
-    instance.log.info({ signal, graceMs: options.shutdownGrace }, 'shutting down: no new connections, finishing requests in flight');
+    if (role !== 'worker') instance.log.info({ signal, graceMs: options.shutdownGrace }, 'shutting down: no new connections, finishing requests in flight');
     instance.stop(options.shutdownGrace).then(
       () => process.exit(0),
       (err: unknown) => {

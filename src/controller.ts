@@ -4,12 +4,14 @@ import type { Logger } from 'pino';
 import type { Problem, RoutingConfig, TranslateOptions } from './model/config.ts';
 import type { ObjectChange, ObjectStore, StoreChangeEvent } from './sources/store.ts';
 import { createTranslator } from './translate/index.ts';
-import { buildRouteTable, type RouteCompiler, type RouteTable, type RouteTableHolder } from './routing/table.ts';
+import type { RouteTable } from './routing/table.ts';
 
 export interface ControllerDeps {
   store: ObjectStore;
-  holder: RouteTableHolder;
-  compile: RouteCompiler;
+  /** Builds the route table for a config and puts it in service (here, or in the workers too). */
+  install(config: RoutingConfig): RouteTable;
+  /** The table in service. */
+  current(): RouteTable;
   translateOptions: TranslateOptions;
   log: Logger;
   /** Quiet time, in ms, that gathers a burst of changes into one rebuild (0: rebuild at once). */
@@ -30,7 +32,6 @@ export class Controller {
   private readonly deps: ControllerDeps;
   private readonly translate = createTranslator();
   private timer: NodeJS.Timeout | NodeJS.Immediate | undefined;
-  private version = 0;
   private knownProblems = new Set<string>();
   /** "ns/name|reason" of the ignored Ingresses already logged (at debug level). */
   private knownIgnored = new Set<string>();
@@ -88,15 +89,14 @@ export class Controller {
       // A bug in translation must not take the proxy down: keep serving the last table.
       this.pendingChanges = undefined;
       deps.log.error({ err }, 'translation failed; still serving the previous route table');
-      return deps.holder.current;
+      return deps.current();
     }
     const translateMs = performance.now() - t0;
     // Problems of the sources (unreadable manifest files) go with the table, so /routes shows them too.
     const external = deps.externalProblems?.() ?? [];
     if (external.length > 0) config = { ...config, problems: [...external, ...config.problems] };
     const problems = config.problems;
-    const table = buildRouteTable(++this.version, config, deps.compile, undefined, deps.holder.current);
-    deps.holder.swap(table);
+    const table = deps.install(config);
 
     this.reportProblems(problems);
     this.reportIgnored(config);

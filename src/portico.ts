@@ -1,13 +1,20 @@
 // Assembles one portico process from its options. Used by the CLI and by tests.
+//
+// Three shapes, one code path for traffic:
+// - single (--workers 1): the control plane (sources, translation, status, admin) and
+//   the data plane (listeners, proxy) in one process;
+// - primary (--workers N > 1): the control plane only; it ships each routing config to
+//   N worker processes (src/workers) and aggregates their metrics;
+// - worker: the data plane only, fed by the primary.
 import { hostname } from 'node:os';
 import type http from 'node:http';
-import net, { type AddressInfo } from 'node:net';
-import tls from 'node:tls';
+import cluster from 'node:cluster';
 import type { Logger } from 'pino';
+import { AggregatorRegistry } from 'prom-client';
 import type { Options } from './config/flags.ts';
-import { CONTROLLER_NAME, type Problem } from './model/config.ts';
-import { Controller, problemKey } from './controller.ts';
-import { buildRouteTable, emptyRoutingConfig, RouteTableHolder } from './routing/table.ts';
+import { CONTROLLER_NAME, type Problem, type RoutingConfig } from './model/config.ts';
+import { Controller } from './controller.ts';
+import { buildRouteTable, emptyRoutingConfig, RouteTableHolder, type Route, type RouteTable } from './routing/table.ts';
 import { ObjectStore } from './sources/store.ts';
 import { sanitize } from './sources/sanitize.ts';
 import { ManifestDirectorySource } from './sources/standalone.ts';
@@ -17,21 +24,13 @@ import type { LeaderElector } from './kube/leader.ts';
 import type { IngressStatusWriter } from './status/ingress-status.ts';
 import type { GatewayStatusWriter } from './status/gateway-status.ts';
 import type { EventRecorder } from './status/events.ts';
-import { createLogger, createAccessLogger, throttledLog } from './util/log.ts';
-import { createMetrics, handshakeFailureReason } from './admin/metrics.ts';
+import { createLogger } from './util/log.ts';
+import { createMetrics } from './admin/metrics.ts';
 import { createAdminServer } from './admin/server.ts';
-import { CertificateStore, DEFAULT_TLS_CIPHERS } from './tls/certificates.ts';
-import { GatewayListeners } from './proxy/gateway-listeners.ts';
-import { UpstreamPools } from './proxy/upstreams.ts';
-import { createRouteCompiler } from './proxy/compile.ts';
-import { accessLogHook } from './proxy/access-log.ts';
-import { attachProxy, type ProxyServer } from './proxy/server.ts';
-import { configureClientIp, isTrustedProxy } from './proxy/client-ip.ts';
-import { acceptProxyProtocol } from './proxy/proxy-protocol.ts';
-import { configureRedirectPort } from './middleware/tls-redirect.ts';
-import { configureHsts } from './middleware/hsts.ts';
-import { SharedStateMap } from './middleware/registry.ts';
 import { CidrSet, parseCidrList } from './middleware/cidr.ts';
+import { listen, startDataPlane, type DataPlane } from './data-plane.ts';
+import { WorkerPool } from './workers/pool.ts';
+import { ConfigReplica, type ToPrimary, type ToWorker } from './workers/protocol.ts';
 
 export interface Portico {
   log: Logger;
@@ -41,23 +40,7 @@ export interface Portico {
   stop(graceMs: number): Promise<void>;
 }
 
-function listen(server: net.Server, port: number, host: string, what: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const onError = (err: NodeJS.ErrnoException) => {
-      // "::" listens on IPv6 and IPv4 (dual-stack); a host without IPv6 gets IPv4 alone.
-      if (host === '::' && (err.code === 'EAFNOSUPPORT' || err.code === 'EADDRNOTAVAIL')) {
-        listen(server, port, '0.0.0.0', what).then(resolve, reject);
-        return;
-      }
-      reject(new Error(`${what}: cannot listen on ${host}:${port}: ${err.code === 'EADDRINUSE' ? 'address already in use' : err.message}`));
-    };
-    server.once('error', onError);
-    server.listen(port, host, () => {
-      server.off('error', onError);
-      resolve((server.address() as AddressInfo).port);
-    });
-  });
-}
+export type Role = 'single' | 'primary' | 'worker';
 
 /** " on http://host:port and https://host:port", naming only the listeners that are on. */
 function listenerUrls(bind: string, ports: { http?: number; https?: number }): string {
@@ -68,42 +51,116 @@ function listenerUrls(bind: string, ports: { http?: number; https?: number }): s
   return urls.length === 0 ? ' (no proxy listener: --http-port and --https-port are off)' : ` on ${urls.join(' and ')}`;
 }
 
-export async function startPortico(options: Options, logger?: Logger): Promise<Portico> {
+/** The role of this process: a worker when forked by a primary, else by --workers. */
+export function roleOf(options: Options): Role {
+  if (cluster.isWorker) return 'worker';
+  return options.workers > 1 ? 'primary' : 'single';
+}
+
+export async function startPortico(options: Options, logger?: Logger, role: Role = 'single'): Promise<Portico> {
   const log = logger ?? createLogger(options.logLevel);
+  return role === 'worker' ? startWorker(options, log) : startControlPlane(options, log, role);
+}
+
+/** A worker: serves traffic with the configs the primary sends. */
+async function startWorker(options: Options, log: Logger): Promise<Portico> {
+  const metrics = createMetrics();
+  // Workers share one stdout pipe: access lines go out in writes short enough to stay whole.
+  const data = await startDataPlane(options, log, metrics, { accessLogWriteBytes: 2048 });
+  const replica = new ConfigReplica();
+  const send = (message: ToPrimary) => {
+    if (process.connected) process.send!(message);
+  };
+  let stopping: Promise<void> | undefined;
+  process.on('message', (message: ToWorker) => {
+    switch (message.t) {
+      case 'config': {
+        const config = replica.apply(message);
+        if (config === undefined) {
+          // A delta on a config this worker does not have: ask for the whole one.
+          send({ t: 'hello' });
+          return;
+        }
+        const table = data.install(config);
+        void data.gatewayListeners.apply(config.listeners).then(() =>
+          send({ t: 'installed', serial: config.serial ?? 0, ports: data.ports, bindFailures: new Map(data.gatewayListeners.failures) }),
+        );
+        log.debug({ version: table.version, routes: table.size }, 'route table installed from the primary');
+        break;
+      }
+      case 'metrics':
+        void metrics.registry.getMetricsAsJSON().then((json) => send({ t: 'metrics', id: message.id, metrics: json }));
+        break;
+      case 'stop':
+        stopping ??= data.drain(message.graceMs).then(() => process.exit(0));
+        break;
+    }
+  });
+  // A worker whose primary is gone stops too (no orphan holding the ports).
+  process.once('disconnect', () => {
+    stopping ??= data.drain(options.shutdownGrace).then(() => process.exit(0));
+  });
+  send({ t: 'hello' });
+  return {
+    log,
+    holder: data.holder,
+    ports: data.ports,
+    async stop(graceMs) {
+      await (stopping ??= data.drain(graceMs));
+    },
+  };
+}
+
+/** Sources, translation, status and admin; with the data plane here (single) or in workers (primary). */
+async function startControlPlane(options: Options, log: Logger, role: 'single' | 'primary'): Promise<Portico> {
   const metrics = createMetrics();
   const store = new ObjectStore();
-  const certificates = await CertificateStore.create(options.defaultCertificate, options.defaultKey, {
-    minVersion: options.tlsMinVersion,
-    ciphers: options.tlsCiphers ?? DEFAULT_TLS_CIPHERS,
-  });
-  configureClientIp({ trustedProxies: options.trustedProxies, log });
-  configureRedirectPort(options.httpsRedirectPort > 0 ? options.httpsRedirectPort : options.httpsPort);
-  configureHsts({ enabled: options.hsts, maxAge: options.hstsMaxAge, includeSubdomains: options.hstsIncludeSubdomains, preload: options.hstsPreload });
 
-  const upstreams = new UpstreamPools({
-    connectTimeout: options.upstreamConnectTimeout,
-    keepAliveTimeout: options.upstreamKeepAlive,
-  });
-  const accessLogger = options.accessLog ? createAccessLogger(log) : undefined;
-  const routes = createRouteCompiler({
-    upstreams,
-    registry: metrics.registry,
-    shared: new SharedStateMap(),
-    accessLog: accessLogger ? accessLogHook(accessLogger) : undefined,
-    timeouts: {
-      connect: options.upstreamConnectTimeout,
-      responseHeaders: options.upstreamResponseTimeout,
-      idle: options.upstreamIdleTimeout,
-    },
-  });
-  const holder = new RouteTableHolder(buildRouteTable(0, emptyRoutingConfig(), routes.compile));
-  // Series and policy state of routes that left the table go with the swap.
-  holder.onSwap((table) => routes.retain(table.config));
+  // ---- where tables go: this process' listeners, or the workers ----
+  let data: DataPlane | undefined;
+  let pool: WorkerPool | undefined;
+  let holder: RouteTableHolder;
+  let install: (config: RoutingConfig) => RouteTable;
+  /** The ports portico's own listeners hold (a Gateway listener may not take them). */
+  const ingressPorts = new Map<number, string>();
+  let resolveWorkersReady: (() => void) | undefined;
+  if (role === 'single') {
+    data = await startDataPlane(options, log, metrics);
+    holder = data.holder;
+    install = data.install;
+    if (data.ports.http !== undefined) ingressPorts.set(data.ports.http, '--http-port');
+    if (data.ports.https !== undefined) ingressPorts.set(data.ports.https, '--https-port');
+  } else {
+    // The primary keeps a table for /routes and /readyz; its routes are never served here.
+    const stub = (config: Route['config']): Route => ({ config, handle: () => {} });
+    holder = new RouteTableHolder(buildRouteTable(0, emptyRoutingConfig(), stub));
+    let version = 0;
+    const workersReady = new Promise<void>((resolve) => (resolveWorkersReady = resolve));
+    pool = new WorkerPool({
+      count: options.workers,
+      log,
+      onInstalled: () => {
+        resolveWorkersReady?.();
+        void gatewayStatus?.reconcile();
+      },
+    });
+    holder.readyGate = () => pool!.allInstalled();
+    install = (config) => {
+      const table = buildRouteTable(++version, config, stub, undefined, holder.current);
+      holder.swap(table);
+      pool!.ship(config);
+      return table;
+    };
+    if (options.httpPort > 0) ingressPorts.set(options.httpPort, '--http-port');
+    if (options.httpsPort > 0) ingressPorts.set(options.httpsPort, '--https-port');
+    pool.start();
+    void workersReady;
+  }
 
   // ---- sources ----
   let fileProblems: readonly Problem[] = [];
   let standalone: ManifestDirectorySource | undefined;
-  let cluster: ClusterSource | undefined;
+  let clusterSource: ClusterSource | undefined;
   let kube: KubeClient | undefined;
   if (options.manifests) {
     standalone = new ManifestDirectorySource({ dir: options.manifests, store, log, onProblems: (p: readonly Problem[]) => {
@@ -115,7 +172,7 @@ export async function startPortico(options: Options, logger?: Logger): Promise<P
     const { KubeClient, loadKubeConfig } = await import('./kube/client.ts');
     const { ClusterSource } = await import('./sources/kube/cluster-source.ts');
     kube = new KubeClient(loadKubeConfig(options.kubeconfig));
-    cluster = new ClusterSource({
+    clusterSource = new ClusterSource({
       client: kube,
       sink: store,
       sanitize: (raw) => sanitize(raw).object,
@@ -125,6 +182,7 @@ export async function startPortico(options: Options, logger?: Logger): Promise<P
       onConnected: (up) => metrics.setApiConnected(up),
     });
   }
+  const bindFailures = () => (pool !== undefined ? pool.bindFailures() : data!.gatewayListeners.failures);
 
   // ---- status and events (cluster mode, leader only) ----
   let statusWriter: IngressStatusWriter | undefined;
@@ -155,7 +213,7 @@ export async function startPortico(options: Options, logger?: Logger): Promise<P
       gatewayClasses: () => store.gatewayClasses,
       gateways: () => store.gateways,
       httpRoutes: () => store.httpRoutes,
-      bindFailures: () => gatewayListeners.failures,
+      bindFailures,
     });
     events = new EventRecorder({ client: kube, log, instance: identity, ingresses: () => store.ingresses });
     elector = new LeaderElector({
@@ -182,13 +240,10 @@ export async function startPortico(options: Options, logger?: Logger): Promise<P
     });
   }
 
-  /** The ports portico's own listeners hold (a Gateway listener may not take them); filled as they are bound, before the first translation. */
-  const ingressPorts = new Map<number, string>();
-  let reportedTlsProblems = new Set<string>();
   const controller = new Controller({
     store,
-    holder,
-    compile: routes.compile,
+    install,
+    current: () => holder.current,
     translateOptions: {
       ingressClass: options.ingressClass,
       controllerName: CONTROLLER_NAME,
@@ -201,15 +256,6 @@ export async function startPortico(options: Options, logger?: Logger): Promise<P
     externalProblems: () => fileProblems,
     onRebuilt: (table, translateMs, problems) => {
       metrics.recordRebuild(table, translateMs, problems);
-      // Translation validates Secrets; what the TLS layer still rejects is logged once.
-      const tlsProblems = new Set<string>();
-      for (const p of certificates.update(table.config.certificates)) {
-        const key = problemKey(p);
-        tlsProblems.add(key);
-        if (!reportedTlsProblems.has(key)) log.warn({ object: p.object, reason: p.reason }, `Secret ${p.object.namespace ?? ''}/${p.object.name}: ${p.message}`);
-      }
-      reportedTlsProblems = tlsProblems;
-      upstreams.retain(table.config);
       void statusWriter?.reconcile();
       void gatewayStatus?.reconcile();
     },
@@ -223,99 +269,52 @@ export async function startPortico(options: Options, logger?: Logger): Promise<P
     }
     controller.changed(event);
   });
-
-  // ---- listeners ----
-  const ports: Portico['ports'] = {};
-  // Requests the HTTP server refuses itself: counted, and logged at most once a minute per reason.
-  const logRefusal = throttledLog((fields, msg) => log.info(fields, msg));
-  const logDropped = throttledLog((fields, msg) => log.warn(fields, msg));
-  /** --max-client-connections: beyond it a listener closes new connections at once (net.Server's 'drop'), said once a minute. */
-  const capConnections = (server: net.Server, listener: string) => {
-    if (options.maxClientConnections <= 0) return;
-    server.maxConnections = options.maxClientConnections;
-    server.on('drop', () => {
-      metrics.countDroppedConnection(listener);
-      logDropped(listener, { listener, limit: options.maxClientConnections }, `${listener} listener: --max-client-connections (${options.maxClientConnections}) reached; new connections are closed`);
+  if (data !== undefined) {
+    const local = data;
+    holder.onSwap((table) => {
+      // A port that could not be bound changes the Gateway's status: tell the writer once known.
+      void local.gatewayListeners.apply(table.config.listeners).then(() => gatewayStatus?.reconcile());
     });
-  };
-  const onRefused = (reason: string, socket: net.Socket) => {
-    metrics.countRefusedRequest(reason);
-    logRefusal(reason, { reason, client: socket.remoteAddress }, `refused a request before routing: ${reason.replaceAll('_', ' ')}`);
-  };
-  const proxies: ProxyServer[] = [];
-  /** A proxy server for one port: plain HTTP, or HTTPS with `certs` chosen by SNI. `gatewayPort`: a Gateway listener's. */
-  const openListener = async (label: string, port: number, flag: string, certs: CertificateStore | undefined, gatewayPort?: number): Promise<{ proxy: ProxyServer; port: number }> => {
-    const server = certs === undefined
-      ? net.createServer({ allowHalfOpen: true, noDelay: true })
-      : tls.createServer({ ...certs.httpsServerOptions(), allowHalfOpen: true, handshakeTimeout: options.tlsHandshakeTimeout });
-    const proxy = attachProxy(server, holder, options, certs !== undefined, routes.unrouted, gatewayPort);
-    proxy.http1.onRefused = onRefused;
-    metrics.trackConnections(label, () => proxy.openConnections);
-    capConnections(server, label);
-    if (certs !== undefined) {
-      server.on('tlsClientError', (err: NodeJS.ErrnoException, socket: tls.TLSSocket) => {
-        const reason = handshakeFailureReason(err);
-        metrics.countHandshakeFailure(reason);
-        if (reason === 'no_common_alpn') {
-          // An h2-only client gets a TLS alert, which says nothing to the person behind it.
-          logRefusal('alpn', { client: socket.remoteAddress, reason }, 'a client offered only ALPN protocols portico does not serve (h2 without http/1.1?): HTTP/2 is not served yet, only HTTP/1.1');
-        } else {
-          log.debug({ client: socket.remoteAddress, reason, err: err.message }, 'TLS handshake failed; connection closed');
-        }
-      });
-    }
-    // After attachProxy: it wraps the connection listener that attachProxy added.
-    if (options.proxyProtocol) acceptProxyProtocol(server, { isTrusted: isTrustedProxy });
-    return { proxy, port: await listen(server, port, options.bind, flag) };
-  };
-  if (options.httpPort >= 0) {
-    const opened = await openListener('http', options.httpPort, '--http-port', undefined);
-    proxies.push(opened.proxy);
-    ports.http = opened.port;
-    ingressPorts.set(opened.port, '--http-port');
   }
-  if (options.httpsPort >= 0) {
-    const opened = await openListener('https', options.httpsPort, '--https-port', certificates);
-    proxies.push(opened.proxy);
-    ports.https = opened.port;
-    ingressPorts.set(opened.port, '--https-port');
-  }
-  // Gateway listeners follow the routing config (bound after the Ingress ports, which they may not take).
-  const gatewayListeners = new GatewayListeners({
-    log,
-    drainMs: options.shutdownGrace,
-    open: async (config) => {
-      const certs = config.protocol === 'HTTPS' ? certificates.forGatewayListener() : undefined;
-      certs?.update(config.certificates);
-      const label = `gateway-${config.port}`;
-      const opened = await openListener(label, config.port, `Gateway listener port ${config.port}`, certs, config.port);
-      return { protocol: config.protocol, proxy: opened.proxy, certificates: certs };
-    },
-  });
-  holder.onSwap((table) => {
-    // A port that could not be bound changes the Gateway's status: tell the writer once known.
-    void gatewayListeners.apply(table.config.listeners).then(() => gatewayStatus?.reconcile());
-  });
+
+  // ---- admin ----
+  const ports: Portico['ports'] = {};
   let admin: http.Server | undefined;
   if (options.adminPort >= 0) {
     const routesAllowed = parseCidrList(options.adminRoutesAllow).valid;
     const allowed = routesAllowed.length > 0 ? new CidrSet(routesAllowed) : undefined;
-    admin = createAdminServer({ holder, registry: metrics.registry, routesAllowed: allowed && ((ip) => allowed.has(ip)) });
+    // With workers, /metrics adds up theirs (traffic) and the primary's (translation, API).
+    const metricsText = pool === undefined
+      ? undefined
+      : async () => {
+          const all = [await metrics.registry.getMetricsAsJSON(), ...(await pool!.metrics())];
+          return AggregatorRegistry.aggregate(all as Parameters<typeof AggregatorRegistry.aggregate>[0]).metrics();
+        };
+    admin = createAdminServer({ holder, registry: metrics.registry, metricsText, routesAllowed: allowed && ((ip) => allowed.has(ip)) });
     ports.admin = await listen(admin, options.adminPort, options.adminBind, '--admin-port');
     ingressPorts.set(ports.admin, '--admin-port');
   }
 
   // ---- initial sync, then serve ----
   if (standalone) await standalone.start();
-  if (cluster) {
-    cluster.start();
+  if (clusterSource) {
+    clusterSource.start();
     elector!.start();
-    await cluster.synced;
+    await clusterSource.synced;
   }
   controller.start();
+  if (pool !== undefined) {
+    await new Promise<void>((resolve) => {
+      const check = () => (pool!.allInstalled() ? resolve() : setTimeout(check, 20));
+      check();
+    });
+  }
+  const served = data?.ports ?? pool!.ports;
+  ports.http = served.http;
+  ports.https = served.https;
   log.info(
-    { mode: standalone ? 'standalone' : 'cluster', http: ports.http, https: ports.https, admin: ports.admin, routes: holder.current.size },
-    `portico ready: serving ${holder.current.size} routes${listenerUrls(options.bind, ports)}`,
+    { mode: standalone ? 'standalone' : 'cluster', http: ports.http, https: ports.https, admin: ports.admin, routes: holder.current.size, workers: pool?.size ?? 1 },
+    `portico ready: serving ${holder.current.size} routes${listenerUrls(options.bind, ports)}${pool ? ` with ${pool.size} workers` : ''}`,
   );
 
   return {
@@ -326,14 +325,11 @@ export async function startPortico(options: Options, logger?: Logger): Promise<P
       holder.ready = false;
       controller.stop();
       standalone?.stop();
-      cluster?.stop();
+      clusterSource?.stop();
       await elector?.stop();
       admin?.close();
-      await Promise.all([...proxies.map((p) => p.drain(graceMs)), gatewayListeners.drain(graceMs)]);
-      await upstreams.close();
+      await Promise.all([data?.drain(graceMs), pool?.stop(graceMs)]);
       admin?.closeAllConnections();
-      // The access log is buffered: every line of the drained requests goes out before exit.
-      await accessLogger?.flush();
     },
   };
 }

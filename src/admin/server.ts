@@ -9,6 +9,8 @@ import { canonicalIp } from '../middleware/cidr.ts';
 export interface AdminServerOptions {
   readonly holder: RouteTableHolder;
   readonly registry: Registry;
+  /** The /metrics text when it is not just `registry`'s (the primary adds up its workers'). */
+  readonly metricsText?: () => Promise<string>;
   /** Liveness; /healthz answers 503 when it returns false. Default: alive while the process runs. */
   readonly isAlive?: () => boolean;
   /**
@@ -48,11 +50,11 @@ export function createAdminServer(options: AdminServerOptions): http.Server {
         else send(req, res, 503, TEXT, 'not alive\n');
         return;
       case '/readyz':
-        if (holder.ready) send(req, res, 200, TEXT, 'ready\n');
+        if (holder.isReady) send(req, res, 200, TEXT, 'ready\n');
         else send(req, res, 503, TEXT, 'not ready: waiting for the first route table\n');
         return;
       case '/metrics':
-        registry.metrics().then(
+        (options.metricsText ?? (() => registry.metrics()))().then(
           (text) => send(req, res, 200, registry.contentType, text),
           (err: unknown) => send(req, res, 500, TEXT, `cannot collect metrics: ${err instanceof Error ? err.message : String(err)}\n`),
         );

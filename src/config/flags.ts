@@ -4,6 +4,7 @@ import { isIP } from 'node:net';
 import { parseCidrList } from '../middleware/cidr.ts';
 import { parseBool, parseDuration, parseSize } from '../util/units.ts';
 import { tlsCipherList } from '../tls/certificates.ts';
+import { availableCpus } from '../workers/cpus.ts';
 
 export interface Options {
   manifests: string | undefined;
@@ -17,6 +18,7 @@ export interface Options {
   adminRoutesAllow: string;
   ingressClass: string;
   gatewayControllerName: string;
+  workers: number;
   allowExternalName: boolean;
   upstreamConnectTimeout: number;
   upstreamResponseTimeout: number;
@@ -55,7 +57,7 @@ export interface Options {
   help: boolean;
 }
 
-type Kind = 'string' | 'port' | 'duration' | 'bool' | 'int' | 'address' | 'level' | 'cidrs' | 'tls-version' | 'ciphers' | 'size';
+type Kind = 'string' | 'port' | 'duration' | 'bool' | 'int' | 'address' | 'level' | 'cidrs' | 'tls-version' | 'ciphers' | 'size' | 'workers';
 
 interface FlagSpec {
   flag: string;
@@ -69,6 +71,7 @@ const FLAGS: FlagSpec[] = [
   { flag: 'manifests', key: 'manifests', kind: 'string', default: undefined, help: 'standalone mode: serve the Kubernetes objects in this directory (watched); without it, cluster mode' },
   { flag: 'kubeconfig', key: 'kubeconfig', kind: 'string', default: undefined, help: 'cluster mode: kubeconfig file (else in-cluster config, $KUBECONFIG, ~/.kube/config)' },
   { flag: 'watch-namespace', key: 'watchNamespace', kind: 'string', default: undefined, help: 'cluster mode: only watch this namespace (default: all)' },
+  { flag: 'workers', key: 'workers', kind: 'workers', default: 'auto', help: 'processes serving traffic (auto: the CPUs available, cgroup CPU limit included; 1: one process does everything)' },
   { flag: 'http-port', key: 'httpPort', kind: 'port', default: '8080', help: 'plain HTTP listener port (0: any free port; off: no listener)' },
   { flag: 'https-port', key: 'httpsPort', kind: 'port', default: '8443', help: 'HTTPS listener port (0: any free port; off: no listener)' },
   { flag: 'bind', key: 'bind', kind: 'address', default: '::', help: 'address the HTTP and HTTPS listeners bind to (:: is IPv6 and IPv4, or IPv4 alone on a host without IPv6; 0.0.0.0 is IPv4 only)' },
@@ -156,6 +159,11 @@ function convert(spec: FlagSpec, raw: string, source: string): unknown {
       const bytes = parseSize(raw);
       return bytes !== undefined ? bytes : fail('a size such as 512k, 10m or 1g (0: no limit)');
     }
+    case 'workers': {
+      if (raw === 'auto') return availableCpus();
+      const n = Number(raw);
+      return /^\d+$/.test(raw) && n >= 1 && n <= 1024 ? n : fail('a number of processes from 1, or "auto"');
+    }
     case 'tls-version':
       return raw === 'TLSv1.2' || raw === 'TLSv1.3' ? raw : fail('TLSv1.2 or TLSv1.3');
     case 'ciphers':
@@ -238,7 +246,7 @@ export function helpText(): string {
     'Flags (each also read from the environment variable shown):',
   ];
   for (const f of FLAGS) {
-    const placeholder = f.kind === 'bool' ? '' : ` ${f.kind === 'duration' ? 'DURATION' : f.kind === 'port' ? 'N' : f.kind === 'cidrs' ? 'CIDRS' : 'VALUE'}`;
+    const placeholder = f.kind === 'bool' ? '' : ` ${f.kind === 'duration' ? 'DURATION' : f.kind === 'port' || f.kind === 'workers' ? 'N' : f.kind === 'cidrs' ? 'CIDRS' : 'VALUE'}`;
     const def = f.default === undefined || f.default === '' ? '' : ` (default ${f.default})`;
     lines.push(`  --${f.flag}${placeholder}`.padEnd(40) + ` ${f.help}${def}  [$${envName(f.flag)}]`);
   }

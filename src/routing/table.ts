@@ -137,6 +137,13 @@ export class RouteTableHolder {
   current: RouteTable;
   /** true once a table built from real sources was installed (drives /readyz) */
   ready = false;
+  /** With workers: true once every worker serves the current table too. */
+  readyGate: (() => boolean) | undefined = undefined;
+
+  /** What /readyz reports. */
+  get isReady(): boolean {
+    return this.ready && (this.readyGate?.() ?? true);
+  }
   private readonly listeners: ((table: RouteTable) => void)[] = [];
 
   constructor(initial: RouteTable) {

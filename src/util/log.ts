@@ -72,7 +72,7 @@ interface LineSink {
  * a second when quiet) instead of one per request; at most one write is in flight, and
  * what is buffered is written synchronously at exit, so no line is lost.
  */
-function bufferedStdout(): LineSink {
+function bufferedStdout(maxWrite = Infinity): LineSink {
   const FLUSH_AT = 64 * 1024;
   let lines: string[] = [];
   let size = 0;
@@ -84,14 +84,22 @@ function bufferedStdout(): LineSink {
       for (const resolve of idle.splice(0)) resolve();
       return;
     }
-    const text = lines.join('');
-    lines = [];
+    // Whole lines, at most maxWrite bytes per write (one line may exceed it alone).
+    let take = lines.length;
+    if (maxWrite !== Infinity) {
+      let bytes = 0;
+      take = 0;
+      while (take < lines.length && (take === 0 || bytes + lines[take]!.length <= maxWrite)) bytes += lines[take++]!.length;
+    }
+    const text = take === lines.length ? lines.join('') : lines.slice(0, take).join('');
+    lines = take === lines.length ? [] : lines.slice(take);
     size = 0;
+    for (const line of lines) size += line.length;
     writing = true;
     write(1, text, () => {
       // An error (stdout gone, EPIPE) drops those lines rather than grow without bound.
       writing = false;
-      if (size >= FLUSH_AT || idle.length > 0) flush();
+      if (size >= FLUSH_AT || idle.length > 0 || (maxWrite !== Infinity && lines.length > 0)) flush();
     });
   };
   const timer = setInterval(flush, 1000);
@@ -132,10 +140,14 @@ export interface AccessLogger {
   flush(): Promise<void>;
 }
 
-export function createAccessLogger(logger: Logger, destination?: DestinationStream): AccessLogger {
+/**
+ * `maxWriteBytes`: workers share one stdout pipe, where only writes up to PIPE_BUF
+ * (4096 bytes) are atomic, so their lines go out in writes of whole lines below it.
+ */
+export function createAccessLogger(logger: Logger, destination?: DestinationStream, maxWriteBytes?: number): AccessLogger {
   if (!logger.isLevelEnabled('info')) return Object.assign(() => {}, { flush: () => Promise.resolve() });
   const own = (logger as unknown as Record<symbol, unknown>)[pino.symbols.streamSym] as (LineSink & { fd?: number }) | undefined;
-  const sink: LineSink = destination ?? (own === undefined || own.fd === 1 ? bufferedStdout() : own);
+  const sink: LineSink = destination ?? (own === undefined || own.fd === 1 ? bufferedStdout(maxWriteBytes) : own);
   const pid = `,"pid":${process.pid},"kind":"access"`;
   const log = (f: AccessLogEntry) => {
     let line = '{"level":"info","time":"' + new Date().toISOString() + '"' + pid;

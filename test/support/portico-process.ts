@@ -21,7 +21,7 @@ export interface PorticoProcess {
 }
 
 export async function startPortico(args: string[], env: NodeJS.ProcessEnv = {}): Promise<PorticoProcess> {
-  const child = spawn(process.execPath, [BIN, '--http-port', '0', '--https-port', '0', '--admin-port', '0', '--bind', '127.0.0.1', ...args], {
+  const child = spawn(process.execPath, [BIN, '--workers', '1', '--http-port', '0', '--https-port', '0', '--admin-port', '0', '--bind', '127.0.0.1', ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

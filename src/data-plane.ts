@@ -1,0 +1,190 @@
+// The part of portico that serves traffic: listeners (HTTP, HTTPS, Gateway ports), the
+// route compiler, upstream pools and the access log. Given routing configs, it builds
+// and swaps route tables. One process runs it beside the control plane, or each worker
+// runs it alone and gets its configs from the primary (src/workers).
+import net, { type AddressInfo } from 'node:net';
+import tls from 'node:tls';
+import type { Logger } from 'pino';
+import type { Options } from './config/flags.ts';
+import type { RoutingConfig } from './model/config.ts';
+import { problemKey } from './controller.ts';
+import { buildRouteTable, emptyRoutingConfig, RouteTableHolder, type RouteTable } from './routing/table.ts';
+import { createAccessLogger, throttledLog, type AccessLogger } from './util/log.ts';
+import { handshakeFailureReason, type Metrics } from './admin/metrics.ts';
+import { CertificateStore, DEFAULT_TLS_CIPHERS } from './tls/certificates.ts';
+import { GatewayListeners } from './proxy/gateway-listeners.ts';
+import { UpstreamPools } from './proxy/upstreams.ts';
+import { createRouteCompiler, type ProxyRoutes } from './proxy/compile.ts';
+import { accessLogHook } from './proxy/access-log.ts';
+import { attachProxy, type ProxyServer } from './proxy/server.ts';
+import { configureClientIp, isTrustedProxy } from './proxy/client-ip.ts';
+import { acceptProxyProtocol } from './proxy/proxy-protocol.ts';
+import { configureRedirectPort } from './middleware/tls-redirect.ts';
+import { configureHsts } from './middleware/hsts.ts';
+import { SharedStateMap } from './middleware/registry.ts';
+
+export interface DataPlane {
+  readonly holder: RouteTableHolder;
+  readonly routes: ProxyRoutes;
+  /** Bound Ingress listener ports. */
+  readonly ports: { http?: number; https?: number };
+  readonly gatewayListeners: GatewayListeners;
+  /** Builds the table for `config` (patching the one in service when the config says how) and swaps it in. */
+  install(config: RoutingConfig): RouteTable;
+  /** Stops accepting, finishes requests in flight within graceMs, closes pools, flushes the access log. */
+  drain(graceMs: number): Promise<void>;
+}
+
+export function listen(server: net.Server, port: number, host: string, what: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: NodeJS.ErrnoException) => {
+      // "::" listens on IPv6 and IPv4 (dual-stack); a host without IPv6 gets IPv4 alone.
+      if (host === '::' && (err.code === 'EAFNOSUPPORT' || err.code === 'EADDRNOTAVAIL')) {
+        listen(server, port, '0.0.0.0', what).then(resolve, reject);
+        return;
+      }
+      reject(new Error(`${what}: cannot listen on ${host}:${port}: ${err.code === 'EADDRINUSE' ? 'address already in use' : err.message}`));
+    };
+    server.once('error', onError);
+    server.listen(port, host, () => {
+      server.off('error', onError);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
+
+export interface DataPlaneOptions {
+  /** Access lines at most this long per write (workers share stdout: PIPE_BUF keeps lines whole). */
+  readonly accessLogWriteBytes?: number;
+}
+
+export async function startDataPlane(options: Options, log: Logger, metrics: Metrics, extra: DataPlaneOptions = {}): Promise<DataPlane> {
+  const certificates = await CertificateStore.create(options.defaultCertificate, options.defaultKey, {
+    minVersion: options.tlsMinVersion,
+    ciphers: options.tlsCiphers ?? DEFAULT_TLS_CIPHERS,
+  });
+  configureClientIp({ trustedProxies: options.trustedProxies, log });
+  configureRedirectPort(options.httpsRedirectPort > 0 ? options.httpsRedirectPort : options.httpsPort);
+  configureHsts({ enabled: options.hsts, maxAge: options.hstsMaxAge, includeSubdomains: options.hstsIncludeSubdomains, preload: options.hstsPreload });
+
+  const upstreams = new UpstreamPools({
+    connectTimeout: options.upstreamConnectTimeout,
+    keepAliveTimeout: options.upstreamKeepAlive,
+  });
+  const accessLogger: AccessLogger | undefined = options.accessLog ? createAccessLogger(log, undefined, extra.accessLogWriteBytes) : undefined;
+  const routes = createRouteCompiler({
+    upstreams,
+    registry: metrics.registry,
+    shared: new SharedStateMap(),
+    accessLog: accessLogger ? accessLogHook(accessLogger) : undefined,
+    timeouts: {
+      connect: options.upstreamConnectTimeout,
+      responseHeaders: options.upstreamResponseTimeout,
+      idle: options.upstreamIdleTimeout,
+    },
+  });
+  const holder = new RouteTableHolder(buildRouteTable(0, emptyRoutingConfig(), routes.compile));
+  let version = 0;
+
+  // ---- listeners ----
+  const ports: DataPlane['ports'] = {};
+  // Requests the HTTP server refuses itself: counted, and logged at most once a minute per reason.
+  const logRefusal = throttledLog((fields, msg) => log.info(fields, msg));
+  const logDropped = throttledLog((fields, msg) => log.warn(fields, msg));
+  /** --max-client-connections: beyond it a listener closes new connections at once (net.Server's 'drop'), said once a minute. */
+  const capConnections = (server: net.Server, listener: string) => {
+    if (options.maxClientConnections <= 0) return;
+    server.maxConnections = options.maxClientConnections;
+    server.on('drop', () => {
+      metrics.countDroppedConnection(listener);
+      logDropped(listener, { listener, limit: options.maxClientConnections }, `${listener} listener: --max-client-connections (${options.maxClientConnections}) reached; new connections are closed`);
+    });
+  };
+  const onRefused = (reason: string, socket: net.Socket) => {
+    metrics.countRefusedRequest(reason);
+    logRefusal(reason, { reason, client: socket.remoteAddress }, `refused a request before routing: ${reason.replaceAll('_', ' ')}`);
+  };
+  const proxies: ProxyServer[] = [];
+  /** A proxy server for one port: plain HTTP, or HTTPS with `certs` chosen by SNI. `gatewayPort`: a Gateway listener's. */
+  const openListener = async (label: string, port: number, flag: string, certs: CertificateStore | undefined, gatewayPort?: number): Promise<{ proxy: ProxyServer; port: number }> => {
+    const server = certs === undefined
+      ? net.createServer({ allowHalfOpen: true, noDelay: true })
+      : tls.createServer({ ...certs.httpsServerOptions(), allowHalfOpen: true, handshakeTimeout: options.tlsHandshakeTimeout });
+    const proxy = attachProxy(server, holder, options, certs !== undefined, routes.unrouted, gatewayPort);
+    proxy.http1.onRefused = onRefused;
+    metrics.trackConnections(label, () => proxy.openConnections);
+    capConnections(server, label);
+    if (certs !== undefined) {
+      server.on('tlsClientError', (err: NodeJS.ErrnoException, socket: tls.TLSSocket) => {
+        const reason = handshakeFailureReason(err);
+        metrics.countHandshakeFailure(reason);
+        if (reason === 'no_common_alpn') {
+          // An h2-only client gets a TLS alert, which says nothing to the person behind it.
+          logRefusal('alpn', { client: socket.remoteAddress, reason }, 'a client offered only ALPN protocols portico does not serve (h2 without http/1.1?): HTTP/2 is not served yet, only HTTP/1.1');
+        } else {
+          log.debug({ client: socket.remoteAddress, reason, err: err.message }, 'TLS handshake failed; connection closed');
+        }
+      });
+    }
+    // After attachProxy: it wraps the connection listener that attachProxy added.
+    if (options.proxyProtocol) acceptProxyProtocol(server, { isTrusted: isTrustedProxy });
+    return { proxy, port: await listen(server, port, options.bind, flag) };
+  };
+  if (options.httpPort >= 0) {
+    const opened = await openListener('http', options.httpPort, '--http-port', undefined);
+    proxies.push(opened.proxy);
+    ports.http = opened.port;
+  }
+  if (options.httpsPort >= 0) {
+    const opened = await openListener('https', options.httpsPort, '--https-port', certificates);
+    proxies.push(opened.proxy);
+    ports.https = opened.port;
+  }
+  // Gateway listeners follow the routing config.
+  const gatewayListeners = new GatewayListeners({
+    log,
+    drainMs: options.shutdownGrace,
+    open: async (config) => {
+      const certs = config.protocol === 'HTTPS' ? certificates.forGatewayListener() : undefined;
+      certs?.update(config.certificates);
+      const label = `gateway-${config.port}`;
+      const opened = await openListener(label, config.port, `Gateway listener port ${config.port}`, certs, config.port);
+      return { protocol: config.protocol, proxy: opened.proxy, certificates: certs };
+    },
+  });
+
+  // ---- what a new table changes ----
+  let reportedTlsProblems = new Set<string>();
+  holder.onSwap((table) => {
+    // Series and policy state of routes that left the table go with the swap.
+    routes.retain(table.config);
+    // Translation validates Secrets; what the TLS layer still rejects is logged once.
+    const tlsProblems = new Set<string>();
+    for (const p of certificates.update(table.config.certificates)) {
+      const key = problemKey(p);
+      tlsProblems.add(key);
+      if (!reportedTlsProblems.has(key)) log.warn({ object: p.object, reason: p.reason }, `Secret ${p.object.namespace ?? ''}/${p.object.name}: ${p.message}`);
+    }
+    reportedTlsProblems = tlsProblems;
+    upstreams.retain(table.config);
+  });
+
+  return {
+    holder,
+    routes,
+    ports,
+    gatewayListeners,
+    install(config) {
+      const table = buildRouteTable(++version, config, routes.compile, undefined, holder.current);
+      holder.swap(table);
+      return table;
+    },
+    async drain(graceMs) {
+      holder.ready = false;
+      await Promise.all([...proxies.map((p) => p.drain(graceMs)), gatewayListeners.drain(graceMs)]);
+      await upstreams.close();
+      // The access log is buffered: every line of the drained requests goes out before exit.
+      await accessLogger?.flush();
+    },
+  };
+}

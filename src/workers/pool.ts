@@ -1,0 +1,158 @@
+// The primary's workers: forks them, ships each routing config (as a delta when a
+// worker has the previous one), replaces a worker that dies, gathers their metrics,
+// and drains them all on stop. The primary serves no traffic itself: it owns the
+// sources, translation, leader election, status and the admin listener.
+import cluster, { type Worker } from 'node:cluster';
+import type { Logger } from 'pino';
+import type { RoutingConfig } from '../model/config.ts';
+import { configMessage, type ToPrimary, type ToWorker } from './protocol.ts';
+
+interface Member {
+  readonly worker: Worker;
+  /** The config this worker was last sent (undefined until it said hello). */
+  shipped: RoutingConfig | undefined;
+  /** The serial it last installed. */
+  installed: number | undefined;
+  ports: { http?: number; https?: number };
+  bindFailures: ReadonlyMap<number, string>;
+  readonly startedAt: number;
+}
+
+export interface WorkerPoolOptions {
+  readonly count: number;
+  readonly log: Logger;
+  /** Called when every worker installed `serial` (the first time: portico is ready). */
+  readonly onInstalled?: (serial: number) => void;
+}
+
+export class WorkerPool {
+  private readonly o: WorkerPoolOptions;
+  private readonly members = new Map<number, Member>();
+  private current: RoutingConfig | undefined;
+  private stopping = false;
+  private restartDelayMs = 500;
+  private nextMetricsId = 0;
+  private readonly metricWaiters = new Map<number, { expected: number; got: unknown[]; resolve: (m: unknown[]) => void }>();
+
+  constructor(options: WorkerPoolOptions) {
+    this.o = options;
+  }
+
+  start(): void {
+    // Maps (certificates, listeners, hosts) must survive the trip.
+    cluster.setupPrimary({ serialization: 'advanced' });
+    for (let i = 0; i < this.o.count; i++) this.fork();
+    cluster.on('exit', (worker, code, signal) => {
+      const member = this.members.get(worker.id);
+      this.members.delete(worker.id);
+      if (this.stopping || member === undefined) return;
+      // A worker that keeps dying at start is restarted less and less often.
+      const lived = Date.now() - member.startedAt;
+      this.restartDelayMs = lived > 30_000 ? 500 : Math.min(this.restartDelayMs * 2, 30_000);
+      this.o.log.error({ worker: worker.process.pid, code, signal }, `worker ${worker.process.pid} exited (${signal ?? `code ${code}`}); starting another in ${this.restartDelayMs} ms, the others keep serving`);
+      setTimeout(() => {
+        if (!this.stopping) this.fork();
+      }, this.restartDelayMs).unref();
+    });
+  }
+
+  private fork(): void {
+    const worker = cluster.fork();
+    const member: Member = { worker, shipped: undefined, installed: undefined, ports: {}, bindFailures: new Map(), startedAt: Date.now() };
+    this.members.set(worker.id, member);
+    worker.on('message', (message: ToPrimary) => this.receive(member, message));
+  }
+
+  private receive(member: Member, message: ToPrimary): void {
+    switch (message.t) {
+      case 'hello':
+        // A new worker, or one that missed a delta: it gets the whole config.
+        member.shipped = undefined;
+        if (this.current !== undefined) this.send(member, this.current);
+        break;
+      case 'installed':
+        member.installed = message.serial;
+        member.ports = message.ports;
+        member.bindFailures = message.bindFailures;
+        if (this.allInstalled(message.serial)) this.o.onInstalled?.(message.serial);
+        break;
+      case 'metrics': {
+        const waiter = this.metricWaiters.get(message.id);
+        if (waiter === undefined) return;
+        waiter.got.push(message.metrics);
+        if (waiter.got.length >= waiter.expected) {
+          this.metricWaiters.delete(message.id);
+          waiter.resolve(waiter.got);
+        }
+        break;
+      }
+    }
+  }
+
+  private send(member: Member, config: RoutingConfig): void {
+    const message: ToWorker = configMessage(config, member.shipped);
+    member.shipped = config;
+    if (member.worker.isConnected()) member.worker.send(message);
+  }
+
+  /** Ships a new config to every worker that said hello. */
+  ship(config: RoutingConfig): void {
+    this.current = config;
+    for (const member of this.members.values()) if (member.shipped !== undefined || member.installed !== undefined) this.send(member, config);
+  }
+
+  /** Every live worker installed `serial` (or a later one). */
+  allInstalled(serial = this.current?.serial): boolean {
+    if (serial === undefined || this.members.size === 0) return false;
+    for (const m of this.members.values()) if (m.installed === undefined || m.installed < serial) return false;
+    return true;
+  }
+
+  /** The ports the workers serve on (the same for all). */
+  get ports(): { http?: number; https?: number } {
+    for (const m of this.members.values()) if (m.installed !== undefined) return m.ports;
+    return {};
+  }
+
+  /** Gateway ports some worker could not bind. */
+  bindFailures(): ReadonlyMap<number, string> {
+    const all = new Map<number, string>();
+    for (const m of this.members.values()) for (const [port, why] of m.bindFailures) all.set(port, why);
+    return all;
+  }
+
+  get size(): number {
+    return this.members.size;
+  }
+
+  /** Each worker's metrics (prom-client JSON), within a second. */
+  metrics(): Promise<unknown[]> {
+    const live = [...this.members.values()].filter((m) => m.worker.isConnected());
+    if (live.length === 0) return Promise.resolve([]);
+    const id = ++this.nextMetricsId;
+    return new Promise((resolve) => {
+      const waiter = { expected: live.length, got: [] as unknown[], resolve };
+      this.metricWaiters.set(id, waiter);
+      for (const m of live) m.worker.send({ t: 'metrics', id } satisfies ToWorker);
+      setTimeout(() => {
+        if (this.metricWaiters.delete(id)) resolve(waiter.got);
+      }, 1000).unref();
+    });
+  }
+
+  /** Tells every worker to drain within graceMs and waits for them to exit. */
+  async stop(graceMs: number): Promise<void> {
+    this.stopping = true;
+    const exits = [...this.members.values()].map(
+      (m) =>
+        new Promise<void>((resolve) => {
+          if (m.worker.isDead()) return resolve();
+          m.worker.once('exit', () => resolve());
+          if (m.worker.isConnected()) m.worker.send({ t: 'stop', graceMs } satisfies ToWorker);
+          // A worker that does not finish in time is ended.
+          setTimeout(() => m.worker.process.kill('SIGKILL'), graceMs + 5000).unref();
+        }),
+    );
+    await Promise.all(exits);
+  }
+}

@@ -1,0 +1,121 @@
+// What the primary and the workers say to each other over the cluster IPC channel
+// (advanced serialization: Maps survive). The primary translates once and ships the
+// routing config; a change ships only the hosts it touched (a delta on the config a
+// worker already has), so a change reaches every worker at the cost of the change.
+import type { CertificateConfig, ListenerConfig, RouteConfig, RoutingConfig } from '../model/config.ts';
+import { NO_GATEWAYS } from '../model/config.ts';
+import { insertSorted, removeSorted } from '../util/sorted.ts';
+
+export interface ConfigMessage {
+  readonly t: 'config';
+  readonly serial: number;
+  /** Apply on top of the config with this serial; absent: a whole config. */
+  readonly base?: number;
+  /** Ingress routes per host: every host, or the changed ones (an empty list removes the host). */
+  readonly hosts: readonly (readonly [string, readonly RouteConfig[]])[];
+  /** Gateway routes and listeners, when they changed (always in a whole config). */
+  readonly gateway?: { readonly routes: readonly RouteConfig[]; readonly listeners: ReadonlyMap<number, ListenerConfig> };
+  readonly defaultBackend: RouteConfig | null;
+  /** When they changed (always in a whole config). */
+  readonly certificates?: ReadonlyMap<string, CertificateConfig>;
+}
+
+export type ToWorker = ConfigMessage | { readonly t: 'metrics'; readonly id: number } | { readonly t: 'stop'; readonly graceMs: number };
+
+export type ToPrimary =
+  /** A worker installed config `serial`; it serves on these ports, and could not bind these Gateway ports. */
+  | { readonly t: 'installed'; readonly serial: number; readonly ports: { http?: number; https?: number }; readonly bindFailures: ReadonlyMap<number, string> }
+  | { readonly t: 'metrics'; readonly id: number; readonly metrics: unknown }
+  /** A worker started (or restarted) and needs a whole config. */
+  | { readonly t: 'hello' };
+
+/** The primary's side: what to send for `config`, given the one the worker has. */
+export function configMessage(config: RoutingConfig, shipped: RoutingConfig | undefined): ConfigMessage {
+  const serial = config.serial ?? 0;
+  const delta = config.delta;
+  const gatewayRoutes = () => config.routes.filter((r) => r.port !== undefined);
+  if (shipped !== undefined && delta !== undefined && shipped.serial === delta.base && config.ingressHosts !== undefined) {
+    return {
+      t: 'config',
+      serial,
+      base: delta.base,
+      hosts: [...delta.hosts].map((host) => [host, config.ingressHosts!.get(host) ?? []] as const),
+      ...(delta.gateway || config.listeners !== shipped.listeners ? { gateway: { routes: gatewayRoutes(), listeners: config.listeners } } : {}),
+      defaultBackend: config.defaultBackend ?? null,
+      ...(config.certificates !== shipped.certificates ? { certificates: config.certificates } : {}),
+    };
+  }
+  const hosts = new Map<string, RouteConfig[]>();
+  for (const r of config.routes) {
+    if (r.port !== undefined) continue;
+    let list = hosts.get(r.host);
+    if (list === undefined) hosts.set(r.host, (list = []));
+    list.push(r);
+  }
+  return {
+    t: 'config',
+    serial,
+    hosts: [...hosts],
+    gateway: { routes: gatewayRoutes(), listeners: config.listeners },
+    defaultBackend: config.defaultBackend ?? null,
+    certificates: config.certificates,
+  };
+}
+
+/**
+ * A worker's copy of the primary's config, rebuilt from messages. Hosts that a message
+ * does not name keep their RouteConfig objects, so the worker's route table reuses
+ * what it compiled for them.
+ */
+export class ConfigReplica {
+  private hosts = new Map<string, readonly RouteConfig[]>();
+  private sortedHosts: string[] = [];
+  private gatewayRoutes: readonly RouteConfig[] = [];
+  private listeners: ReadonlyMap<number, ListenerConfig> = new Map();
+  private certificates: ReadonlyMap<string, CertificateConfig> = new Map();
+  serial: number | undefined;
+
+  /** The config after `message`, or undefined when it is a delta on a config this replica does not have. */
+  apply(message: ConfigMessage): RoutingConfig | undefined {
+    const isDelta = message.base !== undefined;
+    if (isDelta && message.base !== this.serial) return undefined;
+    const hosts = isDelta ? new Map(this.hosts) : new Map<string, readonly RouteConfig[]>();
+    if (!isDelta) this.sortedHosts = [];
+    for (const [host, routes] of message.hosts) {
+      if (routes.length === 0) {
+        hosts.delete(host);
+        removeSorted(this.sortedHosts, host);
+      } else {
+        hosts.set(host, routes);
+        insertSorted(this.sortedHosts, host);
+      }
+    }
+    this.hosts = hosts;
+    if (message.gateway !== undefined) {
+      this.gatewayRoutes = message.gateway.routes;
+      this.listeners = message.gateway.listeners;
+    }
+    if (message.certificates !== undefined) this.certificates = message.certificates;
+    const previous = this.serial;
+    this.serial = message.serial;
+    const routes: RouteConfig[] = [];
+    for (const host of this.sortedHosts) for (const r of hosts.get(host)!) routes.push(r);
+    for (const r of this.gatewayRoutes) routes.push(r);
+    return {
+      routes,
+      ...(message.defaultBackend !== null ? { defaultBackend: message.defaultBackend } : {}),
+      certificates: this.certificates,
+      // What only the primary uses (status, /routes) is not shipped.
+      servedIngresses: [],
+      ignoredIngresses: [],
+      problems: [],
+      gatewayStatus: NO_GATEWAYS.gatewayStatus,
+      listeners: this.listeners,
+      ingressHosts: hosts,
+      serial: message.serial,
+      ...(isDelta && previous !== undefined
+        ? { delta: { base: previous, hosts: new Set(message.hosts.map(([h]) => h)), gateway: message.gateway !== undefined } }
+        : {}),
+    };
+  }
+}

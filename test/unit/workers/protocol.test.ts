@@ -1,0 +1,44 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { cgroupCpuLimit } from '../../../src/workers/cpus.ts';
+import { ConfigReplica, configMessage } from '../../../src/workers/protocol.ts';
+import { createTranslator } from '../../../src/translate/index.ts';
+import { OPTIONS, ingressClass, service, simpleIngress, slice, snapshotOf } from '../translate/fixtures.ts';
+import type { KubeObject } from '../../../src/model/k8s.ts';
+
+describe('shipping configs to workers', () => {
+  test('a replica rebuilt from a whole config and then deltas has the primary\'s routes, and keeps unchanged hosts\' objects', () => {
+    const translate = createTranslator();
+    const objects: KubeObject[] = [ingressClass('portico'), service('a'), slice('a-1', 'a', [{ ip: '10.0.0.1' }]), simpleIngress('one', 'one.example.com', [['/', 'a']]), simpleIngress('two', 'two.example.com', [['/', 'a'], ['/x', 'a']])];
+    const first = translate(snapshotOf(objects), OPTIONS);
+    const replica = new ConfigReplica();
+    const whole = configMessage(first, undefined);
+    assert.equal(whole.base, undefined);
+    const r1 = replica.apply(structuredClone(whole))!;
+    assert.deepEqual(r1.routes.map((r) => r.id), first.routes.map((r) => r.id));
+
+    objects[3] = simpleIngress('one', 'one.example.com', [['/', 'a'], ['/new', 'a']]);
+    const second = translate(snapshotOf(objects), OPTIONS, [{ type: 'updated', kind: 'Ingress', key: 'default/one' }]);
+    const delta = configMessage(second, first);
+    assert.equal(delta.base, first.serial);
+    assert.deepEqual(delta.hosts.map(([h]) => h), ['one.example.com']);
+    const r2 = replica.apply(structuredClone(delta))!;
+    assert.deepEqual(r2.routes.map((r) => r.id), second.routes.map((r) => r.id));
+    // Hosts the delta did not name keep the replica's own objects (its compiled routes stay).
+    const twoBefore = r1.routes.filter((r) => r.host === 'two.example.com');
+    const twoAfter = r2.routes.filter((r) => r.host === 'two.example.com');
+    twoAfter.forEach((r, i) => assert.equal(r, twoBefore[i]));
+    assert.deepEqual(r2.delta, { base: r1.serial, hosts: new Set(['one.example.com']), gateway: false });
+
+    // A delta on a config the replica does not have is refused (the worker then asks for a whole one).
+    assert.equal(new ConfigReplica().apply(structuredClone(delta)), undefined);
+  });
+
+  test('cgroup v2 cpu.max: a quota rounds up to whole CPUs; "max" is no limit', () => {
+    assert.equal(cgroupCpuLimit('200000 100000\n'), 2);
+    assert.equal(cgroupCpuLimit('150000 100000'), 2);
+    assert.equal(cgroupCpuLimit('50000 100000'), 1);
+    assert.equal(cgroupCpuLimit('max 100000'), undefined);
+    assert.equal(cgroupCpuLimit(undefined), undefined);
+  });
+});
