@@ -12,6 +12,9 @@
 //   --connections N  wrk connections                BENCH_CONNECTIONS  (50)
 //   --rounds N       rounds per proxy               BENCH_ROUNDS       (3)
 //   --warmup S       seconds of warm-up per proxy   BENCH_WARMUP       (3)
+//   --workers N      processes per proxy            BENCH_WORKERS      (1): nginx worker_processes N,
+//                    portico --workers N; with N > 1 the proxies are not pinned (on this 2-core
+//                    machine they then share the cores with wrk and the upstream)
 //   --access-log     both proxies log every request BENCH_ACCESS_LOG   (off): nginx to a file with
 //                    buffer=64k, portico its JSON lines to a file (its stdout)
 import { spawnSync } from 'node:child_process';
@@ -54,6 +57,7 @@ function readOptions(): BenchOptions {
       rounds: { type: 'string', default: process.env.BENCH_ROUNDS ?? '3' },
       warmup: { type: 'string', default: process.env.BENCH_WARMUP ?? '3' },
       'access-log': { type: 'boolean', default: process.env.BENCH_ACCESS_LOG === '1' },
+      workers: { type: 'string', default: process.env.BENCH_WORKERS ?? '1' },
     },
   });
   const positive = (name: string, raw: string): number => {
@@ -67,6 +71,7 @@ function readOptions(): BenchOptions {
     rounds: positive('rounds', values.rounds),
     warmupS: positive('warmup', values.warmup),
     accessLog: values['access-log'] === true,
+    workers: positive('workers', values.workers),
   };
 }
 
@@ -176,15 +181,16 @@ async function main(): Promise<void> {
     const [upstreamPort, nginxPort, porticoPort] = [await freePort(), await freePort(), await freePort()];
 
     writeFileSync(join(dir, 'upstream.conf'), upstreamConfig(dir, upstreamPort));
-    writeFileSync(join(dir, 'proxy.conf'), proxyConfig(dir, nginxPort, upstreamPort, options.accessLog));
+    writeFileSync(join(dir, 'proxy.conf'), proxyConfig(dir, nginxPort, upstreamPort, options.accessLog, options.workers));
     writeFileSync(join(manifests, 'bench.yaml'), porticoManifests(upstreamPort));
 
     const upstream = startProcess('upstream nginx', 'nginx', ['-p', dir, '-c', join(dir, 'upstream.conf'), '-e', join(dir, 'upstream-error.log')], {
       core: LOAD_CORE,
       logFile: join(dir, 'upstream.log'),
     });
+    const proxyCore = options.workers > 1 ? undefined : PROXY_CORE;
     const nginx = startProcess('nginx', 'nginx', ['-p', dir, '-c', join(dir, 'proxy.conf'), '-e', join(dir, 'proxy-error.log')], {
-      core: PROXY_CORE,
+      core: proxyCore,
       logFile: join(dir, 'nginx.log'),
     });
     const porticoArgs = [
@@ -196,8 +202,9 @@ async function main(): Promise<void> {
       '--admin-port', '0',
       ...(options.accessLog ? ['--access-log=true', '--log-level', 'info'] : ['--access-log=false', '--log-level', 'warn']),
       '--shutdown-grace', '1s',
+      '--workers', String(options.workers),
     ];
-    const portico = startProcess('portico', process.execPath, porticoArgs, { core: PROXY_CORE, logFile: join(dir, 'portico.log') });
+    const portico = startProcess('portico', process.execPath, porticoArgs, { core: proxyCore, logFile: join(dir, 'portico.log') });
 
     const ports: Record<Target, number> = { nginx: nginxPort, portico: porticoPort };
     await waitServing('nginx', nginxPort, nginx, join(dir, 'proxy-error.log'));
@@ -208,7 +215,7 @@ async function main(): Promise<void> {
     const totalS = 2 * (options.warmupS + options.rounds * options.durationS);
     console.log(
       `portico vs ${nginxVersion}: ${options.rounds} rounds x ${options.durationS}s each, wrk -t1 -c${options.connections}, ` +
-        `${pin ? `proxies on core ${PROXY_CORE}, wrk + upstream on core ${LOAD_CORE}` : 'unpinned'}, access logs ${options.accessLog ? 'on' : 'off'} (about ${totalS}s)\n`,
+        `${pin ? `proxies on ${options.workers > 1 ? 'any core' : `core ${PROXY_CORE}`}, wrk + upstream on core ${LOAD_CORE}` : 'unpinned'}, ${options.workers} worker(s) each, access logs ${options.accessLog ? 'on' : 'off'} (about ${totalS}s)\n`,
     );
 
     for (const target of ['nginx', 'portico'] as const) await wrk(ports[target], options.warmupS, options.connections);

@@ -4,8 +4,8 @@
 import { join } from 'node:path';
 
 /** Directives every instance needs to run unprivileged out of its own directory. */
-function common(dir: string, name: string): string {
-  return `worker_processes 1;
+function common(dir: string, name: string, workers = 1): string {
+  return `worker_processes ${workers};
 daemon off;
 master_process on;
 pid ${join(dir, `${name}.pid`)};
@@ -41,8 +41,8 @@ ${tempPaths(dir)}
 }
 
 /** With accessLog, nginx writes its default combined log to a file through a 64k buffer, as a production edge would. */
-export function proxyConfig(dir: string, port: number, upstreamPort: number, accessLog = false): string {
-  return `${common(dir, 'proxy')}
+export function proxyConfig(dir: string, port: number, upstreamPort: number, accessLog = false, workers = 1): string {
+  return `${common(dir, 'proxy', workers)}
 http {
   ${accessLog ? `access_log ${join(dir, 'access.log')} combined buffer=64k flush=1s;` : 'access_log off;'}
 ${tempPaths(dir)}
