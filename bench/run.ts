@@ -47,6 +47,7 @@ interface BenchOptions {
   rounds: number;
   warmupS: number;
   accessLog: boolean;
+  workers: number;
 }
 
 function readOptions(): BenchOptions {
