@@ -6,6 +6,7 @@
 // - primary (--workers N > 1): the control plane only; it ships each routing config to
 //   N worker processes (src/workers) and aggregates their metrics;
 // - worker: the data plane only, fed by the primary.
+import { fstatSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type http from 'node:http';
 import cluster from 'node:cluster';
@@ -51,6 +52,15 @@ function listenerUrls(bind: string, ports: { http?: number; https?: number }): s
   return urls.length === 0 ? ' (no proxy listener: --http-port and --https-port are off)' : ` on ${urls.join(' and ')}`;
 }
 
+function stdoutIsPipe(): boolean {
+  try {
+    const stat = fstatSync(1);
+    return stat.isFIFO() || stat.isSocket();
+  } catch {
+    return true;
+  }
+}
+
 /** The role of this process: a worker when forked by a primary, else by --workers. */
 export function roleOf(options: Options): Role {
   if (cluster.isWorker) return 'worker';
@@ -65,8 +75,11 @@ export async function startPortico(options: Options, logger?: Logger, role: Role
 /** A worker: serves traffic with the configs the primary sends. */
 async function startWorker(options: Options, log: Logger): Promise<Portico> {
   const metrics = createMetrics();
-  // Workers share one stdout pipe: access lines go out in writes short enough to stay whole.
-  const data = await startDataPlane(options, log, metrics, { accessLogWriteBytes: 2048 });
+  // Workers share one stdout: into a pipe (a container runtime's), only writes up to
+  // PIPE_BUF (4096 bytes) are atomic, so access lines go out in writes short enough to
+  // stay whole (2048 characters: 4096 bytes even if every one took two); a file takes
+  // whole writes of any size.
+  const data = await startDataPlane(options, log, metrics, { accessLogWriteBytes: stdoutIsPipe() ? 2048 : undefined });
   const replica = new ConfigReplica();
   const send = (message: ToPrimary) => {
     if (process.connected) process.send!(message);
