@@ -56,13 +56,17 @@ export function listen(server: net.Server, port: number, host: string, what: str
 export interface DataPlaneOptions {
   /** Access lines at most this long per write (workers share stdout: PIPE_BUF keeps lines whole). */
   readonly accessLogWriteBytes?: number;
+  /** The generated default certificate to serve (workers get the primary's). */
+  readonly defaultPems?: { readonly cert: string; readonly key: string };
 }
 
 export async function startDataPlane(options: Options, log: Logger, metrics: Metrics, extra: DataPlaneOptions = {}): Promise<DataPlane> {
-  const certificates = await CertificateStore.create(options.defaultCertificate, options.defaultKey, {
-    minVersion: options.tlsMinVersion,
-    ciphers: options.tlsCiphers ?? DEFAULT_TLS_CIPHERS,
-  });
+  const certificates = await CertificateStore.create(
+    options.defaultCertificate,
+    options.defaultKey,
+    { minVersion: options.tlsMinVersion, ciphers: options.tlsCiphers ?? DEFAULT_TLS_CIPHERS },
+    extra.defaultPems,
+  );
   configureClientIp({ trustedProxies: options.trustedProxies, log });
   configureRedirectPort(options.httpsRedirectPort > 0 ? options.httpsRedirectPort : options.httpsPort);
   configureHsts({ enabled: options.hsts, maxAge: options.hstsMaxAge, includeSubdomains: options.hstsIncludeSubdomains, preload: options.hstsPreload });

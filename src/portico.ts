@@ -18,7 +18,8 @@ import { Controller } from './controller.ts';
 import { buildRouteTable, emptyRoutingConfig, RouteTableHolder, type Route, type RouteTable } from './routing/table.ts';
 import { ObjectStore } from './sources/store.ts';
 import { sanitize } from './sources/sanitize.ts';
-import { ManifestDirectorySource } from './sources/standalone.ts';
+import type { ManifestDirectorySource } from './sources/standalone.ts';
+import { generateSelfSigned } from './tls/certificates.ts';
 import type { ClusterSource } from './sources/kube/cluster-source.ts';
 import type { KubeClient } from './kube/client.ts';
 import type { LeaderElector } from './kube/leader.ts';
@@ -52,6 +53,10 @@ function listenerUrls(bind: string, ports: { http?: number; https?: number }): s
   return urls.length === 0 ? ' (no proxy listener: --http-port and --https-port are off)' : ` on ${urls.join(' and ')}`;
 }
 
+/** The primary's generated default certificate, handed to its workers. */
+const WORKER_CERT = 'PORTICO_WORKER_DEFAULT_CERT';
+const WORKER_KEY = 'PORTICO_WORKER_DEFAULT_KEY';
+
 function stdoutIsPipe(): boolean {
   try {
     const stat = fstatSync(1);
@@ -79,7 +84,12 @@ async function startWorker(options: Options, log: Logger): Promise<Portico> {
   // PIPE_BUF (4096 bytes) are atomic, so access lines go out in writes short enough to
   // stay whole (2048 characters: 4096 bytes even if every one took two); a file takes
   // whole writes of any size.
-  const data = await startDataPlane(options, log, metrics, { accessLogWriteBytes: stdoutIsPipe() ? 2048 : undefined });
+  const cert = process.env[WORKER_CERT];
+  const key = process.env[WORKER_KEY];
+  const data = await startDataPlane(options, log, metrics, {
+    accessLogWriteBytes: stdoutIsPipe() ? 2048 : undefined,
+    defaultPems: cert !== undefined && key !== undefined ? { cert, key } : undefined,
+  });
   const replica = new ConfigReplica();
   const send = (message: ToPrimary) => {
     if (process.connected) process.send!(message);
@@ -149,9 +159,12 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
     holder = new RouteTableHolder(buildRouteTable(0, emptyRoutingConfig(), stub));
     let version = 0;
     const workersReady = new Promise<void>((resolve) => (resolveWorkersReady = resolve));
+    // One generated default certificate for all workers (a client sees the same one on every connection).
+    const pems = options.defaultCertificate === undefined && options.defaultKey === undefined ? await generateSelfSigned() : undefined;
     pool = new WorkerPool({
       count: options.workers,
       log,
+      env: pems !== undefined ? { [WORKER_CERT]: pems.cert, [WORKER_KEY]: pems.key } : undefined,
       onInstalled: () => {
         resolveWorkersReady?.();
         void gatewayStatus?.reconcile();
@@ -176,6 +189,8 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
   let clusterSource: ClusterSource | undefined;
   let kube: KubeClient | undefined;
   if (options.manifests) {
+    // Loaded only in standalone mode (and not by workers): the YAML parser is a few MB.
+    const { ManifestDirectorySource } = await import('./sources/standalone.ts');
     standalone = new ManifestDirectorySource({ dir: options.manifests, store, log, onProblems: (p: readonly Problem[]) => {
         fileProblems = p;
         controller.changed('problems');

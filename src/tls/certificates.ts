@@ -4,7 +4,6 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import tls from 'node:tls';
-import { generate } from 'selfsigned';
 import type { CertificateConfig, Problem } from '../model/config.ts';
 
 /** The protocol versions and cipher suites every certificate is served with (--tls-min-version, --tls-ciphers). */
@@ -71,9 +70,15 @@ export class CertificateStore {
    * Loads the default certificate from files, or, without paths, generates a
    * self-signed one (clients see it for unknown names, as with other ingress controllers).
    */
-  static async create(defaultCertPath?: string, defaultKeyPath?: string, policy: TlsPolicy = DEFAULT_TLS_POLICY): Promise<CertificateStore> {
+  static async create(
+    defaultCertPath?: string,
+    defaultKeyPath?: string,
+    policy: TlsPolicy = DEFAULT_TLS_POLICY,
+    /** A default certificate generated before (the primary's, so every worker serves the same one). */
+    generated?: { readonly cert: string; readonly key: string },
+  ): Promise<CertificateStore> {
     if (defaultCertPath === undefined && defaultKeyPath === undefined) {
-      const { cert, key } = await generateSelfSigned();
+      const { cert, key } = generated ?? (await generateSelfSigned());
       return new CertificateStore(key, cert, policy);
     }
     if (defaultCertPath === undefined || defaultKeyPath === undefined) {
@@ -131,6 +136,11 @@ export class CertificateStore {
       if (!this.gateway) break;
     }
     return (this.gateway ? this.byHost.get('') : undefined) ?? this.defaultContext;
+  }
+
+  /** The default certificate and key (PEM). */
+  get defaultPems(): { readonly cert: string; readonly key: string } {
+    return { cert: this.defaultCert, key: this.defaultKey };
   }
 
   /** An empty store for one Gateway HTTPS port, with the same default certificate and TLS policy. */
@@ -195,7 +205,9 @@ async function readPem(path: string, what: string): Promise<string> {
   return text;
 }
 
-async function generateSelfSigned(): Promise<{ cert: string; key: string }> {
+export async function generateSelfSigned(): Promise<{ cert: string; key: string }> {
+  // Loaded only when a certificate is generated: the library costs about 9 MB.
+  const { generate } = await import('selfsigned');
   const notBeforeDate = new Date();
   const notAfterDate = new Date(notBeforeDate.getTime() + 365 * 24 * 3600 * 1000);
   const pems = await generate([{ name: 'commonName', value: DEFAULT_CERTIFICATE_CN }], {

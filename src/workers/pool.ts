@@ -23,6 +23,8 @@ export interface WorkerPoolOptions {
   readonly log: Logger;
   /** Called when every worker installed `serial` (the first time: portico is ready). */
   readonly onInstalled?: (serial: number) => void;
+  /** Extra environment of the workers. */
+  readonly env?: NodeJS.ProcessEnv;
 }
 
 export class WorkerPool {
@@ -57,7 +59,7 @@ export class WorkerPool {
   }
 
   private fork(): void {
-    const worker = cluster.fork();
+    const worker = cluster.fork(this.o.env);
     const member: Member = { worker, shipped: undefined, installed: undefined, ports: {}, bindFailures: new Map(), startedAt: Date.now() };
     this.members.set(worker.id, member);
     worker.on('message', (message: ToPrimary) => this.receive(member, message));
