@@ -179,7 +179,6 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
     };
     if (options.httpPort > 0) ingressPorts.set(options.httpPort, '--http-port');
     if (options.httpsPort > 0) ingressPorts.set(options.httpsPort, '--https-port');
-    pool.start();
     void workersReady;
   }
 
@@ -322,6 +321,9 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
     ports.admin = await listen(admin, options.adminPort, options.adminBind, '--admin-port');
     ingressPorts.set(ports.admin, '--admin-port');
   }
+
+  // Workers start once what can fail at start (the admin port, a bad kubeconfig) did not.
+  pool?.start();
 
   // ---- initial sync, then serve ----
   if (standalone) await standalone.start();

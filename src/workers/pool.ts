@@ -9,7 +9,9 @@ import { configMessage, type ToPrimary, type ToWorker } from './protocol.ts';
 
 interface Member {
   readonly worker: Worker;
-  /** The config this worker was last sent (undefined until it said hello). */
+  /** It said hello: it listens for configs. */
+  greeted: boolean;
+  /** The config this worker was last sent (undefined: it needs a whole one). */
   shipped: RoutingConfig | undefined;
   /** The serial it last installed. */
   installed: number | undefined;
@@ -60,15 +62,18 @@ export class WorkerPool {
 
   private fork(): void {
     const worker = cluster.fork(this.o.env);
-    const member: Member = { worker, shipped: undefined, installed: undefined, ports: {}, bindFailures: new Map(), startedAt: Date.now() };
+    const member: Member = { worker, greeted: false, shipped: undefined, installed: undefined, ports: {}, bindFailures: new Map(), startedAt: Date.now() };
     this.members.set(worker.id, member);
     worker.on('message', (message: ToPrimary) => this.receive(member, message));
+    // A send to a worker that is going away fails; its exit is handled above.
+    worker.on('error', (err: Error) => this.o.log.debug({ worker: worker.process.pid, err: err.message }, 'worker channel error'));
   }
 
   private receive(member: Member, message: ToPrimary): void {
     switch (message.t) {
       case 'hello':
         // A new worker, or one that missed a delta: it gets the whole config.
+        member.greeted = true;
         member.shipped = undefined;
         if (this.current !== undefined) this.send(member, this.current);
         break;
@@ -97,10 +102,10 @@ export class WorkerPool {
     if (member.worker.isConnected()) member.worker.send(message);
   }
 
-  /** Ships a new config to every worker that said hello. */
+  /** Ships a new config to every worker that said hello (the others get it when they do). */
   ship(config: RoutingConfig): void {
     this.current = config;
-    for (const member of this.members.values()) if (member.shipped !== undefined || member.installed !== undefined) this.send(member, config);
+    for (const member of this.members.values()) if (member.greeted) this.send(member, config);
   }
 
   /** Every live worker installed `serial` (or a later one). */
