@@ -1,6 +1,7 @@
 // Standalone mode: time from a new Ingress file written into a manifest directory of N
-// Ingress files to the first 200 on its host, through the real CLI.
-//   node_modules/.bin/node bench/standalone-latency.ts [N=10000] [samples=20]
+// Ingress files to the first 200 on its host, through the real CLI. With R > 0, also
+// R HTTPRoutes over 5 Gateways, and the same figure for a new HTTPRoute file.
+//   node_modules/.bin/node bench/standalone-latency.ts [N=10000] [samples=20] [R=0] [workers=1]
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,9 +9,13 @@ import { startEchoServer } from '../examples/echo-server.ts';
 import { startPortico } from '../test/support/portico-process.ts';
 import { ingress, ingressClass, serviceWithEndpoints, toYaml } from '../test/support/objects.ts';
 import { get } from '../test/support/http.ts';
+import { freePort, gateway, gatewayClass, httpRoute } from '../test/support/gateway-objects.ts';
 
 const existing = Number(process.argv[2] ?? 10_000);
 const samples = Number(process.argv[3] ?? 20);
+const httpRoutes = Number(process.argv[4] ?? 0);
+const workers = process.argv[5] ?? '1';
+const GATEWAYS = 5;
 
 const dir = mkdtempSync(join(tmpdir(), 'portico-bench-standalone-'));
 const echo = await startEchoServer({ name: 'web' });
@@ -19,23 +24,46 @@ try {
   for (let i = 0; i < existing; i++) {
     writeFileSync(join(dir, `pre-${i}.yaml`), toYaml([ingress(`pre-${i}`, { rules: [{ host: `pre-${i}.bench`, paths: [{ path: '/', service: 'web' }] }] })]));
   }
+  const gatewayPorts: number[] = [];
+  if (httpRoutes > 0) {
+    for (let g = 0; g < GATEWAYS; g++) gatewayPorts.push(await freePort());
+    writeFileSync(join(dir, 'gateways.yaml'), toYaml([gatewayClass(), ...gatewayPorts.map((port, g) => gateway(`gw${g}`, [{ name: 'http', port, protocol: 'HTTP' }]))]));
+    for (let i = 0; i < httpRoutes; i++) {
+      writeFileSync(join(dir, `route-${i}.yaml`), toYaml([httpRoute(`route-${i}`, { parentRefs: [{ name: `gw${i % GATEWAYS}` }], hostnames: [`r${i}.gw.bench`], rules: [{ backendRefs: [{ name: 'web', port: 80 }] }] })]));
+    }
+  }
   const started = performance.now();
-  const portico = await startPortico(['--manifests', dir, '--access-log=false']);
+  const portico = await startPortico(['--manifests', dir, '--access-log=false', '--workers', workers]);
   const startMs = performance.now() - started;
-  const results: number[] = [];
+
+  /** Writes `file` and times until `host` answers 200 on `port`. */
+  const measure = async (port: number, host: string, file: string, objects: Parameters<typeof toYaml>[0]) => {
+    const t0 = performance.now();
+    writeFileSync(join(dir, file), toYaml(objects));
+    while ((await get(port, host, '/').catch(() => ({ status: 0 }))).status !== 200) await new Promise((r) => setTimeout(r, 1));
+    const ms = performance.now() - t0;
+    await new Promise((r) => setTimeout(r, 100));
+    return ms;
+  };
+  const summary = (results: number[]) => {
+    results.sort((a, b) => a - b);
+    const at = (q: number) => results[Math.min(results.length - 1, Math.floor(q * results.length))]!.toFixed(1);
+    return `p50 ${at(0.5)} ms, p90 ${at(0.9)} ms, max ${results.at(-1)!.toFixed(1)} ms over ${results.length} files`;
+  };
+  const ingresses: number[] = [];
   for (let s = 0; s < samples; s++) {
     const host = `new-${s}.bench`;
-    const t0 = performance.now();
-    writeFileSync(join(dir, `new-${s}.yaml`), toYaml([ingress(`new-${s}`, { rules: [{ host, paths: [{ path: '/', service: 'web' }] }] })]));
-    while ((await get(portico.http, host, '/')).status !== 200) await new Promise((r) => setTimeout(r, 1));
-    results.push(performance.now() - t0);
-    await new Promise((r) => setTimeout(r, 100));
+    ingresses.push(await measure(portico.http, host, `new-${s}.yaml`, [ingress(`new-${s}`, { rules: [{ host, paths: [{ path: '/', service: 'web' }] }] })]));
+  }
+  const routes: number[] = [];
+  for (let s = 0; s < (httpRoutes > 0 ? samples : 0); s++) {
+    const host = `new-${s}.gw.bench`;
+    routes.push(await measure(gatewayPorts[s % GATEWAYS]!, host, `new-route-${s}.yaml`, [httpRoute(`new-route-${s}`, { parentRefs: [{ name: `gw${s % GATEWAYS}` }], hostnames: [host], rules: [{ backendRefs: [{ name: 'web', port: 80 }] }] })]));
   }
   await portico.stop();
-  results.sort((a, b) => a - b);
-  const at = (q: number) => results[Math.min(results.length - 1, Math.floor(q * results.length))]!.toFixed(1);
-  console.log(`${existing} Ingress files; process start to ready ${(startMs / 1000).toFixed(1)} s`);
-  console.log(`new Ingress file -> first 200: p50 ${at(0.5)} ms, p90 ${at(0.9)} ms, max ${results.at(-1)!.toFixed(1)} ms over ${samples} files`);
+  console.log(`${existing} Ingress files${httpRoutes > 0 ? `, ${httpRoutes} HTTPRoutes over ${GATEWAYS} Gateways` : ''}, --workers ${workers}; process start to ready ${(startMs / 1000).toFixed(1)} s`);
+  console.log(`new Ingress file -> first 200: ${summary(ingresses)}`);
+  if (routes.length > 0) console.log(`new HTTPRoute file -> first 200: ${summary(routes)}`);
 } finally {
   await echo.close();
   rmSync(dir, { recursive: true, force: true });
