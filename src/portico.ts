@@ -30,6 +30,7 @@ import { createLogger } from './util/log.ts';
 import { createMetrics } from './admin/metrics.ts';
 import { createAdminServer } from './admin/server.ts';
 import { CidrSet, parseCidrList } from './middleware/cidr.ts';
+import { configureRateLimitWorkers } from './middleware/rate-limit.ts';
 import { listen, startDataPlane, type DataPlane } from './data-plane.ts';
 import { WorkerPool } from './workers/pool.ts';
 import { ConfigReplica, type ToPrimary, type ToWorker } from './workers/protocol.ts';
@@ -80,6 +81,7 @@ export async function startPortico(options: Options, logger?: Logger, role: Role
 /** A worker: serves traffic with the configs the primary sends. */
 async function startWorker(options: Options, log: Logger): Promise<Portico> {
   const metrics = createMetrics();
+  configureRateLimitWorkers(options.workers);
   // Workers share one stdout: into a pipe (a container runtime's), only writes up to
   // PIPE_BUF (4096 bytes) are atomic, so access lines go out in writes short enough to
   // stay whole (2048 characters: 4096 bytes even if every one took two); a file takes

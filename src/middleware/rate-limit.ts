@@ -2,8 +2,11 @@
 // bucket per client address per Ingress. A client over the limit gets 429 with
 // Retry-After. "0" turns it off.
 //
-// Limits are per replica (and per worker process, if any): with N replicas behind a
-// load balancer a client can get up to N times the limit. Buckets live in the process
+// Limits are per replica: with N replicas behind a load balancer a client can get up to
+// N times the limit. Within a replica the limit is split between its worker processes
+// (--workers W: each enforces rate/W and burst/W, rounded up): a client's connections
+// are spread over the workers, so together they allow about the limit; one keep-alive
+// connection, which stays on one worker, gets its share. Buckets live in the process
 // and survive route-table rebuilds (SharedState) while the Ingress is served, not
 // restarts; the proxy drops them when the Ingress leaves the table.
 //
@@ -37,6 +40,18 @@ export interface RateLimitConfig {
 const MAX_VALUE = 1_000_000;
 export const DEFAULT_MAX_BUCKETS = 10_000;
 export const SWEEP_INTERVAL_MS = 10_000;
+
+let workerShare = 1;
+
+/** Set once in each worker process: the number of workers the limits are split between. */
+export function configureRateLimitWorkers(workers: number): void {
+  workerShare = Number.isInteger(workers) && workers > 1 ? workers : 1;
+}
+
+/** A limit as one of `workerShare` workers enforces it. */
+export function perWorker(value: number): number {
+  return Math.max(1, Math.ceil(value / workerShare));
+}
 
 interface Bucket {
   tokens: number;
@@ -140,7 +155,7 @@ export const rateLimitPolicy: PolicyDefinition<RateLimitConfig> = {
   create(config, shared, key): Middleware {
     // One set of buckets per Ingress, shared by its routes and kept across rebuilds.
     const buckets = shared.get(`rate-limit|${key}`, () => new TokenBuckets());
-    buckets.configure(config.rate, config.burst);
+    buckets.configure(perWorker(config.rate), perWorker(config.burst));
     const message = `rate limit of ${config.rate} requests per second exceeded`;
     return (next: Handler): Handler => (ctx) => {
       const wait = buckets.take(canonicalIp(ctx.clientIp), performance.now());

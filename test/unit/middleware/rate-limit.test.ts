@@ -2,7 +2,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Http1Request } from '../../../src/http1/request.ts';
 import { SharedStateMap } from '../../../src/middleware/registry.ts';
-import { rateLimitPolicy, SWEEP_INTERVAL_MS, TokenBuckets } from '../../../src/middleware/rate-limit.ts';
+import { configureRateLimitWorkers, rateLimitPolicy, SWEEP_INTERVAL_MS, TokenBuckets } from '../../../src/middleware/rate-limit.ts';
 import { compose, parseWith, request, routeConfig, serve, type TestServer } from './support.ts';
 
 describe('rate-limit: parse', () => {
@@ -144,6 +144,23 @@ describe('rate-limit at runtime', () => {
     } finally {
       await first.close();
       await second.close();
+    }
+  });
+});
+
+describe('rate limits split between workers', () => {
+  test('with --workers 2, each worker lets a client through for half the burst', async () => {
+    configureRateLimitWorkers(2);
+    const policies = [{ name: 'rate-limit', config: { rate: 0.01, burst: 4 } }];
+    const route = routeConfig({ policies, source: { kind: 'Ingress', namespace: 'default', name: 'split' } });
+    const server = await serve(compose(policies, route, new SharedStateMap()), route);
+    try {
+      const statuses = [];
+      for (let i = 0; i < 3; i++) statuses.push((await request(server, '/')).status);
+      assert.deepEqual(statuses, [200, 200, 429]);
+    } finally {
+      configureRateLimitWorkers(1);
+      await server.close();
     }
   });
 });
