@@ -4,7 +4,7 @@
 //
 // Limits are per replica: with N replicas behind a load balancer a client can get up to
 // N times the limit. Within a replica the limit is split between its worker processes
-// (--workers W: each enforces rate/W and burst/W, rounded up): a client's connections
+// (--workers W: each enforces rate/W, and burst/W rounded up): a client's connections
 // are spread over the workers, so together they allow about the limit; one keep-alive
 // connection, which stays on one worker, gets its share. Buckets live in the process
 // and survive route-table rebuilds (SharedState) while the Ingress is served, not
@@ -48,9 +48,9 @@ export function configureRateLimitWorkers(workers: number): void {
   workerShare = Number.isInteger(workers) && workers > 1 ? workers : 1;
 }
 
-/** A limit as one of `workerShare` workers enforces it. */
-export function perWorker(value: number): number {
-  return Math.max(1, Math.ceil(value / workerShare));
+/** A burst as one of `workerShare` workers enforces it: a whole number of requests, at least 1. */
+function burstPerWorker(burst: number): number {
+  return workerShare === 1 ? burst : Math.max(1, Math.ceil(burst / workerShare));
 }
 
 interface Bucket {
@@ -155,7 +155,7 @@ export const rateLimitPolicy: PolicyDefinition<RateLimitConfig> = {
   create(config, shared, key): Middleware {
     // One set of buckets per Ingress, shared by its routes and kept across rebuilds.
     const buckets = shared.get(`rate-limit|${key}`, () => new TokenBuckets());
-    buckets.configure(perWorker(config.rate), perWorker(config.burst));
+    buckets.configure(config.rate / workerShare, burstPerWorker(config.burst));
     const message = `rate limit of ${config.rate} requests per second exceeded`;
     return (next: Handler): Handler => (ctx) => {
       const wait = buckets.take(canonicalIp(ctx.clientIp), performance.now());
