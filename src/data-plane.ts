@@ -14,6 +14,7 @@ import { handshakeFailureReason, type Metrics } from './admin/metrics.ts';
 import { CertificateStore, DEFAULT_TLS_CIPHERS } from './tls/certificates.ts';
 import { GatewayListeners } from './proxy/gateway-listeners.ts';
 import { UpstreamPools } from './proxy/upstreams.ts';
+import { configureEndpointLimit } from './proxy/balancer.ts';
 import { createRouteCompiler, type ProxyRoutes } from './proxy/compile.ts';
 import { accessLogHook } from './proxy/access-log.ts';
 import { attachProxy, type ProxyServer } from './proxy/server.ts';
@@ -68,6 +69,7 @@ export async function startDataPlane(options: Options, log: Logger, metrics: Met
     extra.defaultPems,
   );
   configureClientIp({ trustedProxies: options.trustedProxies, log });
+  configureEndpointLimit(options.maxRequestsPerEndpoint);
   configureRedirectPort(options.httpsRedirectPort > 0 ? options.httpsRedirectPort : options.httpsPort);
   configureHsts({ enabled: options.hsts, maxAge: options.hstsMaxAge, includeSubdomains: options.hstsIncludeSubdomains, preload: options.hstsPreload });
 

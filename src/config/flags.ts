@@ -19,6 +19,7 @@ export interface Options {
   ingressClass: string;
   gatewayControllerName: string;
   workers: number;
+  maxRequestsPerEndpoint: number;
   allowExternalName: boolean;
   upstreamConnectTimeout: number;
   upstreamResponseTimeout: number;
@@ -92,6 +93,7 @@ const FLAGS: FlagSpec[] = [
   { flag: 'tls-min-version', key: 'tlsMinVersion', kind: 'tls-version', default: 'TLSv1.2', help: 'oldest TLS version clients may use: TLSv1.2 or TLSv1.3' },
   { flag: 'tls-ciphers', key: 'tlsCiphers', kind: 'ciphers', default: undefined, help: 'OpenSSL cipher list for TLS 1.2 (TLS 1.3 suites, TLS_..., may be listed too) (default: forward-secret AES-GCM and ChaCha20 suites only: no CBC, no SHA-1, no RSA key exchange)' },
   { flag: 'max-body-size', key: 'maxBodySize', kind: 'size', default: '1m', help: 'largest request body, unless an Ingress sets portico.dev/max-body-size (0: no limit; as nginx client_max_body_size)' },
+  { flag: 'max-requests-per-endpoint', key: 'maxRequestsPerEndpoint', kind: 'int', default: '1000', help: 'requests in flight to one pod, per process; past it another pod is chosen, or 503 with Retry-After when all are that busy (0: no limit)' },
   { flag: 'max-client-connections', key: 'maxClientConnections', kind: 'int', default: '16384', help: 'client connections each proxy listener accepts at once; more are closed at once, and logged (0: no limit)' },
   { flag: 'hsts', key: 'hsts', kind: 'bool', default: 'true', help: 'send Strict-Transport-Security on HTTPS answers of hosts with a certificate' },
   { flag: 'hsts-max-age', key: 'hstsMaxAge', kind: 'int', default: '15724800', help: 'max-age of Strict-Transport-Security, in seconds (182 days, as ingress-nginx)' },

@@ -3,6 +3,21 @@
 // spread evenly rather than at random).
 import type { Endpoint } from './upstreams.ts';
 
+let maxInflight = 1000;
+
+/**
+ * --max-requests-per-endpoint: requests in flight to one pod address, from this
+ * process, beyond which another pod is chosen, or, when every pod is that busy, the
+ * request gets 503 with Retry-After instead of queueing without bound. 0: no limit.
+ */
+export function configureEndpointLimit(limit: number): void {
+  maxInflight = limit > 0 ? limit : Infinity;
+}
+
+export function endpointLimit(): number {
+  return maxInflight;
+}
+
 export class Balancer {
   private readonly endpoints: readonly Endpoint[];
   private cursor = 0;
@@ -39,6 +54,17 @@ export class Balancer {
     if (inflightA < inflightB) return a;
     if (inflightB < inflightA) return b;
     return this.roundRobin(exclude);
+  }
+
+  /**
+   * `picked` when it is below the per-endpoint limit; else the least busy endpoint
+   * below it; undefined when every one is at the limit (the caller answers 503).
+   */
+  withinLimit(picked: Endpoint): Endpoint | undefined {
+    if (picked.stats.inflight < maxInflight) return picked;
+    let best: Endpoint | undefined;
+    for (const e of this.endpoints) if (e.stats.inflight < maxInflight && (best === undefined || e.stats.inflight < best.stats.inflight)) best = e;
+    return best;
   }
 
   private roundRobin(exclude: Endpoint | undefined): Endpoint {

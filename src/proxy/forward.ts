@@ -7,7 +7,7 @@ import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { Http1Response } from '../http1/response.ts';
 import type { RouteConfig } from '../model/config.ts';
-import { Balancer } from './balancer.ts';
+import { Balancer, endpointLimit } from './balancer.ts';
 import type { RequestContext } from './context.ts';
 import { sendError } from './errors.ts';
 import { buildRequestHeaders, buildResponseHeaders, UpstreamRequestHead } from './headers.ts';
@@ -212,9 +212,18 @@ class Exchange extends UpstreamRequestHead implements Dispatcher.DispatchHandler
       this.body = ctx.req.body();
       this.countBody = limit >= 0 && this.contentLength < 0;
     }
-    const endpoint = this.forwarder.balancer.pick();
-    if (endpoint === undefined) {
+    const picked = this.forwarder.balancer.pick();
+    if (picked === undefined) {
       sendError(ctx.res, 503, `no ready endpoints for service ${this.forwarder.config.backend.namespace}/${this.forwarder.config.backend.service}`);
+      return;
+    }
+    const endpoint = this.forwarder.balancer.withinLimit(picked);
+    if (endpoint === undefined) {
+      // Every pod has --max-requests-per-endpoint requests in flight: shed, do not queue.
+      this.forwarder.metrics.countError('overloaded');
+      sendError(ctx.res, 503, `every pod of service ${this.forwarder.config.backend.namespace}/${this.forwarder.config.backend.service} has ${endpointLimit()} requests in flight (--max-requests-per-endpoint)`, {
+        headers: [['retry-after', '1']],
+      });
       return;
     }
     const res = ctx.res as ExchangeResponse;
