@@ -61,10 +61,28 @@ export class Balancer {
    * below it; undefined when every one is at the limit (the caller answers 503).
    */
   withinLimit(picked: Endpoint): Endpoint | undefined {
-    if (picked.stats.inflight < maxInflight) return picked;
+    if (picked.stats.inflight < maxInflight && picked.stats.ejectedUntil === 0) return picked;
+    return this.fallback(picked);
+  }
+
+  /**
+   * The pick was at its limit or ejected (it failed to connect several times): the least
+   * busy endpoint that is neither; if every one is ejected, the pick anyway (better to
+   * try than to answer 503 for pods that may be back).
+   */
+  private fallback(picked: Endpoint): Endpoint | undefined {
+    const now = performance.now();
     let best: Endpoint | undefined;
-    for (const e of this.endpoints) if (e.stats.inflight < maxInflight && (best === undefined || e.stats.inflight < best.stats.inflight)) best = e;
-    return best;
+    let anyLive = false;
+    for (const e of this.endpoints) {
+      const ejected = e.stats.ejectedUntil > now;
+      if (!ejected) anyLive = true;
+      if (ejected || e.stats.inflight >= maxInflight) continue;
+      if (best === undefined || e.stats.inflight < best.stats.inflight) best = e;
+    }
+    if (best !== undefined) return best;
+    if (!anyLive && picked.stats.inflight < maxInflight) return picked;
+    return undefined;
   }
 
   private roundRobin(exclude: Endpoint | undefined): Endpoint {

@@ -294,6 +294,8 @@ class Exchange extends UpstreamRequestHead implements Dispatcher.DispatchHandler
       return;
     }
     this.responseStarted = true;
+    const stats = this.endpoint!.stats;
+    if (stats.connectFailures !== 0) stats.answered();
     const upstreamMs = performance.now() - this.startedAt;
     ctx.upstreamMillis = upstreamMs;
     ctx.upstreamAddress = this.endpoint!.key;
@@ -347,6 +349,8 @@ class Exchange extends UpstreamRequestHead implements Dispatcher.DispatchHandler
     const endpoint = this.endpoint!;
     const connecting = this.controller === undefined;
     const failure = describe(err, ctx, connecting);
+    // Three failed connects in a row take the pod out of rotation for a while (passive ejection).
+    if (failure.kind === 'connect' && endpoint.stats.connectFailed(performance.now())) this.forwarder.metrics.countError('ejected');
     if (this.responseStarted || res.headersSent) {
       // Too late for an error page: cut the client response so it is not taken as complete.
       this.done = true;
@@ -375,7 +379,10 @@ class Exchange extends UpstreamRequestHead implements Dispatcher.DispatchHandler
    * made), or a bodiless idempotent request met a closed keep-alive connection.
    */
   private retryTarget(endpoint: Endpoint, connecting: boolean, failure: Failure): Endpoint | undefined {
-    if (connecting) return this.forwarder.balancer.pick(endpoint);
+    if (connecting) {
+      const next = this.forwarder.balancer.pick(endpoint);
+      return next === undefined ? undefined : this.forwarder.balancer.withinLimit(next);
+    }
     if (failure.kind === 'reset' && this.body === null && isIdempotent(this.ctx.req.method!)) {
       return this.forwarder.balancer.pick(endpoint) ?? endpoint;
     }

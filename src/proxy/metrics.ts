@@ -10,7 +10,7 @@ import { Counter, type Registry } from 'prom-client';
 import type { RouteConfig } from '../model/config.ts';
 import { labelKey, LatencyHistogram, type HistogramSeries, type Labels } from './latency-histogram.ts';
 
-export type UpstreamErrorKind = 'connect' | 'reset' | 'timeout' | 'no_endpoints' | 'service_unavailable' | 'protocol' | 'overloaded';
+export type UpstreamErrorKind = 'connect' | 'reset' | 'timeout' | 'no_endpoints' | 'service_unavailable' | 'protocol' | 'overloaded' | 'ejected';
 
 /** Seconds; from sub-millisecond pod answers to the default 60 s response timeout. */
 export const LATENCY_BUCKETS: readonly number[] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];

@@ -37,11 +37,35 @@ export class AddressStats {
   readonly key: string;
   /** Requests sent to this address and not finished yet. */
   inflight = 0;
+  /** Connection attempts that failed in a row (refused, unreachable, timed out). */
+  connectFailures = 0;
+  /** performance.now() until which the balancer avoids this address (passive ejection); 0: not ejected. */
+  ejectedUntil = 0;
 
   constructor(key: string) {
     this.key = key;
   }
+
+  /** A connection could not be made: after EJECT_AFTER in a row, the address is avoided for a while, longer each time. Returns whether it was ejected. */
+  connectFailed(now: number): boolean {
+    this.connectFailures++;
+    if (this.connectFailures < EJECT_AFTER) return false;
+    const times = this.connectFailures - EJECT_AFTER;
+    this.ejectedUntil = now + Math.min(EJECT_BASE_MS * 2 ** times, EJECT_MAX_MS);
+    return true;
+  }
+
+  /** The pod answered: whatever failed before is forgotten. */
+  answered(): void {
+    this.connectFailures = 0;
+    this.ejectedUntil = 0;
+  }
 }
+
+/** Passive ejection, as nginx's max_fails/fail_timeout: 3 failed connects in a row, then 5 s, doubling up to 60 s. */
+const EJECT_AFTER = 3;
+const EJECT_BASE_MS = 5_000;
+const EJECT_MAX_MS = 60_000;
 
 class PoolEntry {
   readonly key: string;

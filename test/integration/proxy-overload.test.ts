@@ -5,7 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type http from 'node:http';
 import { configureEndpointLimit } from '../../src/proxy/balancer.ts';
-import { backend, route, routing, startBackend, startProxy, type Backend, type Proxy } from './proxy-harness.ts';
+import { backend, closedPort, route, routing, startBackend, startProxy, type Backend, type Proxy } from './proxy-harness.ts';
 import { get } from '../support/http.ts';
 
 describe('per-endpoint limit', () => {
@@ -54,5 +54,36 @@ describe('per-endpoint limit', () => {
     assert.equal((await after).status, 200);
     const metrics = await proxy.registry.metrics();
     assert.match(metrics, /portico_upstream_errors_total\{[^}]*kind="overloaded"[^}]*\} 1/);
+  });
+});
+
+describe('passive ejection', () => {
+  let live: Backend;
+  let proxy: Proxy;
+  let dead: number;
+
+  before(async () => {
+    live = await startBackend('live');
+    dead = await closedPort();
+    proxy = await startProxy(routing([route('pair.test', '/', backend('pair', [dead, live.port]))]));
+  });
+
+  after(async () => {
+    await proxy?.close();
+    await live?.close();
+  });
+
+  const connectErrors = async () => Number(/portico_upstream_errors_total\{[^}]*kind="connect"[^}]*\} (\d+)/.exec(await proxy.registry.metrics())?.[1] ?? 0);
+
+  test('a pod that refuses connections is retried around, then left out after three failures in a row', async () => {
+    // Clients never see the dead pod: a refused connect is retried on the other one.
+    for (let i = 0; i < 20; i++) assert.equal((await get(proxy.port, 'pair.test', '/')).status, 200);
+    const metrics = await proxy.registry.metrics();
+    assert.match(metrics, /kind="ejected"[^}]*\} 1/);
+    // Ejected: more requests add no connect errors.
+    const before = await connectErrors();
+    assert.equal(before, 3);
+    for (let i = 0; i < 20; i++) assert.equal((await get(proxy.port, 'pair.test', '/')).status, 200);
+    assert.equal(await connectErrors(), before);
   });
 });
