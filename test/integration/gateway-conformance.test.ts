@@ -41,6 +41,8 @@ interface Case {
   seen?: { path?: string; host?: string; headers?: Record<string, string | undefined> };
   /** Expected response headers. */
   responseHeaders?: Record<string, string | undefined>;
+  /** Over 100 requests: how many each backend gets, as [at least, at most]. */
+  distribution?: Record<string, [number, number]>;
 }
 
 interface Scenario {
@@ -415,6 +417,57 @@ const SCENARIOS: Scenario[] = [
     routeStatus: { 'reference-grant': ['Accepted=True:Accepted', 'ResolvedRefs=True:ResolvedRefs'] },
   },
   {
+    name: 'HTTPRouteResponseHeaderModifier',
+    gateway: 'same-namespace',
+    manifests: () => [
+      route('response-header-modifier', {
+        parentRefs: sameNs,
+        hostnames: ['response.example'],
+        rules: [
+          {
+            matches: [{ path: { type: 'PathPrefix', value: '/set' } }],
+            filters: [{ type: 'ResponseHeaderModifier', responseHeaderModifier: { set: [{ name: 'X-Header-Set', value: 'set-overwrites-values' }] } }],
+            backendRefs: [to('infra-backend-v1')],
+          },
+          {
+            matches: [{ path: { type: 'PathPrefix', value: '/add' } }],
+            filters: [{ type: 'ResponseHeaderModifier', responseHeaderModifier: { add: [{ name: 'X-Header-Add', value: 'header-val-1' }] } }],
+            backendRefs: [to('infra-backend-v1')],
+          },
+          {
+            matches: [{ path: { type: 'PathPrefix', value: '/remove' } }],
+            filters: [{ type: 'ResponseHeaderModifier', responseHeaderModifier: { remove: ['X-Pod'] } }],
+            backendRefs: [to('infra-backend-v1')],
+          },
+        ],
+      }),
+    ],
+    cases: [
+      { host: 'response.example', path: '/set', backend: 'infra-backend-v1', responseHeaders: { 'x-header-set': 'set-overwrites-values' } },
+      { host: 'response.example', path: '/add', backend: 'infra-backend-v1', responseHeaders: { 'x-header-add': 'header-val-1' } },
+      { host: 'response.example', path: '/remove', backend: 'infra-backend-v1', responseHeaders: { 'x-pod': undefined } },
+    ],
+  },
+  {
+    name: 'HTTPRouteInvalidCrossNamespaceParentRef',
+    gateway: 'same-namespace',
+    manifests: () => [httpRoute('invalid-cross-namespace-parent-ref', { parentRefs: [{ name: 'same-namespace', namespace: INFRA }], hostnames: ['parent.example'], rules: [{ backendRefs: [to('web-backend')] }] }, WEB)],
+    cases: [{ host: 'parent.example', path: '/', status: 404 }],
+    routeStatus: { 'invalid-cross-namespace-parent-ref': ['Accepted=False:NotAllowedByListeners', 'ResolvedRefs=True:ResolvedRefs'] },
+  },
+  {
+    name: 'HTTPRouteWeight (70/30/0 over 100 requests, within a wide tolerance)',
+    gateway: 'same-namespace',
+    manifests: () => [
+      route('weighted-backends', {
+        parentRefs: sameNs,
+        hostnames: ['weight.example'],
+        rules: [{ backendRefs: [to('infra-backend-v1', 8080, { weight: 70 }), to('infra-backend-v2', 8080, { weight: 30 }), to('infra-backend-v3', 8080, { weight: 0 })] }],
+      }),
+    ],
+    cases: [{ host: 'weight.example', path: '/', distribution: { 'infra-backend-v1': [50, 90], 'infra-backend-v2': [10, 50], 'infra-backend-v3': [0, 0] } }],
+  },
+  {
     name: 'HTTPRouteCrossNamespace (backend-namespaces Gateway: selector on namespace labels)',
     gateway: 'backend-namespaces',
     manifests: () => [httpRoute('cross-namespace', { parentRefs: [{ name: 'backend-namespaces', namespace: INFRA }], rules: [{ backendRefs: [to('web-backend')] }] }, WEB)],
@@ -585,6 +638,20 @@ async function expectEventually(port: number, c: Case): Promise<void> {
 }
 
 async function check(port: number, c: Case): Promise<string | undefined> {
+  if (c.distribution !== undefined) {
+    const counts: Record<string, number> = {};
+    for (let i = 0; i < 100; i++) {
+      const r = await send(port, { host: c.host ?? 'example.com', path: c.path }).catch(() => undefined);
+      if (r?.status !== 200) return `status ${r?.status ?? 'error'} during the distribution`;
+      const service = r.json<EchoReply>().service;
+      counts[service] = (counts[service] ?? 0) + 1;
+    }
+    for (const [service, [min, max]] of Object.entries(c.distribution)) {
+      const n = counts[service] ?? 0;
+      if (n < min || n > max) return `${service} got ${n} of 100, expected ${min}-${max} (${JSON.stringify(counts)})`;
+    }
+    return undefined;
+  }
   const reply = await send(port, { method: c.method ?? 'GET', host: c.host ?? 'example.com', path: c.path, headers: c.headers }).catch((err: Error) => err);
   if (reply instanceof Error) return reply.message;
   const status = c.status ?? 200;
