@@ -3,13 +3,17 @@
 // translation, then rebuilds after one Ingress or one EndpointSlice changed (the
 // controller's steady state), and prints heap used. With a second argument, that many
 // HTTPRoutes too, over 5 Gateways (issue 9: the figures must hold with Gateway API on top).
+// Last, the cost of shipping a config to the workers: the message the primary sends (whole,
+// and the delta of one changed Ingress) through v8's serializer, as node:cluster's
+// 'advanced' IPC does, and the worker's side (deserialize, then rebuild its replica).
 //   node_modules/.bin/node bench/translate.ts [ingresses] [httproutes]
-import { setFlagsFromString } from 'node:v8';
+import { deserialize, serialize, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { generate } from 'selfsigned';
 import { CONTROLLER_NAME, type Snapshot, type TranslateOptions } from '../src/model/config.ts';
 import { SERVICE_NAME_LABEL, type EndpointSlice, type Gateway, type GatewayClass, type HTTPRoute, type Ingress, type IngressClass, type Secret, type Service } from '../src/model/k8s.ts';
 import { createTranslator } from '../src/translate/index.ts';
+import { ConfigReplica, configMessage, type ConfigMessage } from '../src/workers/protocol.ts';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
@@ -208,3 +212,34 @@ console.log(`  rebuild, one Ingress       ${median(oneIngress).toFixed(1)} ms (r
 console.log(`  rebuild, one EndpointSlice ${median(oneSlice).toFixed(1)} ms (routes keeping their identity: ${keptAfterSlice})`);
 if (ROUTES > 0) console.log(`  rebuild, one HTTPRoute      ${median(oneRoute).toFixed(1)} ms (routes keeping their identity: ${keptAfterRoute})`);
 console.log(`  heap: objects ${mb(heapObjects - heapBefore)}, translator state + config ${mb(heapTranslated - heapObjects)}, total used ${mb(process.memoryUsage().heapUsed)}`);
+
+// Shipping to workers: what one worker costs the primary (serialize) and itself (deserialize + apply).
+const wholeBytes: number[] = [];
+const wholeSerialize: number[] = [];
+const wholeReceive: number[] = [];
+let replica = new ConfigReplica();
+for (let r = 0; r < RUNS; r++) {
+  let bytes: Buffer | undefined;
+  wholeSerialize.push(time(() => (bytes = serialize(configMessage(config, undefined)))));
+  wholeBytes.push(bytes!.length);
+  replica = new ConfigReplica();
+  wholeReceive.push(time(() => replica.apply(deserialize(bytes!) as ConfigMessage)));
+}
+const deltaBytes: number[] = [];
+const deltaSerialize: number[] = [];
+const deltaReceive: number[] = [];
+for (let r = 0; r < RUNS; r++) {
+  const shipped = config;
+  const i = (r * 811 + 3) % COUNT;
+  const ing = makeIngress(i, RUNS + r + 1);
+  const key = `${ing.metadata.namespace}/${ing.metadata.name}`;
+  store.ingresses.set(key, ing);
+  config = translate(snapshot, options, [{ type: 'updated', kind: 'Ingress', key }]);
+  let bytes: Buffer | undefined;
+  deltaSerialize.push(time(() => (bytes = serialize(configMessage(config, shipped)))));
+  deltaBytes.push(bytes!.length);
+  deltaReceive.push(time(() => replica.apply(deserialize(bytes!) as ConfigMessage)));
+}
+console.log(`shipping to a worker (v8 serializer, as cluster's 'advanced' IPC)`);
+console.log(`  whole config   ${mb(median(wholeBytes))}, serialize ${median(wholeSerialize).toFixed(1)} ms, deserialize + apply ${median(wholeReceive).toFixed(1)} ms`);
+console.log(`  one Ingress    ${(median(deltaBytes) / 1024).toFixed(1)} KB, serialize ${median(deltaSerialize).toFixed(2)} ms, deserialize + apply ${median(deltaReceive).toFixed(2)} ms`);

@@ -1,6 +1,9 @@
 // Black-box: --workers 2. The primary translates once and ships the routing config;
 // every worker serves every listener; a change reaches all of them; a killed worker
-// is replaced while the other keeps serving; /metrics adds the workers up.
+// is replaced while the other keeps serving; /metrics adds the workers up; SIGTERM
+// drains every worker.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startEchoServer } from '../../examples/echo-server.ts';
@@ -87,4 +90,48 @@ describe('--workers 2', () => {
     for (const line of text.split('\n')) if (line.startsWith('portico_requests_total{') && line.includes(`host="${host}"`)) sum += Number(line.split(' ').at(-1));
     return sum;
   }
+});
+
+describe('--workers 2 on SIGTERM', () => {
+  test('every worker stops accepting, finishes its requests in flight, then portico exits 0', async () => {
+    // A backend that holds every request until the test answers it.
+    const held: http.ServerResponse[] = [];
+    const backend = http.createServer((_req, res) => held.push(res));
+    await new Promise<void>((resolve) => backend.listen(0, '127.0.0.1', resolve));
+    const dir = new ManifestDir();
+    dir.write('slow.yaml', [
+      ingressClass('portico'),
+      ingress('slow', { rules: [{ host: 'slow.local', paths: [{ path: '/', service: 'slow' }] }] }),
+      ...serviceWithEndpoints('slow', [(backend.address() as AddressInfo).port]),
+    ]);
+    const portico = await startPortico(['--manifests', dir.path, '--workers', '2', '--shutdown-grace', '20s']);
+    try {
+      // Four connections, dealt round-robin: two in flight on each worker.
+      const inFlight = Array.from({ length: 4 }, () =>
+        get(portico.http, 'slow.local', '/').then(
+          (r) => `${r.status} ${r.text}`,
+          (err: Error) => `failed: ${err.message}`,
+        ),
+      );
+      await eventually(async () => held.length === 4, 5000, 'four requests held by the backend');
+
+      const exited = portico.stop();
+      // The listen socket closes once every worker has stopped accepting.
+      await eventually(
+        () => get(portico.http, 'other.local', '/', { timeoutMs: 1000 }).then(() => false, (err: NodeJS.ErrnoException) => err.code === 'ECONNREFUSED'),
+        10_000,
+        'new connections refused',
+      );
+      for (const res of held) res.end('done');
+      assert.deepEqual(await Promise.all(inFlight), ['200 done', '200 done', '200 done', '200 done']);
+      assert.equal(await exited, 0, 'exits 0 once drained');
+      const servers = new Set(portico.logs.filter((l) => l.kind === 'access' && l.host === 'slow.local' && l.status === 200).map((l) => l.pid));
+      assert.equal(servers.size, 2, 'both workers drained their requests and logged them');
+    } finally {
+      portico.child.kill('SIGKILL');
+      for (const res of held) if (!res.writableEnded) res.end();
+      await new Promise((resolve) => backend.close(resolve));
+      dir.cleanup();
+    }
+  });
 });
