@@ -466,6 +466,36 @@ const SCENARIOS: Scenario[] = [
     cases: [],
     listenerConditions: { [`${INFRA}/gateway-secret-reference-grant-all`]: { https: ['ResolvedRefs=True:ResolvedRefs', 'Programmed=True:Programmed'] } },
   },
+  {
+    // Upstream changes the spec through the API; here the manifests are applied again,
+    // changed (in standalone mode they state metadata.generation: no API server counts it).
+    name: 'GatewayObservedGenerationBump',
+    gateway: 'gateway-observed-generation-bump',
+    ownGateways: ['gateway-observed-generation-bump', 'gateway-observed-generation-bump/alternate'],
+    manifests: (p) => [bumpGateway(p, 1)],
+    cases: [],
+    bump: { kind: 'Gateway', name: 'gateway-observed-generation-bump', update: (p) => [bumpGateway(p, 2)] },
+  },
+  {
+    name: 'HTTPRouteObservedGenerationBump',
+    gateway: 'same-namespace',
+    manifests: () => [bumpRoute(1, 'infra-backend-v1')],
+    cases: [{ host: 'bump.example', path: '/', backend: 'infra-backend-v1' }],
+    bump: { kind: 'HTTPRoute', name: 'observed-generation-bump', update: () => [bumpRoute(2, 'infra-backend-v2')] },
+  },
 ];
+
+/** The Gateway of GatewayObservedGenerationBump: its second generation adds a listener. */
+function bumpGateway(p: Ports, generation: number): Obj {
+  const listeners: Obj[] = [{ name: 'http', allowedRoutes: { namespaces: { from: 'Same' } } }];
+  if (generation > 1) listeners.push({ name: 'alternate', port: p['gateway-observed-generation-bump/alternate']!, allowedRoutes: { namespaces: { from: 'Same' } } });
+  const gateway = gatewayWith('gateway-observed-generation-bump', p['gateway-observed-generation-bump']!, listeners);
+  return { ...gateway, metadata: { ...(gateway.metadata as Obj), generation } };
+}
+
+function bumpRoute(generation: number, backend: string): Obj {
+  const r = route('observed-generation-bump', { parentRefs: sameNs, hostnames: ['bump.example'], rules: [{ backendRefs: [to(backend)] }] });
+  return { ...r, metadata: { ...(r.metadata as Obj), generation } };
+}
 
 runConformance('Gateway API conformance (more ported upstream scenarios)', SCENARIOS);

@@ -67,6 +67,11 @@ export interface Scenario {
   listenerConditions?: Record<string, Record<string, string[]>>;
   /** Share of requests each Service must get (upstream HTTPRouteWeight: 500 requests, +/-5%). */
   distribution?: Record<string, number>;
+  /**
+   * *ObservedGenerationBump: every condition of this object carries its generation, and
+   * after `update` (the manifests with its spec changed) the new one.
+   */
+  bump?: { kind: 'Gateway' | 'HTTPRoute'; name: string; update: (ports: Ports) => Obj[] };
 }
 
 export type Ports = Record<string, number>;
@@ -85,12 +90,6 @@ export function gatewayWith(name: string, port: number, listeners: Obj[], namesp
   };
 }
 
-interface Condition {
-  type: string;
-  status: string;
-  reason: string;
-}
-
 /** Where a scenario's objects go and where their status is read: files and /routes, or the API server. */
 interface World {
   readonly name: string;
@@ -101,14 +100,34 @@ interface World {
   routeConditions(namespace: string, name: string): Promise<string[] | undefined>;
   /** The status.listeners of a Gateway. */
   listeners(namespace: string, name: string): Promise<{ name: string; attachedRoutes: number; conditions?: Condition[] }[] | undefined>;
+  /** An object's metadata.generation and the observedGeneration of every condition in its status. */
+  generations(kind: 'Gateway' | 'HTTPRoute', namespace: string, name: string): Promise<{ generation: number | undefined; observed: (number | undefined)[] }>;
   stop(): Promise<void>;
 }
 
+interface Condition {
+  type: string;
+  status: string;
+  reason: string;
+  observedGeneration?: number;
+}
+
+interface ObjectStatus {
+  conditions?: Condition[];
+  listeners?: { conditions?: Condition[] }[];
+  parents?: { conditions?: Condition[] }[];
+}
+
 const conditionLines = (conditions: Condition[] | undefined) => conditions?.map((c) => `${c.type}=${c.status}:${c.reason}`);
+const observedGenerations = (status: ObjectStatus | undefined) =>
+  [...(status?.conditions ?? []), ...(status?.listeners ?? []).flatMap((l) => l.conditions ?? []), ...(status?.parents ?? []).flatMap((p) => p.conditions ?? [])].map((c) => c.observedGeneration);
+const metaOf = (o: Obj) => o.metadata as { name: string; namespace?: string; generation?: number };
 
 function standaloneWorld(): World {
   const dir = new ManifestDir();
   let portico: PorticoProcess;
+  // No API server counts generations here: they are what the manifests say.
+  let applied: Obj[] = [];
   const view = async (): Promise<any> => (await send(portico.admin, { host: 'localhost', path: '/routes' })).json();
   return {
     name: 'standalone mode',
@@ -118,9 +137,11 @@ function standaloneWorld(): World {
       return portico;
     },
     async apply(objects) {
+      applied = objects;
       dir.write('scenario.yaml', objects);
     },
     async remove() {
+      applied = [];
       dir.remove('scenario.yaml');
     },
     async routeConditions(namespace, name) {
@@ -128,6 +149,11 @@ function standaloneWorld(): World {
     },
     async listeners(namespace, name) {
       return (await view()).gatewayApi.gateways[`${namespace}/${name}`]?.listeners;
+    },
+    async generations(kind, namespace, name) {
+      const object = applied.find((o) => o.kind === kind && metaOf(o).name === name && metaOf(o).namespace === namespace);
+      const { gateways, httpRoutes } = (await view()).gatewayApi;
+      return { generation: object && metaOf(object).generation, observed: observedGenerations((kind === 'Gateway' ? gateways : httpRoutes)[`${namespace}/${name}`]) };
     },
     async stop() {
       assert.equal(await portico?.stop(), 0);
@@ -164,6 +190,10 @@ function clusterWorld(): World {
     },
     async listeners(namespace, name) {
       return (api.get('Gateway', namespace, name)?.status as { listeners?: { name: string; attachedRoutes: number; conditions?: Condition[] }[] } | undefined)?.listeners;
+    },
+    async generations(kind, namespace, name) {
+      const object = api.get(kind, namespace, name);
+      return { generation: object?.metadata.generation, observed: observedGenerations(object?.status as ObjectStatus | undefined) };
     },
     async stop() {
       assert.equal(await portico?.stop(), 0);
@@ -270,13 +300,37 @@ export function runConformance(title: string, scenarios: Scenario[]): void {
               };
               await eventuallyEqual(named, want, `listener conditions of ${gw}`);
             }
+            if (scenario.bump) {
+              const { kind, name, update } = scenario.bump;
+              const namespace = namespaceOf(objects, kind, name);
+              const before = await expectObservedCurrent(world, kind, namespace, name);
+              await world.apply(update(ports));
+              const after = await expectObservedCurrent(world, kind, namespace, name);
+              assert.ok(after > before, `${kind} ${namespace}/${name}: generation ${after} after the spec change, was ${before}`);
+            }
           } finally {
-            await world.remove(objects);
+            await world.remove(scenario.bump ? scenario.bump.update(ports) : objects);
           }
         });
       }
     });
   }
+}
+
+/** Waits until every condition of the object carries its current generation; returns it. */
+async function expectObservedCurrent(world: World, kind: 'Gateway' | 'HTTPRoute', namespace: string, name: string): Promise<number> {
+  const read = async () => {
+    const { generation, observed } = await world.generations(kind, namespace, name);
+    return { generation, stale: observed.length === 0 ? ['no conditions'] : observed.filter((g) => g !== generation) };
+  };
+  let got = await read();
+  const deadline = Date.now() + 5000;
+  while ((got.generation === undefined || got.stale.length > 0) && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 50));
+    got = await read();
+  }
+  assert.deepEqual(got.stale, [], `${kind} ${namespace}/${name} at generation ${got.generation}: conditions observed ${JSON.stringify(got.stale)}`);
+  return got.generation!;
 }
 
 function namespaceOf(objects: Obj[], kind: string, name: string): string {
