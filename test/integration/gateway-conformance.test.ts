@@ -240,6 +240,30 @@ const SCENARIOS: Scenario[] = [
             filters: [{ type: 'RequestHeaderModifier', requestHeaderModifier: { remove: ['X-Header-Remove'] } }],
             backendRefs: [to('infra-backend-v1')],
           },
+          {
+            matches: [{ path: { type: 'PathPrefix', value: '/multiple' } }],
+            filters: [
+              {
+                type: 'RequestHeaderModifier',
+                requestHeaderModifier: {
+                  set: [{ name: 'X-Header-Set-1', value: 'header-set-1' }, { name: 'X-Header-Set-2', value: 'header-set-2' }],
+                  add: [{ name: 'X-Header-Add-1', value: 'header-add-1' }, { name: 'X-Header-Add-2', value: 'header-add-2' }, { name: 'X-Header-Add-3', value: 'header-add-3' }],
+                  remove: ['X-Header-Remove-1', 'X-Header-Remove-2'],
+                },
+              },
+            ],
+            backendRefs: [to('infra-backend-v1')],
+          },
+          {
+            matches: [{ path: { type: 'PathPrefix', value: '/case-insensitivity' } }],
+            filters: [
+              {
+                type: 'RequestHeaderModifier',
+                requestHeaderModifier: { set: [{ name: 'X-Header-Set', value: 'header-set' }], add: [{ name: 'X-Header-Add', value: 'header-add' }], remove: ['X-Header-Remove'] },
+              },
+            ],
+            backendRefs: [to('infra-backend-v1')],
+          },
         ],
       }),
     ],
@@ -249,6 +273,29 @@ const SCENARIOS: Scenario[] = [
       { path: '/add', headers: { 'X-Header-Add': 'some-other-value' }, backend: 'infra-backend-v1', seen: { headers: { 'x-header-add': 'some-other-value, add-appends-values' } } },
       { path: '/add', backend: 'infra-backend-v1', seen: { headers: { 'x-header-add': 'add-appends-values' } } },
       { path: '/remove', headers: { 'X-Header-Remove': 'val' }, backend: 'infra-backend-v1', seen: { headers: { 'x-header-remove': undefined } } },
+      {
+        path: '/multiple',
+        headers: { 'X-Header-Set-2': 'set-val-2', 'X-Header-Add-2': 'add-val-2', 'X-Header-Remove-2': 'remove-val-2', 'Another-Header': 'another-header-val' },
+        backend: 'infra-backend-v1',
+        seen: {
+          headers: {
+            'X-Header-Set-1': 'header-set-1',
+            'X-Header-Set-2': 'header-set-2',
+            'X-Header-Add-1': 'header-add-1',
+            'X-Header-Add-2': 'add-val-2,header-add-2',
+            'X-Header-Add-3': 'header-add-3',
+            'Another-Header': 'another-header-val',
+            'X-Header-Remove-1': undefined,
+            'X-Header-Remove-2': undefined,
+          },
+        },
+      },
+      {
+        path: '/case-insensitivity',
+        headers: { 'x-header-set': 'original-val-set', 'x-header-add': 'original-val-add', 'x-header-remove': 'original-val-remove', 'Another-Header': 'another-header-val' },
+        backend: 'infra-backend-v1',
+        seen: { headers: { 'X-Header-Set': 'header-set', 'X-Header-Add': 'original-val-add,header-add', 'Another-Header': 'another-header-val', 'X-Header-Remove': undefined } },
+      },
     ],
   },
   {
@@ -256,6 +303,14 @@ const SCENARIOS: Scenario[] = [
     gateway: 'same-namespace',
     manifests: () => {
       const rewrite = (path: Obj) => [{ type: 'URLRewrite', urlRewrite: { path } }];
+      const modifyHeaders = {
+        type: 'RequestHeaderModifier',
+        requestHeaderModifier: {
+          set: [{ name: 'X-Header-Set', value: 'set-overwrites-values' }],
+          add: [{ name: 'X-Header-Add', value: 'header-val-1' }, { name: 'X-Header-Add-Append', value: 'header-val-2' }],
+          remove: ['X-Header-Remove'],
+        },
+      };
       return [
         route('rewrite-path', {
           parentRefs: sameNs,
@@ -263,6 +318,16 @@ const SCENARIOS: Scenario[] = [
             { matches: [{ path: { type: 'PathPrefix', value: '/prefix/one' } }], filters: rewrite({ type: 'ReplacePrefixMatch', replacePrefixMatch: '/one' }), backendRefs: [to('infra-backend-v1')] },
             { matches: [{ path: { type: 'PathPrefix', value: '/strip-prefix' } }], filters: rewrite({ type: 'ReplacePrefixMatch', replacePrefixMatch: '/' }), backendRefs: [to('infra-backend-v1')] },
             { matches: [{ path: { type: 'PathPrefix', value: '/full/one' } }], filters: rewrite({ type: 'ReplaceFullPath', replaceFullPath: '/one' }), backendRefs: [to('infra-backend-v1')] },
+            {
+              matches: [{ path: { type: 'PathPrefix', value: '/full/rewrite-path-and-modify-headers' } }],
+              filters: [...rewrite({ type: 'ReplaceFullPath', replaceFullPath: '/test' }), modifyHeaders],
+              backendRefs: [to('infra-backend-v1')],
+            },
+            {
+              matches: [{ path: { type: 'PathPrefix', value: '/prefix/rewrite-path-and-modify-headers' } }],
+              filters: [...rewrite({ type: 'ReplacePrefixMatch', replacePrefixMatch: '/prefix' }), modifyHeaders],
+              backendRefs: [to('infra-backend-v1')],
+            },
           ],
         }),
       ];
@@ -272,6 +337,8 @@ const SCENARIOS: Scenario[] = [
       { path: '/strip-prefix/three', backend: 'infra-backend-v1', seen: { path: '/three' } },
       { path: '/strip-prefix', backend: 'infra-backend-v1', seen: { path: '/' } },
       { path: '/full/one/two', backend: 'infra-backend-v1', seen: { path: '/one' } },
+      { path: '/full/rewrite-path-and-modify-headers/test', headers: { 'X-Header-Remove': 'remove-val', 'X-Header-Add-Append': 'append-val-1', 'X-Header-Set': 'set-val' }, backend: 'infra-backend-v1', seen: { path: '/test', headers: { 'X-Header-Add': 'header-val-1', 'X-Header-Add-Append': 'append-val-1,header-val-2', 'X-Header-Set': 'set-overwrites-values', 'X-Header-Remove': undefined } } },
+      { path: '/prefix/rewrite-path-and-modify-headers/one', headers: { 'X-Header-Remove': 'remove-val', 'X-Header-Add-Append': 'append-val-1', 'X-Header-Set': 'set-val' }, backend: 'infra-backend-v1', seen: { path: '/prefix/one', headers: { 'X-Header-Add': 'header-val-1', 'X-Header-Add-Append': 'append-val-1,header-val-2', 'X-Header-Set': 'set-overwrites-values', 'X-Header-Remove': undefined } } },
     ],
   },
   {
