@@ -148,7 +148,6 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
   let install: (config: RoutingConfig) => RouteTable;
   /** The ports portico's own listeners hold (a Gateway listener may not take them). */
   const ingressPorts = new Map<number, string>();
-  let resolveWorkersReady: (() => void) | undefined;
   if (role === 'single') {
     data = await startDataPlane(options, log, metrics);
     holder = data.holder;
@@ -160,17 +159,14 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
     const stub = (config: Route['config']): Route => ({ config, handle: () => {} });
     holder = new RouteTableHolder(buildRouteTable(0, emptyRoutingConfig(), stub));
     let version = 0;
-    const workersReady = new Promise<void>((resolve) => (resolveWorkersReady = resolve));
     // One generated default certificate for all workers (a client sees the same one on every connection).
     const pems = options.defaultCertificate === undefined && options.defaultKey === undefined ? await generateSelfSigned() : undefined;
     pool = new WorkerPool({
       count: options.workers,
       log,
       env: pems !== undefined ? { [WORKER_CERT]: pems.cert, [WORKER_KEY]: pems.key } : undefined,
-      onInstalled: () => {
-        resolveWorkersReady?.();
-        void gatewayStatus?.reconcile();
-      },
+      // A Gateway port a worker could not bind shows in the Gateway's status.
+      onInstalled: () => void gatewayStatus?.reconcile(),
     });
     holder.readyGate = () => pool!.allInstalled();
     install = (config) => {
@@ -181,7 +177,6 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
     };
     if (options.httpPort > 0) ingressPorts.set(options.httpPort, '--http-port');
     if (options.httpsPort > 0) ingressPorts.set(options.httpsPort, '--https-port');
-    void workersReady;
   }
 
   // ---- sources ----

@@ -13,7 +13,7 @@
 // identity (the store replaces objects on change, never mutates them).
 import type { IgnoredIngress, Problem, RoutingConfig, Snapshot, TranslateOptions } from '../model/config.ts';
 import { NO_GATEWAYS } from '../model/config.ts';
-import type { HTTPRoute, Ingress } from '../model/k8s.ts';
+import { GATEWAY_KINDS, type HTTPRoute, type Ingress } from '../model/k8s.ts';
 import type { ObjectChange } from '../sources/store.ts';
 import { serviceOf } from '../sources/store.ts';
 import { IngressAssembly } from './assembly.ts';
@@ -64,7 +64,7 @@ function sameOptions(a: TranslateOptions, b: TranslateOptions): boolean {
   );
 }
 
-const GATEWAY_KINDS: ReadonlySet<string> = new Set(['GatewayClass', 'Gateway', 'HTTPRoute', 'ReferenceGrant', 'Namespace']);
+const GATEWAY_KIND_SET: ReadonlySet<string> = new Set(GATEWAY_KINDS);
 
 /** A translate function that remembers its previous work; keep one per controller. */
 export function createTranslator(): Translator {
@@ -134,7 +134,7 @@ export function createTranslator(): Translator {
             break;
           }
           default:
-            if (GATEWAY_KINDS.has(change.kind)) touched.add(`${change.kind}:${change.key}`);
+            if (GATEWAY_KIND_SET.has(change.kind)) touched.add(`${change.kind}:${change.key}`);
         }
       }
       dirty = keys;

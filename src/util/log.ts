@@ -149,8 +149,16 @@ export function createAccessLogger(logger: Logger, destination?: DestinationStre
   const own = (logger as unknown as Record<symbol, unknown>)[pino.symbols.streamSym] as (LineSink & { fd?: number }) | undefined;
   const sink: LineSink = destination ?? (own === undefined || own.fd === 1 ? bufferedStdout(maxWriteBytes) : own);
   const pid = `,"pid":${process.pid},"kind":"access"`;
+  // Many requests share a millisecond: format its timestamp once.
+  let lastMs = 0;
+  let lastTime = '';
   const log = (f: AccessLogEntry) => {
-    let line = '{"level":"info","time":"' + new Date().toISOString() + '"' + pid;
+    const ms = Date.now();
+    if (ms !== lastMs) {
+      lastMs = ms;
+      lastTime = new Date(ms).toISOString();
+    }
+    let line = '{"level":"info","time":"' + lastTime + '"' + pid;
     line += ',"method":' + jsonString(f.method) + ',"host":' + jsonString(f.host) + ',"path":' + jsonString(f.path);
     line += ',"status":' + f.status + ',"bytes":' + f.bytes + ',"durationMs":' + f.durationMs;
     if (f.upstreamMs !== undefined) line += ',"upstreamMs":' + f.upstreamMs;

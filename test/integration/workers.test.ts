@@ -7,6 +7,7 @@ import { startEchoServer } from '../../examples/echo-server.ts';
 import { eventually, startPortico, type PorticoProcess } from '../support/portico-process.ts';
 import { ManifestDir, ingress, ingressClass, serviceWithEndpoints } from '../support/objects.ts';
 import { get } from '../support/http.ts';
+import { freePort, gateway, gatewayClass, httpRoute } from '../support/gateway-objects.ts';
 
 type Echo = Awaited<ReturnType<typeof startEchoServer>>;
 
@@ -42,6 +43,18 @@ describe('--workers 2', () => {
     // Each request is a new connection, spread over the workers: all must know the route.
     for (let i = 0; i < 20; i++) assert.equal((await get(portico.http, 'new.local', '/')).status, 200);
     await eventually(async () => servers('new.local').size === 2, 5000, 'both workers served the new host');
+  });
+
+  test('Gateway listeners are bound by every worker', async () => {
+    const port = await freePort();
+    dir.write('gateway.yaml', [
+      gatewayClass(),
+      gateway('gw', [{ name: 'http', port, protocol: 'HTTP' }]),
+      httpRoute('gw-route', { parentRefs: [{ name: 'gw' }], hostnames: ['gw.local'], rules: [{ backendRefs: [{ name: 'web', port: 80 }] }] }),
+    ]);
+    await eventually(async () => (await get(port, 'gw.local', '/').catch(() => ({ status: 0 }))).status === 200, 5000, 'the Gateway port serves');
+    for (let i = 0; i < 20; i++) assert.equal((await get(port, 'gw.local', '/')).status, 200);
+    await eventually(async () => servers('gw.local').size === 2, 5000, 'both workers served the Gateway port');
   });
 
   test('/metrics adds up the workers', async () => {
