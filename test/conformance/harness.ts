@@ -266,6 +266,8 @@ export function runConformance(title: string, scenarios: Scenario[]): void {
           const objects = scenario.manifests(ports);
           await world.apply(objects);
           try {
+            // As upstream waits for its routes to be accepted: until then the previous scenario may still be served.
+            await expectProcessed(world, objects, true);
             for (const c of scenario.cases) {
               for (const mirror of c.mirroredTo ?? []) received.get(mirror)!.length = 0;
               await expectEventually(port, c, ca);
@@ -309,12 +311,30 @@ export function runConformance(title: string, scenarios: Scenario[]): void {
               assert.ok(after > before, `${kind} ${namespace}/${name}: generation ${after} after the spec change, was ${before}`);
             }
           } finally {
-            await world.remove(scenario.bump ? scenario.bump.update(ports) : objects);
+            const last = scenario.bump ? scenario.bump.update(ports) : objects;
+            await world.remove(last);
+            await expectProcessed(world, last, false);
           }
         });
       }
     });
   }
+}
+
+/** Waits until portico reports status for every Gateway and HTTPRoute of `objects` (present) or for none (removed). */
+async function expectProcessed(world: World, objects: Obj[], present: boolean): Promise<void> {
+  const reported = async () =>
+    Promise.all(
+      objects
+        .filter((o) => o.kind === 'Gateway' || o.kind === 'HTTPRoute')
+        .map(async (o) => {
+          const { name, namespace } = metaOf(o);
+          const status = o.kind === 'Gateway' ? await world.listeners(namespace!, name) : await world.routeConditions(namespace!, name);
+          return `${o.kind} ${namespace}/${name}: ${status === undefined ? 'no status' : 'status'}`;
+        }),
+    );
+  const want = objects.filter((o) => o.kind === 'Gateway' || o.kind === 'HTTPRoute').map((o) => `${o.kind} ${metaOf(o).namespace}/${metaOf(o).name}: ${present ? 'status' : 'no status'}`);
+  await eventuallyEqual(reported, want, present ? 'status of the applied objects' : 'status of the removed objects gone');
 }
 
 /** Waits until every condition of the object carries its current generation; returns it. */
