@@ -301,25 +301,86 @@ const SCENARIOS: Scenario[] = [
     attached: { [`${INFRA}/same-namespace`]: { http: 0 } },
   },
   {
+    // The grant lets the route reach app-backend-v1 only: its /v2 rule (app-backend-v2) gets 500, the rest is served.
     name: 'HTTPRoutePartiallyInvalidViaInvalidReferenceGrant',
     gateway: 'same-namespace',
     manifests: () => [
-      // The grant names another Service: the cross-namespace ref stays not permitted, the rest is served.
-      referenceGrant('reference-grant-wrong-service', APP, [{ group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', namespace: INFRA }], [{ group: '', kind: 'Service', name: 'not-app-backend-v1' }]),
+      referenceGrant('invalid-reference-grant', APP, [{ group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', namespace: INFRA }], [{ group: '', kind: 'Service', name: 'app-backend-v1' }]),
       route('invalid-reference-grant', {
         parentRefs: sameNs,
-        hostnames: ['partially-invalid.example'],
         rules: [
-          { matches: [prefix('/v2')], backendRefs: [to('app-backend-v1', 8080, { namespace: APP })] },
-          { backendRefs: [to('infra-backend-v1')] },
+          { matches: [prefix('/v2')], backendRefs: [to('app-backend-v2', 8080, { namespace: APP })] },
+          { backendRefs: [to('app-backend-v1', 8080, { namespace: APP })] },
         ],
       }),
     ],
     cases: [
-      { host: 'partially-invalid.example', path: '/', backend: 'infra-backend-v1' },
-      { host: 'partially-invalid.example', path: '/v2', status: 500 },
+      { path: '/', backend: 'app-backend-v1', namespace: APP },
+      { path: '/v2', status: 500 },
     ],
     routeStatus: { 'invalid-reference-grant': ['Accepted=True:Accepted', 'ResolvedRefs=False:RefNotPermitted'] },
+  },
+  {
+    name: 'HTTPRouteInvalidParentRefNotMatchingSectionName',
+    gateway: 'same-namespace',
+    manifests: (p) => [
+      route('httproute-listener-not-matching-route-port', {
+        parentRefs: [{ name: 'same-namespace', namespace: INFRA, port: p['same-namespace']!, sectionName: 'http1' }],
+        hostnames: ['not-matching-section.example'],
+        rules: [{ backendRefs: [to('infra-backend-v1')] }],
+      }),
+    ],
+    cases: [{ host: 'not-matching-section.example', path: '/', status: 404 }],
+    routeStatus: { 'httproute-listener-not-matching-route-port': ['Accepted=False:NoMatchingParent', 'ResolvedRefs=True:ResolvedRefs'] },
+    attached: { [`${INFRA}/same-namespace`]: { http: 0 } },
+  },
+  {
+    // Upstream's port 81: no listener of the Gateway has it.
+    name: 'HTTPRouteInvalidParentRefNotMatchingListenerPort',
+    gateway: 'same-namespace',
+    manifests: () => [
+      route('httproute-listener-not-matching-route-port', {
+        parentRefs: [{ name: 'same-namespace', namespace: INFRA, port: 81 }],
+        hostnames: ['not-matching-port.example'],
+        rules: [{ backendRefs: [to('infra-backend-v1')] }],
+      }),
+    ],
+    cases: [{ host: 'not-matching-port.example', path: '/', status: 404 }],
+    routeStatus: { 'httproute-listener-not-matching-route-port': ['Accepted=False:NoMatchingParent', 'ResolvedRefs=True:ResolvedRefs'] },
+    attached: { [`${INFRA}/same-namespace`]: { http: 0 } },
+  },
+  {
+    name: 'HTTPRouteAllBackendsWeightZero',
+    gateway: 'same-namespace',
+    manifests: () => [route('all-backends-weight-zero', { parentRefs: sameNs, rules: [{ backendRefs: [to('infra-backend-v1', 8080, { weight: 0 }), to('infra-backend-v2', 8080, { weight: 0 })] }] })],
+    cases: [{ path: '/', status: 500 }],
+    routeStatus: { 'all-backends-weight-zero': ['Accepted=True:Accepted', 'ResolvedRefs=True:ResolvedRefs'] },
+  },
+  {
+    name: 'GatewayInvalidRouteKind',
+    gateway: 'gateway-supported-and-invalid-route-kind',
+    ownGateways: ['gateway-only-invalid-route-kind', 'gateway-supported-and-invalid-route-kind'],
+    manifests: (p) => [
+      gatewayWith('gateway-only-invalid-route-kind', p['gateway-only-invalid-route-kind']!, [{ name: 'http', allowedRoutes: { namespaces: { from: 'All' }, kinds: [{ kind: 'InvalidRoute' }] } }]),
+      gatewayWith('gateway-supported-and-invalid-route-kind', p['gateway-supported-and-invalid-route-kind']!, [
+        { name: 'http', allowedRoutes: { namespaces: { from: 'All' }, kinds: [{ kind: 'InvalidRoute' }, { kind: 'HTTPRoute' }] } },
+      ]),
+      route('gateway-supported-and-invalid-route-kind-control', {
+        parentRefs: [{ name: 'gateway-supported-and-invalid-route-kind', sectionName: 'http' }],
+        hostnames: ['supported-route-kind.example.com'],
+        rules: [{ backendRefs: [to('infra-backend-v1')] }],
+      }),
+    ],
+    // Upstream's control route: the listener still serves the kind it supports.
+    cases: [{ host: 'supported-route-kind.example.com', path: '/', backend: 'infra-backend-v1' }],
+    listenerConditions: {
+      [`${INFRA}/gateway-only-invalid-route-kind`]: { http: ['ResolvedRefs=False:InvalidRouteKinds'] },
+      [`${INFRA}/gateway-supported-and-invalid-route-kind`]: { http: ['ResolvedRefs=False:InvalidRouteKinds'] },
+    },
+    supportedKinds: {
+      [`${INFRA}/gateway-only-invalid-route-kind`]: { http: [] },
+      [`${INFRA}/gateway-supported-and-invalid-route-kind`]: { http: ['HTTPRoute'] },
+    },
   },
   {
     // Upstream's UDP listener is kept: it is not supported, and nothing attaches to it.

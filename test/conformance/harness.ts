@@ -65,6 +65,8 @@ export interface Scenario {
   attached?: Record<string, Record<string, number>>;
   /** Gateway "ns/name" -> listener name -> conditions it must have ("Type=Status:Reason"), among others. */
   listenerConditions?: Record<string, Record<string, string[]>>;
+  /** Gateway "ns/name" -> listener name -> status.supportedKinds (kind names). */
+  supportedKinds?: Record<string, Record<string, string[]>>;
   /** Share of requests each Service must get (upstream HTTPRouteWeight: 500 requests, +/-5%). */
   distribution?: Record<string, number>;
   /**
@@ -99,7 +101,7 @@ interface World {
   /** Conditions of the first parent of an HTTPRoute. */
   routeConditions(namespace: string, name: string): Promise<string[] | undefined>;
   /** The status.listeners of a Gateway. */
-  listeners(namespace: string, name: string): Promise<{ name: string; attachedRoutes: number; conditions?: Condition[] }[] | undefined>;
+  listeners(namespace: string, name: string): Promise<ListenerStatus[] | undefined>;
   /** An object's metadata.generation and the observedGeneration of every condition in its status. */
   generations(kind: 'Gateway' | 'HTTPRoute', namespace: string, name: string): Promise<{ generation: number | undefined; observed: (number | undefined)[] }>;
   stop(): Promise<void>;
@@ -110,6 +112,13 @@ interface Condition {
   status: string;
   reason: string;
   observedGeneration?: number;
+}
+
+interface ListenerStatus {
+  name: string;
+  attachedRoutes: number;
+  supportedKinds?: { group?: string; kind: string }[];
+  conditions?: Condition[];
 }
 
 interface ObjectStatus {
@@ -189,7 +198,7 @@ function clusterWorld(): World {
       return conditionLines(parents?.[0]?.conditions);
     },
     async listeners(namespace, name) {
-      return (api.get('Gateway', namespace, name)?.status as { listeners?: { name: string; attachedRoutes: number; conditions?: Condition[] }[] } | undefined)?.listeners;
+      return (api.get('Gateway', namespace, name)?.status as { listeners?: ListenerStatus[] } | undefined)?.listeners;
     },
     async generations(kind, namespace, name) {
       const object = api.get(kind, namespace, name);
@@ -287,6 +296,14 @@ export function runConformance(title: string, scenarios: Scenario[]): void {
                 return listeners && Object.fromEntries(listeners.map((l) => [l.name, l.attachedRoutes]));
               };
               await eventuallyEqual(attached, want, `attachedRoutes of ${gw}`);
+            }
+            for (const [gw, want] of Object.entries(scenario.supportedKinds ?? {})) {
+              const [namespace, name] = gw.split('/') as [string, string];
+              const kinds = async () => {
+                const listeners = await world.listeners(namespace, name);
+                return listeners && Object.fromEntries(listeners.filter((l) => l.name in want).map((l) => [l.name, (l.supportedKinds ?? []).map((k) => k.kind)]));
+              };
+              await eventuallyEqual(kinds, want, `supportedKinds of ${gw}`);
             }
             for (const [gw, want] of Object.entries(scenario.listenerConditions ?? {})) {
               const [namespace, name] = gw.split('/') as [string, string];
