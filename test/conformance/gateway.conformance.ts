@@ -26,6 +26,7 @@ const referenceGrant = (name: string, namespace: string, from: Obj[], to: Obj[])
   metadata: { name, namespace },
   spec: { from, to },
 });
+const ISOLATION_LISTENERS = ['empty-hostname', 'wildcard-example-com', 'wildcard-foo-example-com', 'abc-foo-example-com'];
 const fromGateways = [{ group: 'gateway.networking.k8s.io', kind: 'Gateway', namespace: INFRA }];
 
 /** A Gateway with an HTTP listener on `name`'s port and an HTTPS one on `name/https`'s. */
@@ -381,6 +382,35 @@ const SCENARIOS: Scenario[] = [
       [`${INFRA}/gateway-only-invalid-route-kind`]: { http: [] },
       [`${INFRA}/gateway-supported-and-invalid-route-kind`]: { http: ['HTTPRoute'] },
     },
+  },
+  {
+    // Upstream's first subtest (hostnames on the listeners only): each request reaches only the most specific listener.
+    name: 'GatewayHTTPListenerIsolation',
+    gateway: 'http-listener-isolation',
+    ownGateways: ['http-listener-isolation'],
+    manifests: (p) => [
+      gatewayWith('http-listener-isolation', p['http-listener-isolation']!, [
+        { name: 'empty-hostname', allowedRoutes: { namespaces: { from: 'All' } } },
+        { name: 'wildcard-example-com', hostname: '*.example.com', allowedRoutes: { namespaces: { from: 'All' } } },
+        { name: 'wildcard-foo-example-com', hostname: '*.foo.example.com', allowedRoutes: { namespaces: { from: 'All' } } },
+        { name: 'abc-foo-example-com', hostname: 'abc.foo.example.com', allowedRoutes: { namespaces: { from: 'All' } } },
+      ]),
+      ...ISOLATION_LISTENERS.map((listener) =>
+        route(`attaches-to-${listener}`, {
+          parentRefs: parentRef('http-listener-isolation', { sectionName: listener }),
+          rules: [{ matches: [prefix(`/${listener}`)], backendRefs: [to('infra-backend-v1')] }],
+        }),
+      ),
+    ],
+    cases: (
+      [
+        ['bar.com', 'empty-hostname'],
+        ['bar.example.com', 'wildcard-example-com'],
+        ['bar.foo.example.com', 'wildcard-foo-example-com'],
+        ['abc.foo.example.com', 'abc-foo-example-com'],
+      ] as const
+    ).flatMap(([host, served]) => ISOLATION_LISTENERS.map((listener) => (listener === served ? { host, path: `/${listener}`, backend: 'infra-backend-v1' } : { host, path: `/${listener}`, status: 404 }))),
+    attached: { [`${INFRA}/http-listener-isolation`]: { 'empty-hostname': 1, 'wildcard-example-com': 1, 'wildcard-foo-example-com': 1, 'abc-foo-example-com': 1 } },
   },
   {
     // Upstream's UDP listener is kept: it is not supported, and nothing attaches to it.
