@@ -558,6 +558,24 @@ const SCENARIOS: Scenario[] = [
     listenerConditions: { [`${INFRA}/gateway-secret-reference-grant-all`]: { https: ['ResolvedRefs=True:ResolvedRefs', 'Programmed=True:Programmed'] } },
   },
   {
+    // Upstream adds a listener to a live Gateway and checks a route attaches to it; here the new one has its own port.
+    name: 'GatewayModifyListeners',
+    gateway: 'gateway-add-listener',
+    ownGateways: ['gateway-add-listener', 'gateway-add-listener/second'],
+    manifests: (p) => [addListenerGateway(p, false), route('http-route-add-listener', { parentRefs: [{ name: 'gateway-add-listener' }], rules: [{ backendRefs: [to('infra-backend-v1')] }] })],
+    cases: [{ path: '/', backend: 'infra-backend-v1' }],
+    attached: { [`${INFRA}/gateway-add-listener`]: { http: 1 } },
+    then: {
+      manifests: (p) => [addListenerGateway(p, true), route('http-route-add-listener', { parentRefs: [{ name: 'gateway-add-listener' }], rules: [{ backendRefs: [to('infra-backend-v1')] }] })],
+      cases: [
+        { path: '/', backend: 'infra-backend-v1' },
+        { via: 'gateway-add-listener/second', path: '/', backend: 'infra-backend-v1' },
+      ],
+      attached: { [`${INFRA}/gateway-add-listener`]: { http: 1, 'http-second': 1 } },
+      listenerConditions: { [`${INFRA}/gateway-add-listener`]: { 'http-second': ['Accepted=True:Accepted', 'Programmed=True:Programmed'] } },
+    },
+  },
+  {
     // Upstream changes the spec through the API; here the manifests are applied again,
     // changed (in standalone mode they state metadata.generation: no API server counts it).
     name: 'GatewayObservedGenerationBump',
@@ -575,6 +593,12 @@ const SCENARIOS: Scenario[] = [
     bump: { kind: 'HTTPRoute', name: 'observed-generation-bump', update: () => [bumpRoute(2, 'infra-backend-v2')] },
   },
 ];
+
+function addListenerGateway(p: Ports, added: boolean): Obj {
+  const listeners: Obj[] = [{ name: 'http', allowedRoutes: { namespaces: { from: 'Same' } } }];
+  if (added) listeners.push({ name: 'http-second', port: p['gateway-add-listener/second']!, allowedRoutes: { namespaces: { from: 'Same' } } });
+  return gatewayWith('gateway-add-listener', p['gateway-add-listener']!, listeners);
+}
 
 /** The Gateway of GatewayObservedGenerationBump: its second generation adds a listener. */
 function bumpGateway(p: Ports, generation: number): Obj {

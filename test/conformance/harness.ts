@@ -36,6 +36,8 @@ export interface Case {
   path: string;
   method?: string;
   headers?: Record<string, string>;
+  /** The port to send to, when not the scenario's Gateway's: a key of `ports`. */
+  via?: string;
   /** Send over TLS, SNI = host, trusting the base certificate. */
   https?: boolean;
   /** Expected answer: a backend (Service name) in a namespace, or a status without backend. */
@@ -50,14 +52,8 @@ export interface Case {
   mirroredTo?: string[];
 }
 
-export interface Scenario {
-  /** The upstream test's ShortName (several, comma-separated, when they share manifests). */
-  name: string;
-  /** Which Gateway the cases go to: a base one, or one the scenario defines. */
-  gateway: string;
-  /** Gateways the scenario defines itself: each gets a free port (manifests read it from `ports`). */
-  ownGateways?: string[];
-  manifests: (ports: Ports) => Obj[];
+/** What one step of a scenario sends and expects. */
+export interface Checks {
   cases: Case[];
   /** Route name -> expected conditions of its first parent ("Type=Status:Reason"). */
   routeStatus?: Record<string, string[]>;
@@ -69,6 +65,18 @@ export interface Scenario {
   supportedKinds?: Record<string, Record<string, string[]>>;
   /** Share of requests each Service must get (upstream HTTPRouteWeight: 500 requests, +/-5%). */
   distribution?: Record<string, number>;
+}
+
+export interface Scenario extends Checks {
+  /** The upstream test's ShortName (several, comma-separated, when they share manifests). */
+  name: string;
+  /** Which Gateway the cases go to: a base one, or one the scenario defines. */
+  gateway: string;
+  /** Gateways the scenario defines itself: each gets a free port (manifests read it from `ports`). */
+  ownGateways?: string[];
+  manifests: (ports: Ports) => Obj[];
+  /** A second step: the manifests changed as upstream changes them, applied live, and what must hold then. */
+  then?: Checks & { manifests: (ports: Ports) => Obj[] };
   /**
    * *ObservedGenerationBump: every condition of this object carries its generation, and
    * after `update` (the manifests with its spec changed) the new one.
@@ -269,6 +277,52 @@ export function runConformance(title: string, scenarios: Scenario[]): void {
         for (const e of echoes) await e.close();
       });
 
+        /** Runs a step's cases, then checks the status it expects. */
+        const verify = async (step: Checks, port: number, objects: Obj[]) => {
+          for (const c of step.cases) {
+            for (const mirror of c.mirroredTo ?? []) received.get(mirror)!.length = 0;
+            await expectEventually(c.via === undefined ? port : ports[c.via]!, c, ca);
+            for (const mirror of c.mirroredTo ?? []) {
+              await eventuallyEqual(async () => received.get(mirror)!.some((r) => r.path === c.path), true, `${mirror} received a mirrored copy of ${c.path}`);
+            }
+          }
+          if (step.distribution) await expectDistribution(port, step.cases[0]!, step.distribution, ca);
+          for (const [name, expected] of Object.entries(step.routeStatus ?? {})) {
+            const namespace = namespaceOf(objects, 'HTTPRoute', name);
+            await eventuallyEqual(() => world.routeConditions(namespace, name), expected, `status of HTTPRoute ${namespace}/${name}`);
+          }
+          for (const [gw, want] of Object.entries(step.attached ?? {})) {
+            const [namespace, name] = gw.split('/') as [string, string];
+            const attached = async () => {
+              const listeners = await world.listeners(namespace, name);
+              return listeners && Object.fromEntries(listeners.map((l) => [l.name, l.attachedRoutes]));
+            };
+            await eventuallyEqual(attached, want, `attachedRoutes of ${gw}`);
+          }
+          for (const [gw, want] of Object.entries(step.supportedKinds ?? {})) {
+            const [namespace, name] = gw.split('/') as [string, string];
+            const kinds = async () => {
+              const listeners = await world.listeners(namespace, name);
+              return listeners && Object.fromEntries(listeners.filter((l) => l.name in want).map((l) => [l.name, (l.supportedKinds ?? []).map((k) => k.kind)]));
+            };
+            await eventuallyEqual(kinds, want, `supportedKinds of ${gw}`);
+          }
+          for (const [gw, want] of Object.entries(step.listenerConditions ?? {})) {
+            const [namespace, name] = gw.split('/') as [string, string];
+            // Only the conditions named: a listener carries others (Programmed, Conflicted...) too.
+            const named = async () => {
+              const listeners = await world.listeners(namespace, name);
+              return Object.fromEntries(
+                Object.entries(want).map(([listener, expected]) => {
+                  const have = conditionLines(listeners?.find((l) => l.name === listener)?.conditions) ?? [];
+                  return [listener, expected.filter((e) => have.includes(e)).length === expected.length ? expected : have];
+                }),
+              );
+            };
+            await eventuallyEqual(named, want, `listener conditions of ${gw}`);
+          }
+        };
+
       for (const scenario of scenarios) {
         test(scenario.name, async () => {
           const port = ports[scenario.gateway]!;
@@ -277,47 +331,12 @@ export function runConformance(title: string, scenarios: Scenario[]): void {
           try {
             // As upstream waits for its routes to be accepted: until then the previous scenario may still be served.
             await expectProcessed(world, objects, true);
-            for (const c of scenario.cases) {
-              for (const mirror of c.mirroredTo ?? []) received.get(mirror)!.length = 0;
-              await expectEventually(port, c, ca);
-              for (const mirror of c.mirroredTo ?? []) {
-                await eventuallyEqual(async () => received.get(mirror)!.some((r) => r.path === c.path), true, `${mirror} received a mirrored copy of ${c.path}`);
-              }
-            }
-            if (scenario.distribution) await expectDistribution(port, scenario.cases[0]!, scenario.distribution, ca);
-            for (const [name, expected] of Object.entries(scenario.routeStatus ?? {})) {
-              const namespace = namespaceOf(objects, 'HTTPRoute', name);
-              await eventuallyEqual(() => world.routeConditions(namespace, name), expected, `status of HTTPRoute ${namespace}/${name}`);
-            }
-            for (const [gw, want] of Object.entries(scenario.attached ?? {})) {
-              const [namespace, name] = gw.split('/') as [string, string];
-              const attached = async () => {
-                const listeners = await world.listeners(namespace, name);
-                return listeners && Object.fromEntries(listeners.map((l) => [l.name, l.attachedRoutes]));
-              };
-              await eventuallyEqual(attached, want, `attachedRoutes of ${gw}`);
-            }
-            for (const [gw, want] of Object.entries(scenario.supportedKinds ?? {})) {
-              const [namespace, name] = gw.split('/') as [string, string];
-              const kinds = async () => {
-                const listeners = await world.listeners(namespace, name);
-                return listeners && Object.fromEntries(listeners.filter((l) => l.name in want).map((l) => [l.name, (l.supportedKinds ?? []).map((k) => k.kind)]));
-              };
-              await eventuallyEqual(kinds, want, `supportedKinds of ${gw}`);
-            }
-            for (const [gw, want] of Object.entries(scenario.listenerConditions ?? {})) {
-              const [namespace, name] = gw.split('/') as [string, string];
-              // Only the conditions named: a listener carries others (Programmed, Conflicted...) too.
-              const named = async () => {
-                const listeners = await world.listeners(namespace, name);
-                return Object.fromEntries(
-                  Object.entries(want).map(([listener, expected]) => {
-                    const have = conditionLines(listeners?.find((l) => l.name === listener)?.conditions) ?? [];
-                    return [listener, expected.filter((e) => have.includes(e)).length === expected.length ? expected : have];
-                  }),
-                );
-              };
-              await eventuallyEqual(named, want, `listener conditions of ${gw}`);
+            await verify(scenario, port, objects);
+            if (scenario.then) {
+              const next = scenario.then.manifests(ports);
+              await world.apply(next);
+              await expectProcessed(world, next, true);
+              await verify(scenario.then, port, next);
             }
             if (scenario.bump) {
               const { kind, name, update } = scenario.bump;
@@ -328,7 +347,7 @@ export function runConformance(title: string, scenarios: Scenario[]): void {
               assert.ok(after > before, `${kind} ${namespace}/${name}: generation ${after} after the spec change, was ${before}`);
             }
           } finally {
-            const last = scenario.bump ? scenario.bump.update(ports) : objects;
+            const last = scenario.bump ? scenario.bump.update(ports) : scenario.then ? scenario.then.manifests(ports) : objects;
             await world.remove(last);
             await expectProcessed(world, last, false);
           }
