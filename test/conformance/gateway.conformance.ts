@@ -240,6 +240,51 @@ const SCENARIOS: Scenario[] = [
     ],
   },
   {
+    // Upstream's second mirror names "another-namespace" in one version; its copies are expected at infra-backend-v3 in INFRA.
+    name: 'HTTPRouteRequestMultipleMirrors',
+    gateway: 'same-namespace',
+    manifests: () => {
+      const mirrors = ['infra-backend-v2', 'infra-backend-v3'].map((name) => ({ type: 'RequestMirror', requestMirror: { backendRef: { name, namespace: INFRA, port: 8080 } } }));
+      return [
+        route('request-multiple-mirrors', {
+          parentRefs: sameNs,
+          rules: [
+            { matches: [prefix('/mirror')], filters: mirrors, backendRefs: [to('infra-backend-v1', 8080, { namespace: INFRA })] },
+            {
+              matches: [prefix('/mirror-and-modify-headers')],
+              filters: [
+                {
+                  type: 'RequestHeaderModifier',
+                  requestHeaderModifier: {
+                    set: [header('X-Header-Set', 'set-overwrites-values')],
+                    add: [header('X-Header-Add', 'header-val-1'), header('X-Header-Add-Append', 'header-val-2')],
+                    remove: ['X-Header-Remove'],
+                  },
+                },
+                ...mirrors,
+              ],
+              backendRefs: [to('infra-backend-v1', 8080, { namespace: INFRA })],
+            },
+          ],
+        }),
+      ];
+    },
+    cases: [
+      { path: '/mirror', backend: 'infra-backend-v1', seen: { path: '/mirror' }, mirroredTo: ['infra-backend-v2', 'infra-backend-v3'] },
+      {
+        path: '/mirror-and-modify-headers',
+        headers: { 'X-Header-Remove': 'remove-val', 'X-Header-Add-Append': 'append-val-1' },
+        backend: 'infra-backend-v1',
+        seen: {
+          path: '/mirror-and-modify-headers',
+          headers: { 'X-Header-Add': 'header-val-1', 'X-Header-Add-Append': 'append-val-1,header-val-2', 'X-Header-Set': 'set-overwrites-values', 'X-Header-Remove': undefined },
+        },
+        mirroredTo: ['infra-backend-v2', 'infra-backend-v3'],
+      },
+    ],
+    routeStatus: { 'request-multiple-mirrors': ['Accepted=True:Accepted', 'ResolvedRefs=True:ResolvedRefs'] },
+  },
+  {
     // Upstream's echo pods hold the answer for ?delay=1s; so do ours.
     name: 'HTTPRouteTimeoutRequest',
     gateway: 'same-namespace',
