@@ -197,6 +197,18 @@ const SCENARIOS: Scenario[] = [
     routeStatus: { 'weighted-backends': ['Accepted=True:Accepted', 'ResolvedRefs=True:ResolvedRefs'] },
   },
   {
+    name: 'HTTPRouteRequestHeaderModifierBackendWeights',
+    gateway: 'same-namespace',
+    manifests: () => {
+      const tagged = (name: string) =>
+        to(name, 8080, { weight: 10, filters: [{ type: 'RequestHeaderModifier', requestHeaderModifier: { set: [header('Backend', name)] } }] });
+      return [route('request-header-modifier-backend-weights', { parentRefs: sameNs, rules: [{ backendRefs: [tagged('infra-backend-v1'), tagged('infra-backend-v2')] }] })];
+    },
+    cases: [{ path: '/' }],
+    headerNamesBackend: 'Backend',
+    routeStatus: { 'request-header-modifier-backend-weights': ['Accepted=True:Accepted', 'ResolvedRefs=True:ResolvedRefs'] },
+  },
+  {
     name: 'HTTPRouteRequestMirror',
     gateway: 'same-namespace',
     manifests: () => {

@@ -65,6 +65,8 @@ export interface Checks {
   supportedKinds?: Record<string, Record<string, string[]>>;
   /** Share of requests each Service must get (upstream HTTPRouteWeight: 500 requests, +/-5%). */
   distribution?: Record<string, number>;
+  /** A request header every pod must receive once, naming its own Service (backendRef filters), over 100 requests. */
+  headerNamesBackend?: string;
 }
 
 export interface Scenario extends Checks {
@@ -287,6 +289,7 @@ export function runConformance(title: string, scenarios: Scenario[]): void {
             }
           }
           if (step.distribution) await expectDistribution(port, step.cases[0]!, step.distribution, ca);
+          if (step.headerNamesBackend) await expectHeaderNamesBackend(port, step.cases[0]!, step.headerNamesBackend, ca);
           for (const [name, expected] of Object.entries(step.routeStatus ?? {})) {
             const namespace = namespaceOf(objects, 'HTTPRoute', name);
             await eventuallyEqual(() => world.routeConditions(namespace, name), expected, `status of HTTPRoute ${namespace}/${name}`);
@@ -483,4 +486,17 @@ async function expectDistribution(port: number, c: Case, want: Record<string, nu
     problem = `shares ${JSON.stringify(seen)} of ${TOTAL}, expected ${JSON.stringify(want)}`;
   }
   assert.fail(problem);
+}
+
+/** Upstream HTTPRouteRequestHeaderModifierBackendWeights: 100 requests, each pod sees one `header` with its own name. */
+async function expectHeaderNamesBackend(port: number, c: Case, header: string, ca: string): Promise<void> {
+  const seen = new Set<string>();
+  for (let i = 0; i < 100; i++) {
+    const reply = await request(port, c, ca);
+    assert.equal(reply.status, 200, `request ${i}`);
+    const echo = reply.json<EchoReply>();
+    assert.equal(echo.headers[header.toLowerCase()], echo.service, `request ${i}: ${echo.service} saw ${header}: ${String(echo.headers[header.toLowerCase()])}`);
+    seen.add(echo.service);
+  }
+  assert.ok(seen.size > 1, `every request went to ${[...seen].join()}: the split is not exercised`);
 }
