@@ -9,6 +9,7 @@
 // free loopback port(s) instead of 80/443, and HTTPS requests trust the certificate the
 // runner generates for the base Secrets.
 import type { Obj } from '../support/objects.ts';
+import { gatewayClass } from '../support/gateway-objects.ts';
 import { APP, INFRA, WEB, gatewayWith, prefix, route, runConformance, sameNs, to, type Ports, type Scenario } from './harness.ts';
 
 const header = (name: string, value: string) => ({ name, value });
@@ -634,6 +635,14 @@ const SCENARIOS: Scenario[] = [
     },
   },
   {
+    // A class of its own, as upstream: its description changes.
+    name: 'GatewayClassObservedGenerationBump',
+    gateway: 'same-namespace',
+    manifests: () => [bumpClass(1, 'before')],
+    cases: [],
+    bump: { kind: 'GatewayClass', name: 'gatewayclass-observed-generation-bump', update: () => [bumpClass(2, 'after')] },
+  },
+  {
     // Upstream changes the spec through the API; here the manifests are applied again,
     // changed (in standalone mode they state metadata.generation: no API server counts it).
     name: 'GatewayObservedGenerationBump',
@@ -656,6 +665,11 @@ function addListenerGateway(p: Ports, added: boolean): Obj {
   const listeners: Obj[] = [{ name: 'http', allowedRoutes: { namespaces: { from: 'Same' } } }];
   if (added) listeners.push({ name: 'http-second', port: p['gateway-add-listener/second']!, allowedRoutes: { namespaces: { from: 'Same' } } });
   return gatewayWith('gateway-add-listener', p['gateway-add-listener']!, listeners);
+}
+
+function bumpClass(generation: number, description: string): Obj {
+  const gc = gatewayClass('gatewayclass-observed-generation-bump');
+  return { ...gc, metadata: { ...(gc.metadata as Obj), generation }, spec: { ...(gc.spec as Obj), description } };
 }
 
 /** The Gateway of GatewayObservedGenerationBump: its second generation adds a listener. */

@@ -83,10 +83,11 @@ export interface Scenario extends Checks {
    * *ObservedGenerationBump: every condition of this object carries its generation, and
    * after `update` (the manifests with its spec changed) the new one.
    */
-  bump?: { kind: 'Gateway' | 'HTTPRoute'; name: string; update: (ports: Ports) => Obj[] };
+  bump?: { kind: BumpKind; name: string; update: (ports: Ports) => Obj[] };
 }
 
 export type Ports = Record<string, number>;
+type BumpKind = 'GatewayClass' | 'Gateway' | 'HTTPRoute';
 
 export const to = (name: string, port = 8080, extra: Obj = {}) => ({ name, port, ...extra });
 export const route = (name: string, spec: Obj, namespace = INFRA) => httpRoute(name, spec, namespace);
@@ -113,7 +114,7 @@ interface World {
   /** The status.listeners of a Gateway. */
   listeners(namespace: string, name: string): Promise<ListenerStatus[] | undefined>;
   /** An object's metadata.generation and the observedGeneration of every condition in its status. */
-  generations(kind: 'Gateway' | 'HTTPRoute', namespace: string, name: string): Promise<{ generation: number | undefined; observed: (number | undefined)[] }>;
+  generations(kind: BumpKind, namespace: string, name: string): Promise<{ generation: number | undefined; observed: (number | undefined)[] }>;
   stop(): Promise<void>;
 }
 
@@ -170,9 +171,10 @@ function standaloneWorld(): World {
       return (await view()).gatewayApi.gateways[`${namespace}/${name}`]?.listeners;
     },
     async generations(kind, namespace, name) {
-      const object = applied.find((o) => o.kind === kind && metaOf(o).name === name && metaOf(o).namespace === namespace);
-      const { gateways, httpRoutes } = (await view()).gatewayApi;
-      return { generation: object && metaOf(object).generation, observed: observedGenerations((kind === 'Gateway' ? gateways : httpRoutes)[`${namespace}/${name}`]) };
+      const object = applied.find((o) => o.kind === kind && metaOf(o).name === name && (metaOf(o).namespace ?? '') === namespace);
+      const { gatewayClasses, gateways, httpRoutes } = (await view()).gatewayApi;
+      const status = kind === 'GatewayClass' ? (gatewayClasses[name] ?? gatewayClasses[`/${name}`]) : (kind === 'Gateway' ? gateways : httpRoutes)[`${namespace}/${name}`];
+      return { generation: object && metaOf(object).generation, observed: observedGenerations(status) };
     },
     async stop() {
       assert.equal(await portico?.stop(), 0);
@@ -211,7 +213,7 @@ function clusterWorld(): World {
       return (api.get('Gateway', namespace, name)?.status as { listeners?: ListenerStatus[] } | undefined)?.listeners;
     },
     async generations(kind, namespace, name) {
-      const object = api.get(kind, namespace, name);
+      const object = api.get(kind, namespace || undefined, name);
       return { generation: object?.metadata.generation, observed: observedGenerations(object?.status as ObjectStatus | undefined) };
     },
     async stop() {
@@ -377,7 +379,7 @@ async function expectProcessed(world: World, objects: Obj[], present: boolean): 
 }
 
 /** Waits until every condition of the object carries its current generation; returns it. */
-async function expectObservedCurrent(world: World, kind: 'Gateway' | 'HTTPRoute', namespace: string, name: string): Promise<number> {
+async function expectObservedCurrent(world: World, kind: BumpKind, namespace: string, name: string): Promise<number> {
   const read = async () => {
     const { generation, observed } = await world.generations(kind, namespace, name);
     return { generation, stale: observed.length === 0 ? ['no conditions'] : observed.filter((g) => g !== generation) };
@@ -395,7 +397,7 @@ async function expectObservedCurrent(world: World, kind: 'Gateway' | 'HTTPRoute'
 function namespaceOf(objects: Obj[], kind: string, name: string): string {
   const found = objects.find((o) => o.kind === kind && (o.metadata as { name: string }).name === name);
   assert.ok(found, `the scenario defines no ${kind} ${name}`);
-  return (found.metadata as { namespace: string }).namespace;
+  return (found.metadata as { namespace?: string }).namespace ?? '';
 }
 
 /** Status is written asynchronously in a cluster: retried for up to 5 s. */
