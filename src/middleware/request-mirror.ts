@@ -3,10 +3,10 @@
 // Only requests without a body are mirrored (a streamed body cannot be read twice
 // without buffering it; documented in README "Gateway API"). Not an annotation: the
 // translation of HTTPRoute filters makes its config.
-import { request as undiciRequest } from 'undici';
 import type { BackendConfig } from '../model/config.ts';
 import type { Handler, RequestContext } from '../proxy/context.ts';
 import type { Middleware, PolicyDefinition } from './types.ts';
+import { undici } from '../proxy/upstreams.ts';
 
 export interface RequestMirrorConfig {
   readonly backend: BackendConfig;
@@ -30,7 +30,7 @@ function mirror(ctx: RequestContext, origin: string): void {
   const raw = ctx.req.rawHeaders;
   const headers: string[] = [];
   for (let i = 0; i < raw.length; i += 2) if (!HOP_BY_HOP.has(raw[i]!.toLowerCase())) headers.push(raw[i]!, raw[i + 1]!);
-  undiciRequest(origin + ctx.upstreamPath, { method: ctx.req.method as 'GET', headers }).then(
+  undici().request(origin + ctx.upstreamPath, { method: ctx.req.method as 'GET', headers }).then(
     (res) => res.body.dump(),
     () => {
       // A mirror that fails must not affect the client's request.

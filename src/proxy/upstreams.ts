@@ -4,7 +4,8 @@
 // Pool; both take the forwarder's dispatch(options, handler). Pools whose address
 // left the route table are closed after a grace period; closing a pool lets the
 // requests it is serving finish.
-import { Pool, type Dispatcher } from 'undici';
+import { createRequire } from 'node:module';
+import type { Dispatcher, Pool } from 'undici';
 import { Http1Pool } from '../http1/client.ts';
 import type { RoutingConfig, UpstreamAddress } from '../model/config.ts';
 import type { UpstreamProfile } from './context.ts';
@@ -26,6 +27,15 @@ export interface UpstreamPoolsOptions {
   /** ms a pool whose address is no longer routed stays open (default 30 s) */
   retireGraceMs?: number;
 }
+
+/**
+ * undici, loaded when a pod first needs it (h2/h2c pods; HTTP/1.1 pods use portico's
+ * own client): it costs about 8 MB a process that never talks HTTP/2 to a pod.
+ */
+export const undici = (() => {
+  let loaded: typeof import('undici') | undefined;
+  return () => (loaded ??= createRequire(import.meta.url)('undici') as typeof import('undici'));
+})();
 
 /** "host:port", with brackets around IPv6 hosts. */
 export function addressKey(address: UpstreamAddress): string {
@@ -186,10 +196,10 @@ export class UpstreamPools {
       case 'h2c':
         // HTTP/2 multiplexes: no pipelining limit, streams are capped by the session.
         // Pool takes useH2c at the top level (it builds the connector), not in h2Options.
-        return new Pool(origin, { ...common, allowH2: true, useH2c: true } as Pool.Options);
+        return new (undici().Pool)(origin, { ...common, allowH2: true, useH2c: true } as Pool.Options);
       case 'h2':
         // pipelining left unset: 1 on an HTTP/1.1 connection, the stream limit on HTTP/2.
-        return new Pool(origin, { ...common, allowH2: true, connect: tlsOptions(profile) });
+        return new (undici().Pool)(origin, { ...common, allowH2: true, connect: tlsOptions(profile) });
     }
   }
 

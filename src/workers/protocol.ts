@@ -15,7 +15,8 @@ export interface ConfigMessage {
   readonly hosts: readonly (readonly [string, readonly RouteConfig[]])[];
   /** Gateway routes and listeners, when they changed (always in a whole config). */
   readonly gateway?: { readonly routes: readonly RouteConfig[]; readonly listeners: ReadonlyMap<number, ListenerConfig> };
-  readonly defaultBackend: RouteConfig | null;
+  /** null: none; absent: unchanged (always present in a whole config). */
+  readonly defaultBackend?: RouteConfig | null;
   /** When they changed (always in a whole config). */
   readonly certificates?: ReadonlyMap<string, CertificateConfig>;
 }
@@ -41,7 +42,8 @@ export function configMessage(config: RoutingConfig, shipped: RoutingConfig | un
       base: delta.base,
       hosts: [...delta.hosts].map((host) => [host, config.ingressHosts!.get(host) ?? []] as const),
       ...(delta.gateway || config.listeners !== shipped.listeners ? { gateway: { routes: gatewayRoutes(), listeners: config.listeners } } : {}),
-      defaultBackend: config.defaultBackend ?? null,
+      // The same object ships once, so workers keep its compiled route.
+      ...(config.defaultBackend !== shipped.defaultBackend ? { defaultBackend: config.defaultBackend ?? null } : {}),
       ...(config.certificates !== shipped.certificates ? { certificates: config.certificates } : {}),
     };
   }
@@ -73,6 +75,7 @@ export class ConfigReplica {
   private gatewayRoutes: readonly RouteConfig[] = [];
   private listeners: ReadonlyMap<number, ListenerConfig> = new Map();
   private certificates: ReadonlyMap<string, CertificateConfig> = new Map();
+  private defaultBackend: RouteConfig | undefined;
   serial: number | undefined;
 
   /** The config after `message`, or undefined when it is a delta on a config this replica does not have. */
@@ -96,6 +99,7 @@ export class ConfigReplica {
       this.listeners = message.gateway.listeners;
     }
     if (message.certificates !== undefined) this.certificates = message.certificates;
+    if (message.defaultBackend !== undefined) this.defaultBackend = message.defaultBackend ?? undefined;
     const previous = this.serial;
     this.serial = message.serial;
     const routes: RouteConfig[] = [];
@@ -103,7 +107,7 @@ export class ConfigReplica {
     for (const r of this.gatewayRoutes) routes.push(r);
     return {
       routes,
-      ...(message.defaultBackend !== null ? { defaultBackend: message.defaultBackend } : {}),
+      ...(this.defaultBackend !== undefined ? { defaultBackend: this.defaultBackend } : {}),
       certificates: this.certificates,
       // What only the primary uses (status, /routes) is not shipped.
       servedIngresses: [],

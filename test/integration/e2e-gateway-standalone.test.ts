@@ -4,6 +4,8 @@
 // in /routes.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import selfsigned from 'selfsigned';
 import { startEchoServer, type EchoReply } from '../../examples/echo-server.ts';
 import { eventually, startPortico, type PorticoProcess } from '../support/portico-process.ts';
@@ -20,6 +22,8 @@ describe('Gateway API in standalone mode, black box', () => {
   let httpPort: number;
   let httpsPort: number;
   let cert: { cert: string; private: string };
+  let mirrorServer: http.Server;
+  const mirrored: { path: string; host: string }[] = [];
 
   async function service(name: string, namespace = 'default'): Promise<Obj[]> {
     const echo = await startEchoServer({ name, namespace });
@@ -45,7 +49,14 @@ describe('Gateway API in standalone mode, black box', () => {
       ]),
       tlsSecret('secure-cert', cert.cert, cert.private),
     ]);
-    dir.write('services.yaml', [...(await service('v1')), ...(await service('v2')), ...(await service('mirror')), ...(await service('other', 'elsewhere'))]);
+    // The mirror records what reaches it (its answers are thrown away by portico).
+    mirrorServer = http.createServer((req, res) => {
+      mirrored.push({ path: req.url ?? '', host: req.headers.host ?? '' });
+      res.end('mirror');
+    });
+    await new Promise<void>((resolve) => mirrorServer.listen(0, '127.0.0.1', resolve));
+    const mirrorPort = (mirrorServer.address() as AddressInfo).port;
+    dir.write('services.yaml', [...(await service('v1')), ...(await service('v2')), ...serviceWithEndpoints('mirror', [mirrorPort]), ...(await service('other', 'elsewhere'))]);
     dir.write('routes.yaml', [
       httpRoute('app', {
         parentRefs: [{ name: 'gw', sectionName: 'http' }],
@@ -109,6 +120,7 @@ describe('Gateway API in standalone mode, black box', () => {
 
   after(async () => {
     assert.equal(await portico?.stop(), 0, 'exits 0 on SIGTERM');
+    await new Promise((r) => mirrorServer?.close(r));
     for (const e of echoes) await e.close();
     dir.cleanup();
   });
@@ -138,6 +150,8 @@ describe('Gateway API in standalone mode, black box', () => {
     assert.equal(echo.headers['x-remove'], undefined);
     assert.equal(reply.headers['x-response'], 'yes');
     assert.equal(reply.headers['x-pod'], undefined);
+    // The mirror got a copy of the request, as the pod got it (after the rewrite).
+    await eventually(async () => mirrored.some((m) => m.path === '/new/page?q=1'), 5000, 'the mirror got the request');
     const redirect = await get(httpPort, 'filters.example.com', '/moved/x?y=1');
     assert.equal(redirect.status, 301);
     assert.equal(redirect.headers.location, 'https://new.example.com/landing?y=1');

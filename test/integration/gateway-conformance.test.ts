@@ -6,7 +6,9 @@
 // (`npm run conformance`).
 import type { Obj } from '../support/objects.ts';
 import { httpRoute } from '../support/gateway-objects.ts';
-import { APP, INFRA, WEB, gatewayWith, route, runConformance, sameNs, to, type Scenario } from '../conformance/harness.ts';
+import { APP, INFRA, WEB, gatewayWith, prefix, route, runConformance, sameNs, to, type Scenario } from '../conformance/harness.ts';
+
+const h = (name: string, value: string) => ({ name, value });
 
 const SCENARIOS: Scenario[] = [
   {
@@ -297,6 +299,96 @@ const SCENARIOS: Scenario[] = [
         seen: { headers: { 'X-Header-Set': 'header-set', 'X-Header-Add': 'original-val-add,header-add', 'Another-Header': 'another-header-val', 'X-Header-Remove': undefined } },
       },
     ],
+  },
+  {
+    // Upstream's pods add response headers when asked with X-Echo-Set-Header; so do ours.
+    name: 'HTTPRouteResponseHeaderModifier',
+    gateway: 'same-namespace',
+    manifests: () => {
+      const modify = (path: string, responseHeaderModifier: Obj) => ({
+        matches: [prefix(path)],
+        filters: [{ type: 'ResponseHeaderModifier', responseHeaderModifier }],
+        backendRefs: [to('infra-backend-v1')],
+      });
+      return [
+        route('response-header-modifier', {
+          parentRefs: sameNs,
+          rules: [
+            modify('/set', { set: [h('X-Header-Set', 'set-overwrites-values')] }),
+            modify('/add', { add: [h('X-Header-Add', 'add-appends-values')] }),
+            modify('/remove', { remove: ['X-Header-Remove'] }),
+            modify('/multiple', {
+              set: [h('X-Header-Set-1', 'header-set-1'), h('X-Header-Set-2', 'header-set-2')],
+              add: [h('X-Header-Add-1', 'header-add-1'), h('X-Header-Add-2', 'header-add-2'), h('X-Header-Add-3', 'header-add-3')],
+              remove: ['X-Header-Remove-1', 'X-Header-Remove-2'],
+            }),
+            modify('/case-insensitivity', { set: [h('X-Header-Set', 'header-set')], add: [h('X-Header-Add', 'header-add')], remove: ['X-Header-Remove'] }),
+          ],
+        }),
+      ];
+    },
+    cases: [
+      { path: '/set', headers: { 'X-Echo-Set-Header': 'Some-Other-Header:val' }, backend: 'infra-backend-v1', responseHeaders: { 'Some-Other-Header': 'val', 'X-Header-Set': 'set-overwrites-values' } },
+      {
+        path: '/set',
+        headers: { 'X-Echo-Set-Header': 'Some-Other-Header:val,X-Header-Set:some-other-value' },
+        backend: 'infra-backend-v1',
+        responseHeaders: { 'Some-Other-Header': 'val', 'X-Header-Set': 'set-overwrites-values' },
+      },
+      { path: '/add', headers: { 'X-Echo-Set-Header': 'Some-Other-Header:val' }, backend: 'infra-backend-v1', responseHeaders: { 'Some-Other-Header': 'val', 'X-Header-Add': 'add-appends-values' } },
+      {
+        path: '/add',
+        headers: { 'X-Echo-Set-Header': 'Some-Other-Header:val,X-Header-Add:some-other-value' },
+        backend: 'infra-backend-v1',
+        responseHeaders: { 'Some-Other-Header': 'val', 'X-Header-Add': 'some-other-value,add-appends-values' },
+      },
+      { path: '/remove', headers: { 'X-Echo-Set-Header': 'X-Header-Remove:val' }, backend: 'infra-backend-v1', responseHeaders: { 'X-Header-Remove': undefined } },
+      {
+        path: '/multiple',
+        headers: { 'X-Echo-Set-Header': 'X-Header-Set-2:set-val-2,X-Header-Add-2:add-val-2,X-Header-Remove-2:remove-val-2,Another-Header:another-header-val' },
+        backend: 'infra-backend-v1',
+        responseHeaders: {
+          'X-Header-Set-1': 'header-set-1',
+          'X-Header-Set-2': 'header-set-2',
+          'X-Header-Add-1': 'header-add-1',
+          'X-Header-Add-2': 'add-val-2,header-add-2',
+          'X-Header-Add-3': 'header-add-3',
+          'Another-Header': 'another-header-val',
+          'X-Header-Remove-1': undefined,
+          'X-Header-Remove-2': undefined,
+        },
+      },
+      {
+        path: '/case-insensitivity',
+        headers: { 'X-Echo-Set-Header': 'x-header-set:original-val-set,x-header-add:original-val-add,x-header-remove:original-val-remove,Another-Header:another-header-val' },
+        backend: 'infra-backend-v1',
+        responseHeaders: { 'X-Header-Set': 'header-set', 'X-Header-Add': 'original-val-add,header-add', 'Another-Header': 'another-header-val', 'X-Header-Remove': undefined },
+      },
+    ],
+  },
+  {
+    name: 'HTTPRouteWeight',
+    gateway: 'same-namespace',
+    manifests: () => [
+      route('weighted-backends', {
+        parentRefs: sameNs,
+        rules: [{ backendRefs: [to('infra-backend-v1', 8080, { weight: 70 }), to('infra-backend-v2', 8080, { weight: 30 }), to('infra-backend-v3', 8080, { weight: 0 })] }],
+      }),
+    ],
+    cases: [{ path: '/' }],
+    distribution: { 'infra-backend-v1': 0.7, 'infra-backend-v2': 0.3, 'infra-backend-v3': 0 },
+    routeStatus: { 'weighted-backends': ['Accepted=True:Accepted', 'ResolvedRefs=True:ResolvedRefs'] },
+  },
+  {
+    name: 'HTTPRouteInvalidCrossNamespaceParentRef',
+    gateway: 'same-namespace',
+    manifests: () => [
+      route('invalid-cross-namespace-parent-ref', { parentRefs: [{ name: 'same-namespace', namespace: INFRA }], hostnames: ['cross-parent.example'], rules: [{ backendRefs: [to('web-backend')] }] }, WEB),
+    ],
+    // Not attached, so not served.
+    cases: [{ host: 'cross-parent.example', path: '/', status: 404 }],
+    routeStatus: { 'invalid-cross-namespace-parent-ref': ['Accepted=False:NotAllowedByListeners', 'ResolvedRefs=True:ResolvedRefs'] },
+    attached: { [`${INFRA}/same-namespace`]: { http: 0 } },
   },
   {
     name: 'HTTPRouteRewritePath',

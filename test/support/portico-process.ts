@@ -66,7 +66,14 @@ export async function startPortico(args: string[], env: NodeJS.ProcessEnv = {}):
     });
   };
 
-  const ready = await waitForLog((l) => typeof l.msg === 'string' && l.msg.startsWith('portico ready'));
+  let ready: Record<string, unknown>;
+  try {
+    ready = await waitForLog((l) => typeof l.msg === 'string' && l.msg.startsWith('portico ready'));
+  } catch (err) {
+    // Never ready: do not leave it (and its workers) running after the test.
+    child.kill('SIGKILL');
+    throw err;
+  }
   return {
     child,
     http: ready.http as number,

@@ -3,13 +3,20 @@ import assert from 'node:assert/strict';
 import { cgroupCpuLimit } from '../../../src/workers/cpus.ts';
 import { ConfigReplica, configMessage } from '../../../src/workers/protocol.ts';
 import { createTranslator } from '../../../src/translate/index.ts';
-import { OPTIONS, ingressClass, service, simpleIngress, slice, snapshotOf } from '../translate/fixtures.ts';
+import { OPTIONS, ingress, ingressClass, service, simpleIngress, slice, snapshotOf, svcBackend } from '../translate/fixtures.ts';
 import type { KubeObject } from '../../../src/model/k8s.ts';
 
 describe('shipping configs to workers', () => {
   test('a replica rebuilt from a whole config and then deltas has the primary\'s routes, and keeps unchanged hosts\' objects', () => {
     const translate = createTranslator();
-    const objects: KubeObject[] = [ingressClass('portico'), service('a'), slice('a-1', 'a', [{ ip: '10.0.0.1' }]), simpleIngress('one', 'one.example.com', [['/', 'a']]), simpleIngress('two', 'two.example.com', [['/', 'a'], ['/x', 'a']])];
+    const objects: KubeObject[] = [
+      ingressClass('portico'),
+      service('a'),
+      slice('a-1', 'a', [{ ip: '10.0.0.1' }]),
+      simpleIngress('one', 'one.example.com', [['/', 'a']]),
+      simpleIngress('two', 'two.example.com', [['/', 'a'], ['/x', 'a']]),
+      ingress('catch-all', { defaultBackend: svcBackend('a') }),
+    ];
     const first = translate(snapshotOf(objects), OPTIONS);
     const replica = new ConfigReplica();
     const whole = configMessage(first, undefined);
@@ -29,6 +36,10 @@ describe('shipping configs to workers', () => {
     const twoAfter = r2.routes.filter((r) => r.host === 'two.example.com');
     twoAfter.forEach((r, i) => assert.equal(r, twoBefore[i]));
     assert.deepEqual(r2.delta, { base: r1.serial, hosts: new Set(['one.example.com']), gateway: false });
+    // The default backend did not change: not shipped again, and the replica keeps its object.
+    assert.equal(delta.defaultBackend, undefined);
+    assert.equal(r2.defaultBackend, r1.defaultBackend);
+    assert.equal(r1.defaultBackend?.id, first.defaultBackend?.id);
 
     // A delta on a config the replica does not have is refused (the worker then asks for a whole one).
     assert.equal(new ConfigReplica().apply(structuredClone(delta)), undefined);
