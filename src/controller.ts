@@ -38,6 +38,9 @@ export class Controller {
   /** performance.now() of the first change not yet served; for the change-to-serve figure. */
   private pendingSince: number | undefined;
   private started = false;
+  /** What the table in service was built from, to skip rebuilds that would change nothing. */
+  private lastTranslated: RoutingConfig | undefined = undefined;
+  private lastExternal: readonly Problem[] | undefined = undefined;
   /** The store changes the next rebuild must translate; undefined: unknown, check everything. */
   private pendingChanges: ObjectChange[] | undefined = undefined;
 
@@ -94,6 +97,14 @@ export class Controller {
     const translateMs = performance.now() - t0;
     // Problems of the sources (unreadable manifest files) go with the table, so /routes shows them too.
     const external = deps.externalProblems?.() ?? [];
+    // Nothing that is served changed (a slice of a Service no route uses, say): the table
+    // in service stays, and no worker is sent anything.
+    if (config === this.lastTranslated && external === this.lastExternal) {
+      this.pendingSince = undefined;
+      return deps.current();
+    }
+    this.lastTranslated = config;
+    this.lastExternal = external;
     if (external.length > 0) config = { ...config, problems: [...external, ...config.problems] };
     const problems = config.problems;
     const table = deps.install(config);

@@ -47,6 +47,7 @@ function hostsOf(entry: IngressEntry): Set<string> {
 }
 
 const CONFLICT_SEQ_TLS = 1_000_000;
+const NO_HOSTS: ReadonlySet<string> = new Set();
 
 export class IngressAssembly {
   private readonly entries = new Map<string, IngressEntry>();
@@ -113,7 +114,11 @@ export class IngressAssembly {
         defaultsChanged = true;
       } else this.withDefault.delete(key);
     }
-    if (dirty.size === 0 && !defaultsChanged && this.last !== undefined) return this.last;
+    if (dirty.size === 0 && !defaultsChanged && this.last !== undefined) {
+      // Nothing of the Ingress side changed: the same output, saying so (an empty delta).
+      if (!full && this.last.changedHosts?.size !== 0) this.last = { ...this.last, changedHosts: NO_HOSTS };
+      return this.last;
+    }
 
     // Certificates first: a changed certificate changes the tls flag of the hosts it covers.
     let certificatesChanged = false;

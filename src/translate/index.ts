@@ -15,7 +15,7 @@ import type { IgnoredIngress, Problem, RoutingConfig, Snapshot, TranslateOptions
 import { NO_GATEWAYS } from '../model/config.ts';
 import { GATEWAY_KINDS, type HTTPRoute, type Ingress } from '../model/k8s.ts';
 import type { ObjectChange } from '../sources/store.ts';
-import { serviceOf } from '../sources/store.ts';
+import { deepEqual, serviceOf } from '../sources/store.ts';
 import { IngressAssembly } from './assembly.ts';
 import { BackendResolver } from './backends.ts';
 import { translateGatewayApi, type GatewayApiDeps, type GatewayApiOutput } from './gateway-api/index.ts';
@@ -189,7 +189,7 @@ export function createTranslator(): Translator {
         ? undefined
         : (key: string, route: HTTPRoute) => {
             const fragment = previous.get(key);
-            if (fragment === undefined || fragment.route !== route) return undefined;
+            if (fragment === undefined || !sameRouting(fragment.route, route)) return undefined;
             for (const read of fragment.reads) if (touched.has(read)) return undefined;
             return fragment;
           };
@@ -256,6 +256,18 @@ function translateGateway(
   }
   for (const read of certificateReads) reads.add(read);
   return { output, reads, certificateReads };
+}
+
+/**
+ * The same routing: the same object, or the same spec, annotations, generation and
+ * creation time, so a status write (which changes the object, not what routing reads)
+ * does not translate the route again.
+ */
+function sameRouting(a: HTTPRoute, b: HTTPRoute): boolean {
+  if (a === b) return true;
+  const x = a.metadata;
+  const y = b.metadata;
+  return x.generation === y.generation && x.creationTimestamp === y.creationTimestamp && deepEqual(x.annotations, y.annotations) && deepEqual(a.spec, b.spec);
 }
 
 function indexReads(s: TranslatorState, key: string, entry: IngressEntry): void {

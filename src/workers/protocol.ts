@@ -13,8 +13,11 @@ export interface ConfigMessage {
   readonly base?: number;
   /** Ingress routes per host: every host, or the changed ones (an empty list removes the host). */
   readonly hosts: readonly (readonly [string, readonly RouteConfig[]])[];
-  /** Gateway routes and listeners, when they changed (always in a whole config). */
-  readonly gateway?: { readonly routes: readonly RouteConfig[]; readonly listeners: ReadonlyMap<number, ListenerConfig> };
+  /**
+   * Gateway routes by HTTPRoute ("ns/name"; an empty list removes it) and the listeners,
+   * when they changed: every HTTPRoute in a whole config, the changed ones in a delta.
+   */
+  readonly gateway?: { readonly routes: readonly (readonly [string, readonly RouteConfig[]])[]; readonly listeners: ReadonlyMap<number, ListenerConfig> };
   /** null: none; absent: unchanged (always present in a whole config). */
   readonly defaultBackend?: RouteConfig | null;
   /** When they changed (always in a whole config). */
@@ -31,17 +34,42 @@ export type ToPrimary =
   | { readonly t: 'hello' };
 
 /** The primary's side: what to send for `config`, given the one the worker has. */
+/** Gateway routes grouped by the HTTPRoute they come from. */
+function gatewayGroups(config: RoutingConfig): Map<string, RouteConfig[]> {
+  const groups = new Map<string, RouteConfig[]>();
+  for (const r of config.routes) {
+    if (r.port === undefined) continue;
+    const key = `${r.source.namespace}/${r.source.name}`;
+    let list = groups.get(key);
+    if (list === undefined) groups.set(key, (list = []));
+    list.push(r);
+  }
+  return groups;
+}
+
+/** The HTTPRoutes whose routes are not the very objects shipped before (and those gone). */
+function changedGroups(now: Map<string, RouteConfig[]>, before: Map<string, RouteConfig[]>): [string, RouteConfig[]][] {
+  const out: [string, RouteConfig[]][] = [];
+  for (const [key, list] of now) {
+    const old = before.get(key);
+    if (old === undefined || old.length !== list.length || list.some((r, i) => r !== old[i])) out.push([key, list]);
+  }
+  for (const key of before.keys()) if (!now.has(key)) out.push([key, []]);
+  return out;
+}
+
 export function configMessage(config: RoutingConfig, shipped: RoutingConfig | undefined): ConfigMessage {
   const serial = config.serial ?? 0;
   const delta = config.delta;
-  const gatewayRoutes = () => config.routes.filter((r) => r.port !== undefined);
   if (shipped !== undefined && delta !== undefined && shipped.serial === delta.base && config.ingressHosts !== undefined) {
     return {
       t: 'config',
       serial,
       base: delta.base,
       hosts: [...delta.hosts].map((host) => [host, config.ingressHosts!.get(host) ?? []] as const),
-      ...(delta.gateway || config.listeners !== shipped.listeners ? { gateway: { routes: gatewayRoutes(), listeners: config.listeners } } : {}),
+      ...(delta.gateway || config.listeners !== shipped.listeners
+        ? { gateway: { routes: changedGroups(gatewayGroups(config), gatewayGroups(shipped)), listeners: config.listeners } }
+        : {}),
       // The same object ships once, so workers keep its compiled route.
       ...(config.defaultBackend !== shipped.defaultBackend ? { defaultBackend: config.defaultBackend ?? null } : {}),
       ...(config.certificates !== shipped.certificates ? { certificates: config.certificates } : {}),
@@ -58,7 +86,7 @@ export function configMessage(config: RoutingConfig, shipped: RoutingConfig | un
     t: 'config',
     serial,
     hosts: [...hosts],
-    gateway: { routes: gatewayRoutes(), listeners: config.listeners },
+    gateway: { routes: [...gatewayGroups(config)], listeners: config.listeners },
     defaultBackend: config.defaultBackend ?? null,
     certificates: config.certificates,
   };
@@ -72,7 +100,7 @@ export function configMessage(config: RoutingConfig, shipped: RoutingConfig | un
 export class ConfigReplica {
   private hosts = new Map<string, readonly RouteConfig[]>();
   private sortedHosts: string[] = [];
-  private gatewayRoutes: readonly RouteConfig[] = [];
+  private gatewayRoutes = new Map<string, readonly RouteConfig[]>();
   private listeners: ReadonlyMap<number, ListenerConfig> = new Map();
   private certificates: ReadonlyMap<string, CertificateConfig> = new Map();
   private defaultBackend: RouteConfig | undefined;
@@ -95,7 +123,12 @@ export class ConfigReplica {
     }
     this.hosts = hosts;
     if (message.gateway !== undefined) {
-      this.gatewayRoutes = message.gateway.routes;
+      const gateway = isDelta ? new Map(this.gatewayRoutes) : new Map<string, readonly RouteConfig[]>();
+      for (const [key, routes] of message.gateway.routes) {
+        if (routes.length === 0) gateway.delete(key);
+        else gateway.set(key, routes);
+      }
+      this.gatewayRoutes = gateway;
       this.listeners = message.gateway.listeners;
     }
     if (message.certificates !== undefined) this.certificates = message.certificates;
@@ -104,7 +137,7 @@ export class ConfigReplica {
     this.serial = message.serial;
     const routes: RouteConfig[] = [];
     for (const host of this.sortedHosts) for (const r of hosts.get(host)!) routes.push(r);
-    for (const r of this.gatewayRoutes) routes.push(r);
+    for (const list of this.gatewayRoutes.values()) for (const r of list) routes.push(r);
     return {
       routes,
       ...(this.defaultBackend !== undefined ? { defaultBackend: this.defaultBackend } : {}),

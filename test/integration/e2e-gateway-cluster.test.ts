@@ -81,6 +81,23 @@ describe('Gateway API in cluster mode', () => {
     assert.ok(parents[1]!.conditions.every((c) => c.lastTransitionTime !== undefined));
   });
 
+  test('a spec change bumps the generation, and the status follows it (GatewayObservedGenerationBump)', async () => {
+    const before = api.get('Gateway', 'default', 'gw')!;
+    const extra = await freePort();
+    api.apply({ ...before, spec: { ...(before.spec as object), listeners: [...((before.spec as { listeners: unknown[] }).listeners), { name: 'more', port: extra, protocol: 'HTTP' }] } });
+    const generation = api.get('Gateway', 'default', 'gw')!.metadata.generation!;
+    assert.ok(generation > before.metadata.generation!);
+    await eventually(
+      async () => {
+        const status = api.get('Gateway', 'default', 'gw')!.status as { conditions: { observedGeneration: number }[]; listeners: { name: string }[] };
+        return status.conditions.every((c) => c.observedGeneration === generation) && status.listeners.some((l) => l.name === 'more');
+      },
+      10_000,
+      'status at the new generation',
+    );
+    await eventually(async () => (await get(extra, 'web.cluster', '/').catch(() => ({ status: 0 }))).status === 200, 5000, 'the new listener serves');
+  });
+
   test('status is written only when it changes', async () => {
     await eventually(async () => parentConditions(api, 'late', 0).includes('Accepted=True:Accepted'), 10_000, 'late route status');
     await new Promise((r) => setTimeout(r, 500));

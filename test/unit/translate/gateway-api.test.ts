@@ -262,3 +262,16 @@ describe('Gateway API translation, given the changes', () => {
     }
   });
 });
+
+describe('Gateway API translation, status writes', () => {
+  test('a new HTTPRoute object that differs only in status keeps its routes (no re-translation)', () => {
+    const memo = createTranslator();
+    const route = httpRoute('a', [parent()], [{ backendRefs: [toService('web')] }], { hostnames: ['a.example.com'] });
+    const objects = [...backends, gatewayClass(), gateway('gw', [http('web', 8081)]), route];
+    const first = memo(snapshotOf(objects), OPTIONS);
+    const withStatus = { ...route, status: { parents: [{ parentRef: { name: 'gw' }, controllerName: 'portico.dev/gateway-controller', conditions: [] }] } };
+    const second = memo(snapshotOf([...objects.slice(0, -1), withStatus]), OPTIONS, [{ type: 'updated', kind: 'HTTPRoute', key: 'default/a' }]);
+    const routeOf = (c: RoutingConfig) => c.routes.find((r) => r.source.name === 'a');
+    assert.equal(routeOf(second), routeOf(first));
+  });
+});

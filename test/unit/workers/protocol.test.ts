@@ -5,6 +5,8 @@ import { ConfigReplica, configMessage } from '../../../src/workers/protocol.ts';
 import { createTranslator } from '../../../src/translate/index.ts';
 import { OPTIONS, ingress, ingressClass, service, simpleIngress, slice, snapshotOf, svcBackend } from '../translate/fixtures.ts';
 import type { KubeObject } from '../../../src/model/k8s.ts';
+import type { RoutingConfig } from '../../../src/model/config.ts';
+import { gateway, gatewayClass, http, httpRoute, toService } from '../translate/gateway-fixtures.ts';
 
 describe('shipping configs to workers', () => {
   test('a replica rebuilt from a whole config and then deltas has the primary\'s routes, and keeps unchanged hosts\' objects', () => {
@@ -43,6 +45,29 @@ describe('shipping configs to workers', () => {
 
     // A delta on a config the replica does not have is refused (the worker then asks for a whole one).
     assert.equal(new ConfigReplica().apply(structuredClone(delta)), undefined);
+  });
+
+  test('a changed HTTPRoute ships alone; the replica keeps the other HTTPRoutes\' objects', () => {
+    const translate = createTranslator();
+    const objects: KubeObject[] = [
+      service('a'),
+      slice('a-1', 'a', [{ ip: '10.0.0.1' }]),
+      gatewayClass(),
+      gateway('gw', [http('web', 8081)]),
+      httpRoute('first', [{ name: 'gw' }], [{ backendRefs: [toService('a')] }], { hostnames: ['first.example.com'] }),
+      httpRoute('second', [{ name: 'gw' }], [{ backendRefs: [toService('a')] }], { hostnames: ['second.example.com'] }),
+    ];
+    const first = translate(snapshotOf(objects), OPTIONS);
+    const replica = new ConfigReplica();
+    const r1 = replica.apply(structuredClone(configMessage(first, undefined)))!;
+    objects[4] = httpRoute('first', [{ name: 'gw' }], [{ matches: [{ path: { type: 'Exact', value: '/x' } }], backendRefs: [toService('a')] }], { hostnames: ['first.example.com'] });
+    const second = translate(snapshotOf(objects), OPTIONS, [{ type: 'updated', kind: 'HTTPRoute', key: 'default/first' }]);
+    const delta = configMessage(second, first);
+    assert.deepEqual(delta.gateway?.routes.map(([key]) => key), ['default/first']);
+    const r2 = replica.apply(structuredClone(delta))!;
+    assert.deepEqual(r2.routes.map((r) => r.id).sort(), second.routes.map((r) => r.id).sort());
+    const secondOf = (c: RoutingConfig) => c.routes.find((r) => r.source.name === 'second');
+    assert.equal(secondOf(r2), secondOf(r1));
   });
 
   test('cgroup v2 cpu.max: a quota rounds up to whole CPUs; "max" is no limit', () => {
