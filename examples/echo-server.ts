@@ -20,6 +20,8 @@ export interface EchoServerOptions {
   port?: number;
   /** Default 127.0.0.1: examples and tests stay on loopback. */
   host?: string;
+  /** Called with every JSON reply before it is sent (tests use it to see mirrored requests). */
+  onRequest?: (reply: EchoReply) => void;
 }
 
 export interface EchoServer {
@@ -48,6 +50,25 @@ export interface EchoReply {
 // `?size=N` asks for an N-byte body instead of JSON (to test large responses). Capped
 // so a stray request cannot make the example allocate without bound.
 const MAX_SIZE = 64 * 1024 * 1024;
+// As upstream's echo-basic: `?delay=1s` (or 500ms) holds the answer back, to test
+// timeouts; `X-Echo-Set-Header: Name:value,Other:value` adds response headers.
+const MAX_DELAY_MS = 60_000;
+
+function delayMs(query: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s)$/.exec(new URLSearchParams(query).get('delay') ?? '');
+  if (!m) return 0;
+  return Math.min(MAX_DELAY_MS, Number(m[1]) * (m[2] === 's' ? 1000 : 1));
+}
+
+function echoSetHeaders(value: string | string[] | undefined): [string, string][] {
+  if (value === undefined) return [];
+  const out: [string, string][] = [];
+  for (const item of (Array.isArray(value) ? value.join(',') : value).split(',')) {
+    const colon = item.indexOf(':');
+    if (colon > 0) out.push([item.slice(0, colon).trim(), item.slice(colon + 1).trim()]);
+  }
+  return out;
+}
 
 export async function startEchoServer(options: EchoServerOptions): Promise<EchoServer> {
   const namespace = options.namespace ?? 'default';
@@ -86,9 +107,17 @@ export async function startEchoServer(options: EchoServerOptions): Promise<EchoS
         bodyLength,
         bodySha256: hash.digest('hex'),
       };
+      options.onRequest?.(reply);
       const body = JSON.stringify(reply, null, 2) + '\n';
-      res.writeHead(200, { ...common, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-      res.end(body);
+      const answer = () => {
+        if (res.destroyed) return;
+        for (const [name, value] of echoSetHeaders(req.headers['x-echo-set-header'])) res.appendHeader(name, value);
+        res.writeHead(200, { ...common, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+        res.end(body);
+      };
+      const delay = delayMs(query);
+      if (delay > 0) setTimeout(answer, delay).unref();
+      else answer();
     });
     req.on('error', () => res.destroy());
   });
