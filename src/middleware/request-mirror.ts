@@ -8,10 +8,15 @@ import type { Handler, RequestContext } from '../proxy/context.ts';
 import type { Middleware, PolicyDefinition } from './types.ts';
 import { undici } from '../proxy/upstreams.ts';
 
-export interface RequestMirrorConfig {
+export interface MirrorTarget {
   readonly backend: BackendConfig;
   /** 0-100: the share of requests mirrored (percent or fraction in the filter). */
   readonly percent: number;
+}
+
+/** Every RequestMirror filter of a rule: each gets its own copy. */
+export interface RequestMirrorConfig {
+  readonly mirrors: readonly MirrorTarget[];
 }
 
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'content-length', 'expect']);
@@ -44,12 +49,15 @@ export const requestMirrorPolicy: PolicyDefinition<RequestMirrorConfig> = {
   order: 72,
   parse: () => undefined,
   create(config): Middleware {
-    const addresses = config.backend.error === undefined ? config.backend.addresses : [];
-    const origins = addresses.map((a) => `http://${a.host.includes(':') ? `[${a.host}]` : a.host}:${a.port}`);
-    let next = 0;
+    const targets = config.mirrors.map((m) => {
+      const addresses = m.backend.error === undefined ? m.backend.addresses : [];
+      return { percent: m.percent, origins: addresses.map((a) => `http://${a.host.includes(':') ? `[${a.host}]` : a.host}:${a.port}`), next: 0 };
+    });
     return (handler: Handler): Handler => (ctx) => {
-      if (origins.length > 0 && !ctx.req.upgrade && (config.percent >= 100 || Math.random() * 100 < config.percent) && !hasBody(ctx)) {
-        mirror(ctx, origins[next++ % origins.length]!);
+      if (!ctx.req.upgrade && !hasBody(ctx)) {
+        for (const t of targets) {
+          if (t.origins.length > 0 && (t.percent >= 100 || Math.random() * 100 < t.percent)) mirror(ctx, t.origins[t.next++ % t.origins.length]!);
+        }
       }
       handler(ctx);
     };

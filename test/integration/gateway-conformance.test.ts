@@ -2,8 +2,7 @@
 // kubernetes-sigs/gateway-api conformance/tests that apply to what portico serves and
 // pass, run through the real CLI in standalone and cluster mode by the runner in
 // test/conformance/harness.ts (which says how upstream's setup is adapted). More
-// scenarios, some not passing yet, are in test/conformance/gateway.conformance.ts
-// (`npm run conformance`).
+// scenarios are in test/conformance/gateway-more.test.ts.
 import type { Obj } from '../support/objects.ts';
 import { httpRoute } from '../support/gateway-objects.ts';
 import { APP, INFRA, WEB, gatewayWith, prefix, route, runConformance, sameNs, to, type Scenario } from '../conformance/harness.ts';

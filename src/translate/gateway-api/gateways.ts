@@ -90,7 +90,10 @@ export function translateGateways(deps: GatewayDeps): GatewayPass {
         claim.hostnames.add(l.hostname);
       }
       l.conditions.conflicted ??= condition('Conflicted', false, 'NoConflicts', 'no conflicts', generation);
-      l.ready = l.conditions.conflicted.status === 'False' && l.conditions.resolvedRefs?.status !== 'False' && l.supportedKinds.length > 0;
+      // An unsupported route kind beside HTTPRoute leaves the listener serving HTTPRoutes
+      // (ResolvedRefs: False, InvalidRouteKinds); an HTTPS listener without a usable
+      // certificate does not serve.
+      l.ready = l.conditions.conflicted.status === 'False' && (l.protocol !== 'HTTPS' || l.certificate !== undefined) && l.supportedKinds.length > 0;
     }
     gateways.set(key, { key, gateway, listeners });
   }

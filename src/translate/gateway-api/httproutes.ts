@@ -278,11 +278,14 @@ function routeConfig(
     backend = NO_BACKEND(namespace, route.metadata.name, 'unsupported filter');
   } else {
     policies.push(...filtered.policies);
-    for (const mirror of filtered.mirrors) {
-      const target = resolveBackendRef(deps, route, { ...mirror.requestMirror!.backendRef });
-      const fraction = mirror.requestMirror?.fraction;
-      const percent = mirror.requestMirror?.percent ?? (fraction ? (100 * fraction.numerator) / (fraction.denominator ?? 100) : 100);
-      const config: RequestMirrorConfig = { backend: target.config, percent };
+    if (filtered.mirrors.length > 0) {
+      const mirrors = filtered.mirrors.map((mirror) => {
+        const target = resolveBackendRef(deps, route, { ...mirror.requestMirror!.backendRef });
+        const fraction = mirror.requestMirror?.fraction;
+        const percent = mirror.requestMirror?.percent ?? (fraction ? (100 * fraction.numerator) / (fraction.denominator ?? 100) : 100);
+        return { backend: target.config, percent };
+      });
+      const config: RequestMirrorConfig = { mirrors };
       policies.push({ name: 'request-mirror', config });
     }
     if (backends.split !== undefined) {

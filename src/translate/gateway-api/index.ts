@@ -87,8 +87,7 @@ export function translateGatewayApi(snapshot: Snapshot, deps: GatewayApiDeps): G
           for (const b of r.config.backends ?? []) reads.add(`${b.backend.namespace}/${b.backend.service}`);
           for (const p of r.config.policies) {
             if (p.name === 'request-mirror') {
-              const mirror = (p.config as RequestMirrorConfig).backend;
-              reads.add(`${mirror.namespace}/${mirror.service}`);
+              for (const m of (p.config as RequestMirrorConfig).mirrors) reads.add(`${m.backend.namespace}/${m.backend.service}`);
             }
           }
           return { ...r.config, rank: precedenceKey(r.precedence) };

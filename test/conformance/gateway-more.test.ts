@@ -1,9 +1,7 @@
 // More Gateway API conformance scenarios, ported from kubernetes-sigs/gateway-api
 // conformance/tests (names kept, so a failure maps to upstream), run by
-// test/conformance/harness.ts in standalone and cluster mode: `npm run conformance`.
-// Not part of `npm test` (the file is not *.test.ts), so a scenario can land before
-// portico passes it; once it passes in both modes it can move to
-// test/integration/gateway-conformance.test.ts.
+// test/conformance/harness.ts in standalone and cluster mode (in `npm test`; alone with
+// `npm run conformance`).
 //
 // Adapted from upstream only where portico's setup needs it: every Gateway gets its own
 // free loopback port(s) instead of 80/443, and HTTPS requests trust the certificate the
