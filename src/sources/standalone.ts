@@ -79,6 +79,8 @@ interface DirWatch {
 
 /** "Kind/ns/name": what makes two definitions the same object. */
 const READ_CONCURRENCY = 16;
+/** How long a file that just read empty gets to be written (see holdEmptied). */
+const EMPTIED_RECHECK_MS = 100;
 
 function identity(kind: string, namespace: string | undefined, name: string): string {
   return `${kind}/${objectKey(namespace, name)}`;
@@ -130,6 +132,8 @@ export class ManifestDirectorySource {
   private readonly duplicated = new Set<string>();
   /** Files that currently have errors. */
   private readonly failing = new Set<string>();
+  /** Files that read empty once and are read again before their objects are dropped. */
+  private readonly emptiedOnce = new Set<string>();
   private dirProblem: Problem | undefined;
   private reportedProblems: string | undefined;
   /** One watch per directory, by "dev:ino". */
@@ -331,6 +335,7 @@ export class ManifestDirectorySource {
       const updates = await this.readNamed(forced);
       if (updates !== undefined) {
         if (this.stopped) return;
+        this.holdEmptied(updates);
         this.applyFiles(updates);
         this.report();
         return;
@@ -366,8 +371,28 @@ export class ManifestDirectorySource {
     }
     for (const path of this.files.keys()) if (!found.has(path)) updates.set(path, undefined);
     if (this.stopped) return;
+    this.holdEmptied(updates);
     this.applyFiles(updates);
     this.report();
+  }
+
+  /**
+   * A file that had objects and now reads empty is most often being written in place
+   * (truncated, then written): its objects are dropped only if it is still empty when
+   * read again a moment later, so a reader never serves the gap between the two.
+   */
+  private holdEmptied(updates: Map<string, FileEntry | undefined>): void {
+    for (const [path, entry] of updates) {
+      const emptied = entry !== undefined && entry.objects.size === 0 && entry.errors.length === 0 && (this.files.get(path)?.objects.size ?? 0) > 0;
+      if (!emptied || this.emptiedOnce.has(path)) {
+        this.emptiedOnce.delete(path);
+        continue;
+      }
+      updates.delete(path);
+      this.emptiedOnce.add(path);
+      this.dirty.add(path);
+      setTimeout(() => this.requestScan(), EMPTIED_RECHECK_MS).unref();
+    }
   }
 
   /**

@@ -216,6 +216,30 @@ describe('ManifestDirectorySource: changes', () => {
     assert.ok(h.store.services.has('default/b'));
   });
 
+  test('a file truncated and then written in place never loses its objects in between', async () => {
+    const dir = await tempDir();
+    await put(dir, 'app.yaml', [service('web', 80)]);
+    const h = await start(dir);
+    const deleted: string[] = [];
+    h.store.onChange((e) => {
+      for (const c of e.changes) if (c.type === 'deleted') deleted.push(`${c.kind} ${c.key}`);
+    });
+    // What writeFile does in two steps, with a slow writer between them.
+    await writeFile(join(dir, 'app.yaml'), '');
+    await new Promise((r) => setTimeout(r, 40));
+    await put(dir, 'app.yaml', [service('web', 81)]);
+    await withinOneSecond('the new content is applied', () => servicePort(h.store, 'default/web') === 81);
+    assert.deepEqual(deleted, []);
+  });
+
+  test('a file left empty drops its objects', async () => {
+    const dir = await tempDir();
+    await put(dir, 'app.yaml', [service('web', 80)]);
+    const h = await start(dir);
+    await writeFile(join(dir, 'app.yaml'), '');
+    await withinOneSecond('the emptied file is applied', () => !h.store.services.has('default/web'));
+  });
+
   test('a file replaced by rename (as editors save) is applied', async () => {
     const dir = await tempDir();
     await put(dir, 'app.yaml', [service('web', 80)]);
