@@ -152,8 +152,14 @@ export function createMetrics(): Metrics {
 }
 
 function countHosts(table: RouteTable): number {
+  const config = table.config;
+  // The translator hands the Ingress hosts over already grouped: only Gateway routes are counted here.
   const seen = new Set<string>();
-  for (const route of table.config.routes) seen.add(route.host);
+  if (config.ingressHosts !== undefined) {
+    for (const route of config.routes) if (route.port !== undefined && !config.ingressHosts.has(route.host)) seen.add(route.host);
+    return config.ingressHosts.size + seen.size;
+  }
+  for (const route of config.routes) seen.add(route.host);
   return seen.size;
 }
 

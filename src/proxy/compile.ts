@@ -8,6 +8,7 @@ import type { Http1Response } from '../http1/response.ts';
 import type { RouteConfig, RoutingConfig } from '../model/config.ts';
 import type { Route, RouteCompiler } from '../routing/table.ts';
 import { composeChain, composeListed } from '../middleware/registry.ts';
+import { routeChanges } from '../routing/route-changes.ts';
 import type { SharedState, SharedStateStore } from '../middleware/types.ts';
 import type { AccessLogHook } from './access-log.ts';
 import { kContext, type Handler, type RequestContext, type UpstreamTimeouts } from './context.ts';
@@ -191,9 +192,21 @@ export function createRouteCompiler(deps: RouteCompilerDeps): ProxyRoutes {
     }
   };
 
-  // Mark the live routes, then sweep: one Map lookup per route, and work only for the
-  // routes that left (a swap at 30,000 routes must not cost a full recount).
+  let retained: RoutingConfig | undefined;
+  // With a delta: only the routes it removed are released. Without: mark the live routes,
+  // then sweep (one Map lookup per route, work only for the routes that left).
   const retain = (config: RoutingConfig): void => {
+    const changes = routeChanges(retained, config);
+    retained = config;
+    if (changes !== undefined) {
+      for (const rc of changes.removed) {
+        const route = compiled.get(rc);
+        if (route === undefined) continue;
+        compiled.delete(rc);
+        release(route);
+      }
+      return;
+    }
     const mark = ++generation;
     let live = 0;
     const keep = (rc: RouteConfig | undefined): void => {

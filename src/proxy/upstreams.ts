@@ -7,7 +7,8 @@
 import { createRequire } from 'node:module';
 import type { Dispatcher, Pool } from 'undici';
 import { Http1Pool } from '../http1/client.ts';
-import type { RoutingConfig, UpstreamAddress } from '../model/config.ts';
+import type { RouteConfig, RoutingConfig, UpstreamAddress } from '../model/config.ts';
+import { routeChanges } from '../routing/route-changes.ts';
 import type { UpstreamProfile } from './context.ts';
 
 /** What the forwarder sends requests through: an Http1Pool or an undici Pool. */
@@ -36,6 +37,13 @@ export const undici = (() => {
   let loaded: typeof import('undici') | undefined;
   return () => (loaded ??= createRequire(import.meta.url)('undici') as typeof import('undici'));
 })();
+
+/** The pod addresses a route sends to ("host:port"), its split's included. */
+function addressesOf(route: RouteConfig): string[] {
+  const out = route.backend.addresses.map(addressKey);
+  if (route.backends !== undefined) for (const wb of route.backends) for (const a of wb.backend.addresses) out.push(addressKey(a));
+  return out;
+}
 
 /** "host:port", with brackets around IPv6 hosts. */
 export function addressKey(address: UpstreamAddress): string {
@@ -131,7 +139,10 @@ export class UpstreamPools {
   private readonly entries = new Map<string, PoolEntry>();
   private readonly stats = new Map<string, AddressStats>();
   /** Addresses of the current route table; undefined until the first retain(). */
-  private routed: Set<string> | undefined = undefined;
+  /** Routes using each pod address ("host:port"); undefined until the first retain(). */
+  private refs: Map<string, number> | undefined = undefined;
+  /** The config the counts follow (a delta is relative to it). */
+  private retained: RoutingConfig | undefined = undefined;
   private closed = false;
 
   constructor(options: UpstreamPoolsOptions) {
@@ -168,7 +179,7 @@ export class UpstreamPools {
       this.entries.set(poolKey, entry);
       // A pool created for an address the table no longer has (a request that matched
       // the previous table) is retired like the others.
-      if (this.routed && !this.routed.has(key)) this.scheduleRetire(entry);
+      if (this.refs && !this.refs.has(key)) this.scheduleRetire(entry);
     }
     return entry;
   }
@@ -208,31 +219,60 @@ export class UpstreamPools {
    * grace period (unless their address comes back), letting requests in flight finish.
    */
   retain(config: RoutingConfig | Iterable<string>): void {
-    const routed = new Set<string>();
     if (isRoutingConfig(config)) {
-      for (const route of config.routes) {
-        for (const a of route.backend.addresses) routed.add(addressKey(a));
-        if (route.backends !== undefined) for (const wb of route.backends) for (const a of wb.backend.addresses) routed.add(addressKey(a));
+      // With a delta, only the addresses of the routes it added and removed are counted again.
+      const changes = routeChanges(this.retained, config);
+      this.retained = config;
+      if (changes !== undefined && this.refs !== undefined) {
+        const touched = new Set<string>();
+        for (const r of changes.added) for (const key of addressesOf(r)) this.addRef(key, 1, touched);
+        for (const r of changes.removed) for (const key of addressesOf(r)) this.addRef(key, -1, touched);
+        for (const key of touched) this.settle(key);
+        return;
       }
-      if (config.defaultBackend) for (const a of config.defaultBackend.backend.addresses) routed.add(addressKey(a));
+      const refs = new Map<string, number>();
+      for (const route of config.routes) for (const key of addressesOf(route)) refs.set(key, (refs.get(key) ?? 0) + 1);
+      if (config.defaultBackend) for (const key of addressesOf(config.defaultBackend)) refs.set(key, (refs.get(key) ?? 0) + 1);
+      this.refs = refs;
     } else {
-      for (const key of config) routed.add(key);
+      this.retained = undefined;
+      this.refs = new Map([...config].map((key) => [key, 1]));
     }
-    this.routed = routed;
-    for (const entry of this.entries.values()) {
-      if (routed.has(entry.addressKey)) {
-        if (entry.retireTimer) {
-          clearTimeout(entry.retireTimer);
-          entry.retireTimer = undefined;
-        }
-      } else if (!entry.retireTimer) {
-        this.scheduleRetire(entry);
-      }
-    }
+    for (const entry of this.entries.values()) this.settlePool(entry);
     for (const key of this.stats.keys()) {
       const stats = this.stats.get(key)!;
-      if (!routed.has(key) && stats.inflight === 0) this.stats.delete(key);
+      if (!this.refs.has(key) && stats.inflight === 0) this.stats.delete(key);
     }
+  }
+
+  private addRef(key: string, by: number, touched: Set<string>): void {
+    const n = (this.refs!.get(key) ?? 0) + by;
+    if (n > 0) this.refs!.set(key, n);
+    else this.refs!.delete(key);
+    touched.add(key);
+  }
+
+  /** A pool of a routed address stays; one no route uses any more is retired after the grace. */
+  private settlePool(entry: PoolEntry): void {
+    if (this.refs!.has(entry.addressKey)) {
+      if (entry.retireTimer) {
+        clearTimeout(entry.retireTimer);
+        entry.retireTimer = undefined;
+      }
+    } else if (!entry.retireTimer) {
+      this.scheduleRetire(entry);
+    }
+  }
+
+  /** After an address' routes changed: its pools and stats follow. */
+  private settle(addressKey: string): void {
+    for (const entry of this.entriesByAddress(addressKey)) this.settlePool(entry);
+    const stats = this.stats.get(addressKey);
+    if (stats !== undefined && !this.refs!.has(addressKey) && stats.inflight === 0) this.stats.delete(addressKey);
+  }
+
+  private *entriesByAddress(addressKey: string): IterableIterator<PoolEntry> {
+    for (const entry of this.entries.values()) if (entry.addressKey === addressKey) yield entry;
   }
 
   private scheduleRetire(entry: PoolEntry): void {
