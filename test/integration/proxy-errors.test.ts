@@ -190,6 +190,36 @@ describe('proxy: connections closing under the request', () => {
       await two.close();
     }
   });
+
+  test('with a delta (only the changed hosts named), the pool of an address that left is closed too', async () => {
+    const one = await startBackend('one');
+    const two = await startBackend('two');
+    const stay = await startBackend('stay');
+    const r1 = route('pool.test', '/', backend('one', [one.port]));
+    const kept = route('kept.test', '/', backend('stay', [stay.port]));
+    const first = { ...routing([kept, r1]), serial: 1, ingressHosts: new Map([['kept.test', [kept]], ['pool.test', [r1]]]) };
+    const p = await startProxy(first);
+    try {
+      p.pools.retain(first);
+      assert.equal((await get(p.port, 'pool.test')).json().service, 'one');
+      assert.equal((await get(p.port, 'kept.test')).json().service, 'stay');
+      const r2 = route('pool.test', '/', backend('two', [two.port]));
+      p.install({
+        ...routing([kept, r2]),
+        serial: 2,
+        ingressHosts: new Map([['kept.test', [kept]], ['pool.test', [r2]]]),
+        delta: { base: 1, hosts: new Set(['pool.test']), gateway: false },
+      });
+      assert.equal((await get(p.port, 'pool.test')).json().service, 'two');
+      assert.equal(p.pools.size, 3);
+      await new Promise((r) => setTimeout(r, 400)); // harness grace: 200 ms
+      assert.equal(p.pools.size, 2, 'the pool of "one" is closed; "stay" and "two" are kept');
+      assert.equal((await get(p.port, 'kept.test')).json().service, 'stay');
+    } finally {
+      await p.close();
+      for (const b of [one, two, stay]) await b.close();
+    }
+  });
 });
 
 /** POSTs `chunks` chunks of `size` bytes with Transfer-Encoding: chunked, a few ms apart. */
