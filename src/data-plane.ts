@@ -23,6 +23,8 @@ import { acceptProxyProtocol } from './proxy/proxy-protocol.ts';
 import { configureRedirectPort } from './middleware/tls-redirect.ts';
 import { configureHsts } from './middleware/hsts.ts';
 import { SharedStateMap } from './middleware/registry.ts';
+import { WakeGates, type WakeSignals } from './scale-to-zero/gates.ts';
+import type { Forwarder } from './proxy/forward.ts';
 
 export interface DataPlane {
   readonly holder: RouteTableHolder;
@@ -30,6 +32,8 @@ export interface DataPlane {
   /** Bound Ingress listener ports. */
   readonly ports: { http?: number; https?: number };
   readonly gatewayListeners: GatewayListeners;
+  /** Sleepable Services: activity and held requests (scale-to-zero). */
+  readonly gates: WakeGates<Forwarder>;
   /** Builds the table for `config` (patching the one in service when the config says how) and swaps it in. */
   install(config: RoutingConfig): RouteTable;
   /** Stops accepting, finishes requests in flight within graceMs, closes pools, flushes the access log. */
@@ -59,6 +63,8 @@ export interface DataPlaneOptions {
   readonly accessLogWriteBytes?: number;
   /** The generated default certificate to serve (workers get the primary's). */
   readonly defaultPems?: { readonly cert: string; readonly key: string };
+  /** Where requests for sleeping Services ask for a wake (the control plane, here or in the primary). */
+  readonly wakeSignals?: WakeSignals;
 }
 
 export async function startDataPlane(options: Options, log: Logger, metrics: Metrics, extra: DataPlaneOptions = {}): Promise<DataPlane> {
@@ -77,12 +83,14 @@ export async function startDataPlane(options: Options, log: Logger, metrics: Met
     connectTimeout: options.upstreamConnectTimeout,
     keepAliveTimeout: options.upstreamKeepAlive,
   });
+  const gates = new WakeGates<Forwarder>(extra.wakeSignals ?? { wake() {}, timedOut() {} }, { workers: options.workers, registry: metrics.registry });
   const accessLogger: AccessLogger | undefined = options.accessLog ? createAccessLogger(log, undefined, extra.accessLogWriteBytes) : undefined;
   const routes = createRouteCompiler({
     upstreams,
     registry: metrics.registry,
     shared: new SharedStateMap(),
     accessLog: accessLogger ? accessLogHook(accessLogger) : undefined,
+    gates,
     timeouts: {
       connect: options.upstreamConnectTimeout,
       responseHeaders: options.upstreamResponseTimeout,
@@ -180,6 +188,7 @@ export async function startDataPlane(options: Options, log: Logger, metrics: Met
     routes,
     ports,
     gatewayListeners,
+    gates,
     install(config) {
       const table = buildRouteTable(++version, config, routes.compile, undefined, holder.current);
       holder.swap(table);

@@ -34,6 +34,15 @@ import { configureRateLimitWorkers } from './middleware/rate-limit.ts';
 import { listen, startDataPlane, type DataPlane } from './data-plane.ts';
 import { WorkerPool } from './workers/pool.ts';
 import { ConfigReplica, type ToPrimary, type ToWorker } from './workers/protocol.ts';
+import type { WakeSignals } from './scale-to-zero/gates.ts';
+import type { SleepManager } from './scale-to-zero/manager.ts';
+
+/** Cluster mode: what scale-to-zero needs of the API (loaded with the client). */
+async function clusterScaling(kube: KubeClient, identity: string) {
+  const { Workloads } = await import('./scale-to-zero/workloads.ts');
+  const { ActivityLeases } = await import('./scale-to-zero/activity-leases.ts');
+  return { workloads: new Workloads(kube), leases: new ActivityLeases(kube, identity) };
+}
 
 export interface Portico {
   log: Logger;
@@ -53,6 +62,9 @@ function listenerUrls(bind: string, ports: { http?: number; https?: number }): s
   if (ports.https !== undefined) urls.push(`https://${host}:${ports.https}`);
   return urls.length === 0 ? ' (no proxy listener: --http-port and --https-port are off)' : ` on ${urls.join(' and ')}`;
 }
+
+/** How often a worker tells the primary about its sleepable Services' traffic. */
+const ACTIVITY_REPORT_MS = 500;
 
 /** The primary's generated default certificate, handed to its workers. */
 const WORKER_CERT = 'PORTICO_WORKER_DEFAULT_CERT';
@@ -88,14 +100,23 @@ async function startWorker(options: Options, log: Logger): Promise<Portico> {
   // whole writes of any size.
   const cert = process.env[WORKER_CERT];
   const key = process.env[WORKER_KEY];
-  const data = await startDataPlane(options, log, metrics, {
-    accessLogWriteBytes: stdoutIsPipe() ? 2048 : undefined,
-    defaultPems: cert !== undefined && key !== undefined ? { cert, key } : undefined,
-  });
-  const replica = new ConfigReplica();
   const send = (message: ToPrimary) => {
     if (process.connected) process.send!(message);
   };
+  const data = await startDataPlane(options, log, metrics, {
+    accessLogWriteBytes: stdoutIsPipe() ? 2048 : undefined,
+    defaultPems: cert !== undefined && key !== undefined ? { cert, key } : undefined,
+    // Scale-to-zero is decided in the primary: wakes go there, and activity twice a second.
+    wakeSignals: {
+      wake: (service, policy) => send({ t: 'wake', service, policy }),
+      timedOut: (service, count) => send({ t: 'wake-timeout', service, count }),
+    },
+  });
+  setInterval(() => {
+    const entries = data.gates.report();
+    if (entries.length > 0) send({ t: 'activity', entries });
+  }, ACTIVITY_REPORT_MS).unref();
+  const replica = new ConfigReplica();
   let stopping: Promise<void> | undefined;
   process.on('message', (message: ToWorker) => {
     switch (message.t) {
@@ -140,6 +161,12 @@ async function startWorker(options: Options, log: Logger): Promise<Portico> {
 async function startControlPlane(options: Options, log: Logger, role: 'single' | 'primary'): Promise<Portico> {
   const metrics = createMetrics();
   const store = new ObjectStore();
+  // Scale-to-zero's manager is made once the sources are known; the data planes signal it.
+  let sleep: SleepManager | undefined;
+  const wakeSignals: WakeSignals = {
+    wake: (service) => sleep?.wake(service),
+    timedOut: (service, count) => sleep?.timedOut(service, count),
+  };
 
   // ---- where tables go: this process' listeners, or the workers ----
   let data: DataPlane | undefined;
@@ -149,7 +176,7 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
   /** The ports portico's own listeners hold (a Gateway listener may not take them). */
   const ingressPorts = new Map<number, string>();
   if (role === 'single') {
-    data = await startDataPlane(options, log, metrics);
+    data = await startDataPlane(options, log, metrics, { wakeSignals });
     holder = data.holder;
     install = data.install;
     if (data.ports.http !== undefined) ingressPorts.set(data.ports.http, '--http-port');
@@ -167,6 +194,11 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
       env: pems !== undefined ? { [WORKER_CERT]: pems.cert, [WORKER_KEY]: pems.key } : undefined,
       // A Gateway port a worker could not bind shows in the Gateway's status.
       onInstalled: () => void gatewayStatus?.reconcile(),
+      onSleepMessage: (worker, message) => {
+        if (message.t === 'activity') sleep?.activity(`worker-${worker}`, message.entries);
+        else if (message.t === 'wake') wakeSignals.wake(message.service, message.policy);
+        else wakeSignals.timedOut(message.service, message.count);
+      },
     });
     holder.readyGate = () => pool!.allInstalled();
     install = (config) => {
@@ -239,7 +271,7 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
       httpRoutes: () => store.httpRoutes,
       bindFailures,
     });
-    events = new EventRecorder({ client: kube, log, instance: identity, ingresses: () => store.ingresses });
+    events = new EventRecorder({ client: kube, log, instance: identity, ingresses: () => store.ingresses, services: () => store.services });
     elector = new LeaderElector({
       client: kube,
       namespace: process.env.POD_NAMESPACE ?? options.leaseNamespace,
@@ -264,6 +296,32 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
     });
   }
 
+  // ---- scale-to-zero ----
+  const { SleepManager } = await import('./scale-to-zero/manager.ts');
+  const recorder = events;
+  const localGates = data?.gates;
+  sleep = new SleepManager({
+    store,
+    log,
+    registry: metrics.registry,
+    ...(kube !== undefined ? await clusterScaling(kube, identity) : {}),
+    events: recorder && ((ref, type, reason, message) => void recorder.recordAction(ref, type, reason, message)),
+    isLeader: () => elector?.isLeader ?? false,
+    localActivity: localGates && (() => localGates.report()),
+    onProblems: () => controller.changed('problems'),
+  });
+  const sleepManager = sleep;
+  // Problems of the sources and of sleepable Services go with the table; a new list only when one changed.
+  let external: { files: readonly Problem[]; sleep: readonly Problem[]; all: readonly Problem[] } | undefined;
+  const externalProblems = (): readonly Problem[] => {
+    const files = fileProblems;
+    const sleeping = sleepManager.problems();
+    if (external?.files !== files || external.sleep !== sleeping) {
+      external = { files, sleep: sleeping, all: sleeping.length === 0 ? files : files.length === 0 ? sleeping : [...files, ...sleeping] };
+    }
+    return external.all;
+  };
+
   const controller = new Controller({
     store,
     install,
@@ -277,9 +335,10 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
     },
     log,
     debounceMs: options.debounce,
-    externalProblems: () => fileProblems,
+    externalProblems,
     onRebuilt: (table, translateMs, problems) => {
       metrics.recordRebuild(table, translateMs, problems);
+      sleepManager.rebuilt();
       void statusWriter?.reconcile();
       void gatewayStatus?.reconcile();
     },
@@ -291,6 +350,7 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
       const shown = event.changes.slice(0, 5).map((c) => `${c.type} ${c.kind} ${c.key}`);
       log.debug({ changes: event.changes.length, version: event.version }, `objects changed: ${shown.join(', ')}${event.changes.length > 5 ? ', ...' : ''}`);
     }
+    for (const change of event.changes) if (change.kind === 'Service') sleepManager.serviceChanged(change.key);
     controller.changed(event);
   });
   if (data !== undefined) {
@@ -314,7 +374,13 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
           const all = [await metrics.registry.getMetricsAsJSON(), ...(await pool!.metrics())];
           return AggregatorRegistry.aggregate(all as Parameters<typeof AggregatorRegistry.aggregate>[0]).metrics();
         };
-    admin = createAdminServer({ holder, registry: metrics.registry, metricsText, routesAllowed: allowed && ((ip) => allowed.has(ip)) });
+    admin = createAdminServer({
+      holder,
+      registry: metrics.registry,
+      metricsText,
+      routesAllowed: allowed && ((ip) => allowed.has(ip)),
+      sleepView: () => sleepManager.view(),
+    });
     ports.admin = await listen(admin, options.adminPort, options.adminBind, '--admin-port');
     ingressPorts.set(ports.admin, '--admin-port');
   }
@@ -329,6 +395,7 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
     elector!.start();
     await clusterSource.synced;
   }
+  sleepManager.start();
   controller.start();
   if (pool !== undefined) {
     await new Promise<void>((resolve) => {
@@ -351,6 +418,7 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
     async stop(graceMs: number) {
       holder.ready = false;
       controller.stop();
+      sleepManager.stop();
       standalone?.stop();
       clusterSource?.stop();
       await elector?.stop();

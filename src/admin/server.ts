@@ -20,6 +20,8 @@ export interface AdminServerOptions {
    * Prometheus without publishing the routing table to the whole cluster.
    */
   readonly routesAllowed?: (ip: string) => boolean;
+  /** The sleepable Services' state (scale-to-zero), appended to /routes as "scaleToZero"; it changes without a new table. */
+  readonly sleepView?: () => unknown[];
 }
 
 /** 127.0.0.0/8 or ::1 (canonicalIp has turned ::ffff:127.x into 127.x). */
@@ -66,7 +68,7 @@ export function createAdminServer(options: AdminServerOptions): http.Server {
           return;
         }
         routesJson.get(holder.current).then(
-          (body) => send(req, res, 200, 'application/json; charset=utf-8', body),
+          (body) => send(req, res, 200, 'application/json; charset=utf-8', withSleepView(body, options.sleepView)),
           (err: unknown) => send(req, res, 500, TEXT, `cannot describe routes: ${err instanceof Error ? err.message : String(err)}\n`),
         );
         return;
@@ -76,6 +78,13 @@ export function createAdminServer(options: AdminServerOptions): http.Server {
     }
   });
   return server;
+}
+
+/** The cached /routes body ("{...}\n") with the live "scaleToZero" member added. */
+function withSleepView(body: Buffer, view: (() => unknown[]) | undefined): Buffer {
+  if (view === undefined) return body;
+  const tail = Buffer.from(`,"scaleToZero":${JSON.stringify(view())}}\n`);
+  return Buffer.concat([body.subarray(0, body.lastIndexOf('}')), tail]);
 }
 
 function send(

@@ -92,6 +92,20 @@ export interface BackendConfig {
   readonly error?: BackendError;
   /** Service port's appProtocol, if any (e.g. "kubernetes.io/h2c"). */
   readonly appProtocol?: string;
+  /** The Service sleeps when idle (portico.dev/scale-to-zero): without endpoints, requests are held until it wakes. */
+  readonly sleep?: SleepPolicy;
+}
+
+/** A Service's scale-to-zero settings, from its annotations (src/scale-to-zero/policy.ts). */
+export interface SleepPolicy {
+  /** No request through any replica for this long: scale the workload to 0. */
+  readonly sleepAfterMs: number;
+  /** A held request not forwarded by then gets 503 with Retry-After. */
+  readonly wakeTimeoutMs: number;
+  /** Held requests per Service per process beyond which new ones get 503 at once. */
+  readonly maxHeld: number;
+  /** The workload scaled through its scale subresource. */
+  readonly target: { readonly kind: 'Deployment' | 'StatefulSet'; readonly name: string };
 }
 
 /** A policy attached to a route: the name of a middleware in src/middleware/registry.ts and its parsed config. */

@@ -15,6 +15,7 @@ import { kContext, type Handler, type RequestContext, type UpstreamTimeouts } fr
 import { Forwarder } from './forward.ts';
 import { ProxyMetrics, type RouteMetrics } from './metrics.ts';
 import type { UpstreamPools } from './upstreams.ts';
+import type { WakeGates } from '../scale-to-zero/gates.ts';
 
 export interface RouteCompilerDeps {
   upstreams: UpstreamPools;
@@ -26,6 +27,8 @@ export interface RouteCompilerDeps {
   accessLog?: AccessLogHook;
   /** Upstream timeouts every request of these routes starts with (policies may change them). */
   timeouts?: UpstreamTimeouts;
+  /** Where requests for sleeping Services wait (scale-to-zero); absent: they get 503 like any Service without endpoints. */
+  gates?: WakeGates<Forwarder>;
 }
 
 /** What the proxy needs from the compiler. */
@@ -121,13 +124,13 @@ const UNROUTED_CONFIG: RouteConfig = Object.freeze({
  * A weighted split (Gateway API backendRefs): each request goes to one backend, at
  * random in proportion to the weights, through that backend's own filters.
  */
-function split(config: RouteConfig, upstreams: UpstreamPools, metrics: RouteMetrics, shared: SharedState, key: string): Handler {
+function split(config: RouteConfig, upstreams: UpstreamPools, metrics: RouteMetrics, shared: SharedState, key: string, gates: WakeGates<Forwarder> | undefined): Handler {
   const handlers: Handler[] = [];
   const bounds: number[] = [];
   let total = 0;
   for (const wb of config.backends!) {
     if (wb.weight <= 0) continue;
-    const forwarder = new Forwarder({ ...config, backend: wb.backend }, upstreams, metrics);
+    const forwarder = new Forwarder({ ...config, backend: wb.backend }, upstreams, metrics, gates);
     handlers.push(wb.policies.length === 0 ? forwarder.handle : composeListed(wb.policies, forwarder.handle, shared, key, config));
     total += wb.weight;
     bounds.push(total);
@@ -168,7 +171,9 @@ export function createRouteCompiler(deps: RouteCompilerDeps): ProxyRoutes {
       const key = `${config.source.namespace}/${config.source.name}`;
       const read: string[] = [];
       const shared = recordingKeys(deps.shared, read);
-      const terminal = config.backends === undefined ? new Forwarder(config, deps.upstreams, routeMetrics).handle : split(config, deps.upstreams, routeMetrics, shared, key);
+      const terminal = config.backends === undefined
+        ? new Forwarder(config, deps.upstreams, routeMetrics, deps.gates).handle
+        : split(config, deps.upstreams, routeMetrics, shared, key, deps.gates);
       const chain = composeChain(config.policies, terminal, shared, key, config);
       const sharedKeys = [...new Set(read)];
       for (const k of sharedKeys) sharedRefs.set(k, (sharedRefs.get(k) ?? 0) + 1);

@@ -15,6 +15,7 @@ import type { RouteMetrics, UpstreamErrorKind } from './metrics.ts';
 import type { Endpoint, UpstreamPools } from './upstreams.ts';
 import { tunnelUpgrade } from './websocket.ts';
 import { allowedUpgrade } from '../middleware/allowed-upgrades.ts';
+import type { ServiceGate, WakeGates, Waiter } from '../scale-to-zero/gates.ts';
 
 const kExchange = Symbol('portico.exchange');
 type ExchangeResponse = Http1Response & { [kExchange]?: Exchange };
@@ -96,20 +97,23 @@ export class Forwarder {
   private readonly unavailableStatus: number;
   /** TLS name for pods (https/h2 profiles): the Service's cluster DNS name. */
   readonly servername: string;
+  /** The Service sleeps when idle (scale-to-zero): without endpoints its requests wait here for it to wake. */
+  readonly gate: ServiceGate<Forwarder> | undefined;
 
-  constructor(config: RouteConfig, upstreams: UpstreamPools, metrics: RouteMetrics) {
+  constructor(config: RouteConfig, upstreams: UpstreamPools, metrics: RouteMetrics, gates?: WakeGates<Forwarder>) {
     this.config = config;
     this.metrics = metrics;
     const backend = config.backend;
     const service = `${backend.namespace}/${backend.service}`;
     this.servername = `${backend.service}.${backend.namespace}.svc`;
     this.balancer = new Balancer(backend.error ? [] : backend.addresses.map((a) => upstreams.endpoint(a)));
+    this.gate = backend.sleep !== undefined && backend.error === undefined && gates !== undefined ? gates.gate(service, backend.sleep) : undefined;
     this.unavailableKind = 'service_unavailable';
     // Gateway API: a rule whose backend does not resolve answers 500, as the spec says.
     this.unavailableStatus = config.source.kind === 'HTTPRoute' && backend.error !== undefined && backend.error !== 'NoEndpoints' ? 500 : 503;
     switch (backend.error) {
       case undefined:
-        if (backend.addresses.length === 0) {
+        if (backend.addresses.length === 0 && this.gate === undefined) {
           this.unavailable = `no ready endpoints for service ${service} port ${backend.port}`;
           this.unavailableKind = 'no_endpoints';
         }
@@ -139,9 +143,33 @@ export class Forwarder {
         this.unavailable = `service ${service} is unavailable (${String(backend.error)})`;
     }
     this.handle = this.handle.bind(this);
+    // Requests held for this backend go on with the newest forwarder, once it has endpoints.
+    this.gate?.compiled(this);
+  }
+
+  /** For the gates: the backend ("ns/svc:port") and whether there is a pod to send to. */
+  get backendKey(): string {
+    return this.config.backend.key;
+  }
+
+  get hasEndpoints(): boolean {
+    return this.balancer.size > 0;
   }
 
   handle(ctx: RequestContext): void {
+    const gate = this.gate;
+    if (gate !== undefined) {
+      gate.begin(ctx);
+      if (this.balancer.size === 0) {
+        gate.hold(new HeldRequest(ctx, this.config.backend.key, ctx.startTime + gate.policy.wakeTimeoutMs));
+        return;
+      }
+    }
+    this.proceed(ctx);
+  }
+
+  /** Forwards a request (or tunnels an upgrade) once any wait for endpoints is over. */
+  proceed(ctx: RequestContext): void {
     if (this.unavailable !== undefined) {
       this.metrics.countError(this.unavailableKind);
       sendError(ctx.res, this.unavailableStatus, this.unavailable);
@@ -172,13 +200,32 @@ export class Forwarder {
   }
 }
 
+/** A request that arrived while its sleepable Service had no endpoints: it waits, body unread, for them. */
+class HeldRequest implements Waiter<Forwarder> {
+  readonly ctx: RequestContext;
+  readonly backendKey: string;
+  readonly deadline: number;
+  constructor(ctx: RequestContext, backendKey: string, deadline: number) {
+    this.ctx = ctx;
+    this.backendKey = backendKey;
+    this.deadline = deadline;
+  }
+  proceedWith(forwarder: Forwarder): void {
+    forwarder.proceed(this.ctx);
+  }
+}
+
 /**
  * One proxied request: the dispatch handler, and the state of the client
- * response. Retried at most once, on another pod, when nothing reached the first.
+ * response. Retried at most once, on another pod, when nothing reached the first;
+ * for a sleepable Service, a refused connection (a pod still booting) is retried until
+ * the wake timeout.
  */
-class Exchange extends UpstreamRequestHead implements Dispatcher.DispatchHandler {
-  private readonly ctx: RequestContext;
-  private readonly forwarder: Forwarder;
+class Exchange extends UpstreamRequestHead implements Dispatcher.DispatchHandler, Waiter<Forwarder> {
+  readonly ctx: RequestContext;
+  private forwarder: Forwarder;
+  /** Refused connections retried through the gate (a sleepable Service's pods booting). */
+  private bootRetries = 0;
   private body: Readable | null = null;
   private endpoint: Endpoint | undefined = undefined;
   private controller: Dispatcher.DispatchController | undefined = undefined;
@@ -349,6 +396,13 @@ class Exchange extends UpstreamRequestHead implements Dispatcher.DispatchHandler
     const endpoint = this.endpoint!;
     const connecting = this.controller === undefined;
     const failure = describe(err, ctx, connecting);
+    const gate = this.forwarder.gate;
+    if (gate !== undefined && connecting && failure.kind === 'connect' && !res.headersSent) {
+      // The pod of a waking Service is not listening yet (or one going to sleep already
+      // stopped): nothing was sent, so try again until the wake timeout instead of a 502.
+      gate.retryLater(this, this.bootRetries++);
+      return;
+    }
     // Three failed connects in a row take the pod out of rotation for a while (passive ejection).
     if (failure.kind === 'connect' && endpoint.stats.connectFailed(performance.now())) this.forwarder.metrics.countError('ejected');
     if (this.responseStarted || res.headersSent) {
@@ -387,6 +441,29 @@ class Exchange extends UpstreamRequestHead implements Dispatcher.DispatchHandler
       return this.forwarder.balancer.pick(endpoint) ?? endpoint;
     }
     return undefined;
+  }
+
+  // ---- waiting for a sleepable Service (Waiter) ----
+
+  get backendKey(): string {
+    return this.forwarder.config.backend.key;
+  }
+
+  get deadline(): number {
+    return this.ctx.startTime + (this.forwarder.gate?.policy.wakeTimeoutMs ?? 0);
+  }
+
+  proceedWith(forwarder: Forwarder): void {
+    if (this.clientGone) return;
+    this.forwarder = forwarder;
+    const picked = forwarder.balancer.pick();
+    const endpoint = picked === undefined ? undefined : forwarder.balancer.withinLimit(picked);
+    if (endpoint === undefined) {
+      if (forwarder.gate !== undefined && picked === undefined) forwarder.gate.hold(this);
+      else sendError(this.ctx.res, 503, `every pod of service ${forwarder.config.backend.namespace}/${forwarder.config.backend.service} is busy`, { headers: [['retry-after', '1']] });
+      return;
+    }
+    this.dispatchTo(endpoint);
   }
 
   // ---- client side ----

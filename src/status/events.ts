@@ -1,11 +1,11 @@
-// Reports problems as Kubernetes Events on the Ingress they concern, so that
-// `kubectl describe ingress` shows them. Deduplicated (a repeat bumps count and
+// Reports problems as Kubernetes Events on the Ingress or Service they concern, so that
+// `kubectl describe` shows them (and scale-to-zero's Sleeping/Waking on Services). Deduplicated (a repeat bumps count and
 // lastTimestamp on the existing Event, as client-go's recorder does) and rate-limited
 // per object and overall, so a broken object cannot flood the API server.
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Problem } from '../model/config.ts';
-import type { Ingress } from '../model/k8s.ts';
+import type { Ingress, ObjectRef, Service } from '../model/k8s.ts';
 import type { KubeClient } from '../kube/client.ts';
 
 export interface EventRecorderOptions {
@@ -15,6 +15,8 @@ export interface EventRecorderOptions {
   instance: string;
   /** Current Ingress objects, keyed "ns/name" (for the involved object's uid). */
   ingresses: () => ReadonlyMap<string, Ingress>;
+  /** Current Service objects, keyed "ns/name". */
+  services?: () => ReadonlyMap<string, Service>;
   /** Events kept for deduplication before a repeat makes a new Event. */
   dedupeWindowMs?: number;
 }
@@ -57,14 +59,35 @@ export class EventRecorder {
     this.o = options;
   }
 
-  /** Records Warning Events for the problems that concern Ingresses. Never throws. */
+  /** Records Warning Events for the problems that concern Ingresses and Services (the leader only). Never throws. */
   async record(problems: readonly Problem[]): Promise<void> {
     if (!this.active) return;
-    await Promise.all(problems.filter((p) => p.object.kind === 'Ingress' && p.object.namespace).map((p) => this.recordOne(p)));
+    await Promise.all(problems.filter((p) => (p.object.kind === 'Ingress' || p.object.kind === 'Service') && p.object.namespace).map((p) => this.recordOne(p, 'Warning')));
   }
 
-  private async recordOne(p: Problem): Promise<void> {
-    const objectKey = `${p.object.namespace}/${p.object.name}`;
+  /**
+   * An Event about something this replica did (scale-to-zero's Sleeping, Waking,
+   * WakeTimeout): written whether or not it leads. Never throws.
+   */
+  async recordAction(object: ObjectRef, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
+    await this.recordOne({ object, severity: 'warning', reason, message }, type);
+  }
+
+  private involvedObject(ref: ObjectRef): Record<string, string | undefined> {
+    const key = `${ref.namespace}/${ref.name}`;
+    const obj = ref.kind === 'Service' ? this.o.services?.().get(key) : this.o.ingresses().get(key);
+    return {
+      apiVersion: ref.kind === 'Service' ? 'v1' : 'networking.k8s.io/v1',
+      kind: ref.kind,
+      namespace: ref.namespace,
+      name: ref.name,
+      uid: obj?.metadata.uid,
+      resourceVersion: obj?.metadata.resourceVersion,
+    };
+  }
+
+  private async recordOne(p: Problem, type: 'Normal' | 'Warning'): Promise<void> {
+    const objectKey = `${p.object.kind} ${p.object.namespace}/${p.object.name}`;
     let bucket = this.perObject.get(objectKey);
     if (!bucket) {
       // Like client-go's spam filter: a burst of 25 per object, then one every 5 minutes.
@@ -89,24 +112,16 @@ export class EventRecorder {
         });
         return;
       }
-      const ingress = this.o.ingresses().get(objectKey);
       const name = `${p.object.name}.${randomBytes(8).toString('hex')}`;
       await this.o.client.request('POST', `/api/v1/namespaces/${p.object.namespace}/events`, {
         body: {
           apiVersion: 'v1',
           kind: 'Event',
           metadata: { name, namespace: p.object.namespace },
-          involvedObject: {
-            apiVersion: 'networking.k8s.io/v1',
-            kind: 'Ingress',
-            namespace: p.object.namespace,
-            name: p.object.name,
-            uid: ingress?.metadata.uid,
-            resourceVersion: ingress?.metadata.resourceVersion,
-          },
+          involvedObject: this.involvedObject(p.object),
           reason: p.reason,
           message: p.message,
-          type: 'Warning',
+          type,
           count: 1,
           firstTimestamp: now.toISOString(),
           lastTimestamp: now.toISOString(),

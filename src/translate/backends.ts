@@ -9,6 +9,7 @@
 import type { BackendConfig, BackendError, Severity, Snapshot, TranslateOptions, UpstreamAddress } from '../model/config.ts';
 import { SERVICE_NAME_LABEL } from '../model/k8s.ts';
 import type { EndpointSlice, IngressBackend, Service, ServicePort } from '../model/k8s.ts';
+import { sleepPolicyOf } from '../scale-to-zero/policy.ts';
 
 /** What is wrong with a backend, relative to the backend's field path (e.g. ".service.port.name"). */
 export interface BackendIssue {
@@ -133,7 +134,7 @@ function sameSlices(known: readonly EndpointSlice[], current: ReadonlyMap<string
 function sameBackend(a: BackendResult, b: BackendResult): boolean {
   const x = a.config;
   const y = b.config;
-  if (x.key !== y.key || x.error !== y.error || x.appProtocol !== y.appProtocol || x.addresses.length !== y.addresses.length) return false;
+  if (x.key !== y.key || x.error !== y.error || x.appProtocol !== y.appProtocol || x.sleep !== y.sleep || x.addresses.length !== y.addresses.length) return false;
   for (let i = 0; i < x.addresses.length; i++) {
     if (x.addresses[i]!.host !== y.addresses[i]!.host || x.addresses[i]!.port !== y.addresses[i]!.port) return false;
   }
@@ -191,6 +192,12 @@ function computeBackend(
     return fail('PortNotFound', portField, portNumber !== undefined ? `${svcName} has no port ${portNumber}` : `${svcName} has no port named ${JSON.stringify(portName)}`);
   }
   const addresses = readyAddresses(entry.slices, servicePort.name ?? '');
+  // A Service that sleeps when idle: no endpoints is its normal state while asleep, and
+  // the proxy holds requests until it wakes (src/scale-to-zero).
+  const sleep = sleepPolicyOf(service).policy;
+  if (sleep !== undefined) {
+    return { config: { key, namespace, service: name, port, addresses, ...(appProtocol ? { appProtocol } : {}), sleep } };
+  }
   if (addresses.length === 0) {
     const why = whyNoEndpoints(entry.slices, servicePort.name ?? '', namespace, name);
     return fail('NoEndpoints', '.service', `${svcName} port ${servicePort.port} has no ready endpoints: ${why}`, 'warning', appProtocol);

@@ -5,7 +5,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
 import type { RoutingConfig } from '../model/config.ts';
-import { configMessage, type ToPrimary, type ToWorker } from './protocol.ts';
+import { configMessage, type SleepMessage, type ToPrimary, type ToWorker } from './protocol.ts';
 
 interface Member {
   readonly worker: Worker;
@@ -27,6 +27,8 @@ export interface WorkerPoolOptions {
   readonly onInstalled?: (serial: number) => void;
   /** Extra environment of the workers. */
   readonly env?: NodeJS.ProcessEnv;
+  /** Scale-to-zero messages of a worker (its id, and what it said). */
+  readonly onSleepMessage?: (worker: number, message: SleepMessage) => void;
 }
 
 export class WorkerPool {
@@ -82,6 +84,11 @@ export class WorkerPool {
         member.ports = message.ports;
         member.bindFailures = message.bindFailures;
         if (this.allInstalled(message.serial)) this.o.onInstalled?.(message.serial);
+        break;
+      case 'activity':
+      case 'wake':
+      case 'wake-timeout':
+        this.o.onSleepMessage?.(member.worker.id, message);
         break;
       case 'metrics': {
         const waiter = this.metricWaiters.get(message.id);

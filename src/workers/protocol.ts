@@ -2,7 +2,8 @@
 // (advanced serialization: Maps survive). The primary translates once and ships the
 // routing config; a change ships only the hosts it touched (a delta on the config a
 // worker already has), so a change reaches every worker at the cost of the change.
-import type { CertificateConfig, ListenerConfig, RouteConfig, RoutingConfig } from '../model/config.ts';
+import type { CertificateConfig, ListenerConfig, RouteConfig, RoutingConfig, SleepPolicy } from '../model/config.ts';
+import type { ActivityEntry } from '../scale-to-zero/gates.ts';
 import { NO_GATEWAYS } from '../model/config.ts';
 import { insertSorted, removeSorted } from '../util/sorted.ts';
 
@@ -31,7 +32,14 @@ export type ToPrimary =
   | { readonly t: 'installed'; readonly serial: number; readonly ports: { http?: number; https?: number }; readonly bindFailures: ReadonlyMap<number, string> }
   | { readonly t: 'metrics'; readonly id: number; readonly metrics: unknown }
   /** A worker started (or restarted) and needs a whole config. */
-  | { readonly t: 'hello' };
+  | { readonly t: 'hello' }
+  /** Scale-to-zero: what the worker's sleepable Services did lately, and what it needs (src/scale-to-zero/gates.ts). */
+  | SleepMessage;
+
+export type SleepMessage =
+  | { readonly t: 'activity'; readonly entries: readonly ActivityEntry[] }
+  | { readonly t: 'wake'; readonly service: string; readonly policy: SleepPolicy }
+  | { readonly t: 'wake-timeout'; readonly service: string; readonly count: number };
 
 /** The primary's side: what to send for `config`, given the one the worker has. */
 /** Gateway routes grouped by the HTTPRoute they come from. */
