@@ -10,8 +10,8 @@ import { SERVICE_NAME_LABEL, type EndpointSlice, type ObjectRef } from '../model
 import type { ObjectStore } from '../sources/store.ts';
 import type { ActivityEntry } from './gates.ts';
 import type { ActivityLeases, ActivityRecord } from './activity-leases.ts';
-import { sleepPolicyOf } from './policy.ts';
-import { isConflict, isNotFound, Workloads } from './workloads.ts';
+import { describeTarget, sleepPolicyOf } from './policy.ts';
+import type { Workloads } from './workloads.ts';
 
 export type SleepState = 'awake' | 'sleeping' | 'waking';
 
@@ -222,7 +222,7 @@ export class SleepManager {
         state: ready ? 'awake' : entry.wakeStartedAt !== undefined || entry.held > 0 ? 'waking' : 'sleeping',
         lastActivity: new Date(lastActive > 0 ? lastActive : this.startedAt).toISOString(),
         sleepAfterSeconds: entry.policy.sleepAfterMs / 1000,
-        target: Workloads.describe(entry.policy.target),
+        target: describeTarget(entry.policy.target),
         inflight: entry.inflight(now),
         held: entry.held,
       });
@@ -337,7 +337,7 @@ export class SleepManager {
 
   private async sleep(entry: Entry, workloads: Workloads, idleSince: number): Promise<void> {
     const { namespace, name, policy } = entry;
-    const target = Workloads.describe(policy.target);
+    const target = describeTarget(policy.target);
     try {
       let record: ActivityRecord | undefined;
       if (this.o.leases !== undefined) {
@@ -371,7 +371,7 @@ export class SleepManager {
 
   private async scaleUp(entry: Entry, workloads: Workloads): Promise<void> {
     const { namespace, policy } = entry;
-    const target = Workloads.describe(policy.target);
+    const target = describeTarget(policy.target);
     // A conflict means someone else changed the workload meanwhile (another replica woke it): read again.
     for (let attempt = 0; attempt < 3; attempt++) {
       try {
@@ -400,6 +400,15 @@ export class SleepManager {
   private event(entry: Entry, type: 'Normal' | 'Warning', reason: string, message: string): void {
     this.o.events?.({ kind: 'Service', namespace: entry.namespace, name: entry.name }, type, reason, message);
   }
+}
+
+// By status, not class: the manager must not load the Kubernetes client (standalone mode never does).
+function isConflict(err: unknown): boolean {
+  return (err as { status?: number } | undefined)?.status === 409;
+}
+
+function isNotFound(err: unknown): boolean {
+  return (err as { status?: number } | undefined)?.status === 404;
 }
 
 function sliceHasReady(slice: EndpointSlice): boolean {

@@ -79,3 +79,8 @@ export function sleepPolicyOf(service: Service): SleepPolicyResult {
   }
   return { policy, problems };
 }
+
+/** "deployment/web", as users write it in portico.dev/scale-target. */
+export function describeTarget(target: SleepPolicy['target']): string {
+  return `${target.kind.toLowerCase()}/${target.name}`;
+}

@@ -29,11 +29,6 @@ export class Workloads {
     this.client = client;
   }
 
-  /** "deployment/web" as users write it in portico.dev/scale-target. */
-  static describe(target: Target): string {
-    return `${target.kind.toLowerCase()}/${target.name}`;
-  }
-
   private path(namespace: string, target: Target): string {
     const plural = target.kind === 'Deployment' ? 'deployments' : 'statefulsets';
     return `/apis/apps/v1/namespaces/${encodeURIComponent(namespace)}/${plural}/${encodeURIComponent(target.name)}`;
@@ -72,12 +67,4 @@ export class Workloads {
       contentType: 'application/merge-patch+json',
     });
   }
-}
-
-export function isConflict(err: unknown): boolean {
-  return err instanceof KubeApiError && err.status === 409;
-}
-
-export function isNotFound(err: unknown): boolean {
-  return err instanceof KubeApiError && err.status === 404;
 }
