@@ -5,6 +5,7 @@
 //   PATCH gatewayclasses/gateways/httproutes status: src/status/gateway-status.ts
 //   POST/PATCH events: src/status/events.ts
 //   GET/POST/PUT leases: src/kube/leader.ts
+//   GET/PATCH deployments, statefulsets and their scale; GET/POST/PATCH leases: src/scale-to-zero/
 //
 // Helm is not a project dependency, so the templates are read without it: control
 // lines ({{- if }}, {{- end }}) are dropped and helper includes expanded, which
@@ -53,6 +54,11 @@ const NAMESPACED: Record<string, string[]> = {
   'gateway.networking.k8s.io/referencegrants': READ,
   'gateway.networking.k8s.io/gateways/status': ['patch'],
   'gateway.networking.k8s.io/httproutes/status': ['patch'],
+  'apps/deployments': ['get', 'patch'],
+  'apps/statefulsets': ['get', 'patch'],
+  'apps/deployments/scale': ['get', 'patch'],
+  'apps/statefulsets/scale': ['get', 'patch'],
+  'coordination.k8s.io/leases': ['create', 'get', 'patch'],
 };
 const LEADER_ELECTION: Record<string, string[]> = {
   'coordination.k8s.io/leases': ['create', 'get', 'update'],

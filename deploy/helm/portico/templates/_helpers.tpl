@@ -71,6 +71,19 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 - apiGroups: ["gateway.networking.k8s.io"]
   resources: ["gateways/status", "httproutes/status"]
   verbs: ["patch"]
+# Scale-to-zero (Services annotated portico.dev/scale-to-zero): read a workload and
+# note its replica count before sleeping (portico.dev/replicas-before-sleep), scale it
+# through its scale subresource, and share activity between replicas in one Lease per
+# sleepable Service ("portico-activity-<service>", in the Service's namespace).
+- apiGroups: ["apps"]
+  resources: ["deployments", "statefulsets"]
+  verbs: ["get", "patch"]
+- apiGroups: ["apps"]
+  resources: ["deployments/scale", "statefulsets/scale"]
+  verbs: ["get", "patch"]
+- apiGroups: ["coordination.k8s.io"]
+  resources: ["leases"]
+  verbs: ["get", "create", "patch"]
 {{- end }}
 
 {{/* Cluster-scoped: IngressClasses decide which Ingresses portico serves. */}}
