@@ -180,3 +180,39 @@ describe('scale-to-zero, standalone', () => {
     await portico.waitForLog((l) => typeof l.msg === 'string' && l.msg.includes('Service default/bad') && l.msg.includes('sleep-after'));
   });
 });
+
+describe('scale-to-zero, standalone, with 2 workers', () => {
+  const dir = new ManifestDir();
+  let portico: PorticoProcess;
+  const echoes: Echo[] = [];
+
+  before(async () => {
+    dir.write('class.yaml', [ingressClass('portico')]);
+    dir.write('ingress.yaml', [ingress('apps', { rules: [{ host: 'w.test', paths: [{ path: '/', service: 'w' }] }] })]);
+    dir.write('services.yaml', [sleepyService('w', { 'portico.dev/wake-timeout': '30s' })]);
+    portico = await startPortico(['--manifests', dir.path, '--debounce', '0', '--workers', '2']);
+  });
+
+  after(async () => {
+    await portico?.stop();
+    await Promise.all(echoes.map((e) => e.close()));
+    dir.cleanup();
+  });
+
+  test('held requests on every worker are released, and the primary shows the activity and state the workers report', async () => {
+    // Separate connections: the kernel spreads them over both workers.
+    const pending = Array.from({ length: 8 }, (_, i) => get(portico.http, 'w.test', `/r${i}`, { timeoutMs: 20_000 }));
+    await portico.waitForLog((l) => typeof l.msg === 'string' && l.msg.includes('Service default/w has no ready endpoints'));
+    const view = async () => ((await get(portico.admin, 'x', '/routes')).json().scaleToZero as { service: string; state: string; held: number }[])[0];
+    await eventually(async () => (await view())?.held === 8, 5000, 'the workers report 8 held requests');
+    assert.equal((await view())?.state, 'waking');
+    const echo = await startEchoServer({ name: 'w' });
+    echoes.push(echo);
+    dir.write('pods.yaml', [slice('w', echo.port)]);
+    for (const reply of await Promise.all(pending)) assert.equal(reply.status, 200);
+    await eventually(async () => (await view())?.state === 'awake', 5000, 'awake');
+    const metrics = (await get(portico.admin, 'x', '/metrics')).text;
+    assert.match(metrics, /portico_scale_to_zero_wakes_total\{service="default\/w"\} 1/);
+    assert.match(metrics, /portico_scale_to_zero_held_requests\{service="default\/w"\} 0/);
+  });
+});
