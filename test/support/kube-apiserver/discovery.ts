@@ -56,6 +56,9 @@ function resourceEntries(r: ResourceKind): Record<string, unknown>[] {
   if (r.shortNames) main.shortNames = r.shortNames;
   const entries = [main];
   if (r.statusSubresource) entries.push({ name: `${r.plural}/status`, singularName: '', namespaced: r.namespaced, kind: r.kind, verbs: STATUS_VERBS });
+  if (r.scaleSubresource) {
+    entries.push({ name: `${r.plural}/scale`, singularName: '', namespaced: r.namespaced, group: 'autoscaling', version: 'v1', kind: 'Scale', verbs: STATUS_VERBS });
+  }
   return entries;
 }
 

@@ -5,6 +5,7 @@ import { timingSafeEqual } from 'node:crypto';
 import { findByPath, type ResourceKind } from './kinds.ts';
 import { apiGroupDocument, apiGroupList, apiResourceList, apiVersions, rootPaths, versionInfo } from './discovery.ts';
 import { PATCH_TYPES, type PatchType } from './patch.ts';
+import { getScale, patchScale, updateScale } from './scale.ts';
 import type { ListOptions, Registry } from './registry.ts';
 import { parseFieldSelector, parseLabelSelector } from './selectors.ts';
 import { ApiError, errors } from './status.ts';
@@ -53,7 +54,7 @@ interface ResourceRoute {
   resource: ResourceKind;
   namespace?: string;
   name?: string;
-  subresource?: 'status';
+  subresource?: 'status' | 'scale';
   /** The legacy /watch/ path prefix */
   watchPath: boolean;
 }
@@ -98,10 +99,10 @@ function routeFor(segments: string[], address: string, hidden: ReadonlySet<strin
   const resource = findByPath(group, version, rest[0] ?? '');
   if (!resource || rest.length > 3) return undefined;
   const [, name, sub] = rest;
-  if (sub !== undefined && (sub !== 'status' || !resource.statusSubresource)) return undefined;
+  if (sub !== undefined && !(sub === 'status' && resource.statusSubresource) && !(sub === 'scale' && resource.scaleSubresource)) return undefined;
   // A namespaced object is only addressable within its namespace.
   if (resource.namespaced && name !== undefined && namespace === undefined) return undefined;
-  return { kind: 'resource', route: { resource, namespace, name, subresource: sub as 'status' | undefined, watchPath } };
+  return { kind: 'resource', route: { resource, namespace, name, subresource: sub as 'status' | 'scale' | undefined, watchPath } };
 }
 
 function send(res: ServerResponse, code: number, body: unknown, headers: Record<string, string> = {}): void {
@@ -237,6 +238,8 @@ async function handle(ctx: HttpContext, req: IncomingMessage, res: ServerRespons
     resourceVersionMatch: q.get('resourceVersionMatch'),
   };
 
+  if (subresource === 'scale') return handleScale(req, res, registry, route, record.verb);
+
   switch (record.verb) {
     case 'get':
       req.resume();
@@ -272,7 +275,7 @@ async function handle(ctx: HttpContext, req: IncomingMessage, res: ServerRespons
       const type = mediaType(req);
       if (type && type !== 'application/json') throw errors.unsupportedMediaType(type);
       const body = parseJson(await readBody(req));
-      const result = record.verb === 'create' ? registry.create(resource, namespace, body) : registry.update(resource, namespace, name!, body, subresource);
+      const result = record.verb === 'create' ? registry.create(resource, namespace, body) : registry.update(resource, namespace, name!, body, subresource as 'status' | undefined);
       return send(res, result.code, result.object);
     }
     case 'patch': {
@@ -283,7 +286,7 @@ async function handle(ctx: HttpContext, req: IncomingMessage, res: ServerRespons
       }
       const patch = parseJson(await readBody(req));
       if (patch === undefined) throw errors.badRequest('the body of a patch must not be empty');
-      const result = registry.patch(resource, namespace, name!, type as PatchType, patch, subresource);
+      const result = registry.patch(resource, namespace, name!, type as PatchType, patch, subresource as 'status' | undefined);
       return send(res, result.code, result.object);
     }
     case 'delete': {
@@ -299,4 +302,32 @@ async function handle(ctx: HttpContext, req: IncomingMessage, res: ServerRespons
       req.resume();
       throw errors.methodNotAllowed();
   }
+}
+
+/** get, update and patch of a workload's Scale; nothing else is served on /scale. */
+async function handleScale(req: IncomingMessage, res: ServerResponse, registry: Registry, route: ResourceRoute, verb: string): Promise<void> {
+  const { resource, namespace, name } = route;
+  if (verb === 'get') {
+    req.resume();
+    return send(res, 200, getScale(registry, resource, namespace, name!));
+  }
+  if (verb === 'update') {
+    const type = mediaType(req);
+    if (type && type !== 'application/json') throw errors.unsupportedMediaType(type);
+    const result = updateScale(registry, resource, namespace, name!, parseJson(await readBody(req)));
+    return send(res, result.code, result.object);
+  }
+  if (verb === 'patch') {
+    const type = mediaType(req);
+    if (!(PATCH_TYPES as readonly string[]).includes(type)) {
+      req.resume();
+      throw errors.unsupportedMediaType(type);
+    }
+    const patch = parseJson(await readBody(req));
+    if (patch === undefined) throw errors.badRequest('the body of a patch must not be empty');
+    const result = patchScale(registry, resource, namespace, name!, type as PatchType, patch);
+    return send(res, result.code, result.object);
+  }
+  req.resume();
+  throw errors.methodNotAllowed();
 }

@@ -17,9 +17,11 @@ import { createRequestHandler, type InjectedFailure, type RequestRecord } from '
 import { Registry } from './registry.ts';
 import { Store, type KubeObj } from './store.ts';
 import { WatchHub } from './watch.ts';
+import { WorkloadSimulator, type SimulateWorkloadOptions, type WorkloadSimulation } from './workload-simulator.ts';
 
 export type { KubeObj } from './store.ts';
 export type { RequestRecord } from './http.ts';
+export type { SimulateWorkloadOptions, WorkloadAddress, WorkloadSimulation } from './workload-simulator.ts';
 
 export interface FakeKubeApiServerOptions {
   /** Bearer token clients must send; random when omitted. */
@@ -46,6 +48,7 @@ export class FakeKubeApiServer {
   private readonly hub: WatchHub;
   private readonly failures: InjectedFailure[] = [];
   private readonly sockets = new Set<Socket>();
+  private readonly simulations = new Set<WorkloadSimulator>();
   private port = 0;
   private listening = false;
 
@@ -158,6 +161,7 @@ export class FakeKubeApiServer {
 
   async stop(): Promise<void> {
     this.failures.length = 0;
+    for (const simulation of [...this.simulations]) simulation.stop();
     await this.goDown();
   }
 
@@ -196,6 +200,19 @@ export class FakeKubeApiServer {
       .map(([, obj]) => obj)
       .filter((obj) => !namespace || !r.namespaced || obj.metadata.namespace === namespace)
       .map((obj) => structuredClone(obj));
+  }
+
+  /**
+   * Plays the workload's controller and the EndpointSlice controller for one Deployment or
+   * StatefulSet behind a Service: on spec.replicas N > 0 (by any write), after bootDelayMs,
+   * the Service's EndpointSlice lists min(N, addresses) ready endpoints and the workload's
+   * status shows them; at 0 the endpoints are withdrawn at once (the slice stays, empty).
+   * A change superseded before its boot delay ran is cancelled. Stopped by stop() or api.stop().
+   */
+  simulateWorkload(options: SimulateWorkloadOptions): WorkloadSimulation {
+    const simulation = new WorkloadSimulator(this.registry, options, (s) => this.simulations.delete(s));
+    this.simulations.add(simulation);
+    return simulation;
   }
 
   private kind(kind: string) {

@@ -26,10 +26,21 @@ export interface ResourceKind {
   shortNames?: string[];
   /** Served only when its CustomResourceDefinitions are installed (FakeKubeApiServerOptions.withoutCrds). */
   crd?: boolean;
+  /** Has a /scale subresource (an autoscaling/v1 Scale over spec.replicas), as Deployments and StatefulSets do. */
+  scaleSubresource?: boolean;
+  /** The registry's defaulting, run on every object a write stores (e.g. spec.replicas = 1). */
+  defaults?: (obj: Record<string, unknown>) => void;
 }
 
 export const ALL_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
 export const STATUS_VERBS = ['get', 'patch', 'update'];
+
+/** apps/v1 workloads: a spec without replicas means 1, as the real defaulting sets it. */
+function defaultReplicas(obj: Record<string, unknown>): void {
+  const spec = obj.spec;
+  if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) obj.spec = { replicas: 1 };
+  else if ((spec as Record<string, unknown>).replicas === undefined) obj.spec = { ...spec, replicas: 1 };
+}
 
 const coreEventFields: Record<string, string> = {
   'involvedObject.kind': 'involvedObject.kind',
@@ -75,6 +86,16 @@ export const KINDS: ResourceKind[] = [
   {
     group: 'discovery.k8s.io', version: 'v1', plural: 'endpointslices', singular: 'endpointslice', kind: 'EndpointSlice', namespaced: true,
     statusSubresource: false, createOnUpdate: false,
+  },
+  {
+    group: 'apps', version: 'v1', plural: 'deployments', singular: 'deployment', kind: 'Deployment', namespaced: true,
+    statusSubresource: true, initialStatus: () => ({}), createOnUpdate: false, shortNames: ['deploy'],
+    scaleSubresource: true, defaults: defaultReplicas,
+  },
+  {
+    group: 'apps', version: 'v1', plural: 'statefulsets', singular: 'statefulset', kind: 'StatefulSet', namespaced: true,
+    statusSubresource: true, initialStatus: () => ({ replicas: 0, availableReplicas: 0 }), createOnUpdate: false, shortNames: ['sts'],
+    scaleSubresource: true, defaults: defaultReplicas,
   },
   {
     group: 'coordination.k8s.io', version: 'v1', plural: 'leases', singular: 'lease', kind: 'Lease', namespaced: true,

@@ -182,7 +182,9 @@ export class Registry {
     if (body.apiVersion !== undefined && body.apiVersion !== groupVersion(r)) {
       throw errors.badRequest(`the API version in the data (${String(body.apiVersion)}) does not match the expected API version (${groupVersion(r)})`);
     }
-    return { ...body, apiVersion: groupVersion(r), kind: r.kind, metadata: { ...((body.metadata as ObjectMeta | undefined) ?? {}) } };
+    const obj: KubeObj = { ...body, apiVersion: groupVersion(r), kind: r.kind, metadata: { ...((body.metadata as ObjectMeta | undefined) ?? {}) } };
+    r.defaults?.(obj);
+    return obj;
   }
 
   private checkNamespace(r: ResourceKind, obj: KubeObj, namespace: string | undefined): void {
@@ -339,6 +341,7 @@ export class Registry {
     const next: KubeObj = { ...structuredClone(obj), apiVersion: groupVersion(r), kind: r.kind, metadata: { ...structuredClone(meta) } };
     if (r.namespaced) next.metadata.namespace = namespace;
     else delete next.metadata.namespace;
+    r.defaults?.(next);
     next.metadata.uid = existing?.metadata.uid ?? randomUUID();
     next.metadata.creationTimestamp = existing?.metadata.creationTimestamp ?? now();
     next.metadata.generation = !existing ? 1 : jsonEqual(specOf(existing), specOf(next)) ? existing.metadata.generation : (existing.metadata.generation ?? 0) + 1;
