@@ -61,7 +61,7 @@ describe('scale-to-zero in a cluster, two replicas', () => {
 
   const replicasOf = (name: string): number => (api.get('Deployment', 'default', name) as KubeObj & { spec: { replicas?: number } }).spec.replicas ?? 1;
   const scaleWrites = (name: string) =>
-    api.requests.filter((r) => r.resource === 'deployments' && r.name === name && r.subresource === 'scale' && (r.verb === 'patch' || r.verb === 'update') && r.status < 300);
+    api.requests.filter((r) => r.resource === 'deployments' && r.name === name && r.subresource === 'scale' && (r.verb === 'patch' || r.verb === 'update') && (r.status ?? 0) < 300);
   const serviceEvents = (name: string, reason: string) =>
     api.list('Event', 'default').filter((e) => {
       const ev = e as KubeObj & { involvedObject?: { kind?: string; name?: string }; reason?: string };
@@ -186,7 +186,7 @@ describe('scale-to-zero in a cluster, two replicas', () => {
   test('a long request in flight keeps its Service awake until it ends', async () => {
     await app('long', { 'portico.dev/sleep-after': '1s' });
     await eventually(async () => (await get(follower.http, 'long.test', '/')).status === 200, 5000, 'served');
-    const long = get(follower.http, 'long.test', '/slow?delay=4000', { timeoutMs: 20_000 });
+    const long = get(follower.http, 'long.test', '/slow?delay=4000ms', { timeoutMs: 20_000 });
     await delay(3500);
     assert.equal(replicasOf('long'), 1, 'awake while the request is in flight');
     assert.equal((await long).status, 200);
