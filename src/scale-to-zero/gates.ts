@@ -107,7 +107,10 @@ export class ServiceGate<F extends GatedForwarder = GatedForwarder> {
   /** A forwarder was compiled for a backend of this Service: it is the one held requests go on with. */
   compiled(forwarder: F): void {
     this.forwarders.set(forwarder.backendKey, forwarder);
-    if (!forwarder.hasEndpoints || this.held.size === 0) return;
+    if (!forwarder.hasEndpoints) return;
+    // Awake: the next time it has no endpoints, the first held request signals at once.
+    this.wakeSignalledAt = -Infinity;
+    if (this.held.size === 0) return;
     for (const waiter of [...this.held]) {
       if (waiter.backendKey !== forwarder.backendKey) continue;
       this.remove(waiter);
