@@ -1,7 +1,7 @@
 // The scale subresource of Deployments and StatefulSets, as the real registries serve it:
 // an autoscaling/v1 Scale built from the parent, whose writes change nothing but the
 // parent's spec.replicas. A resourceVersion in the Scale is a precondition on the parent.
-import { findByKind, type ResourceKind } from './kinds.ts';
+import type { ResourceKind } from './kinds.ts';
 import { applyPatch, type PatchType } from './patch.ts';
 import type { Registry, WriteResult } from './registry.ts';
 import { ApiError, errors } from './status.ts';
@@ -91,11 +91,4 @@ export function updateScale(registry: Registry, r: ResourceKind, namespace: stri
 export function patchScale(registry: Registry, r: ResourceKind, namespace: string | undefined, name: string, patchType: PatchType, patch: unknown): WriteResult {
   const patched = applyPatch(getScale(registry, r, namespace, name), patchType, patch);
   return updateScale(registry, r, namespace, name, patched);
-}
-
-/** The workload kinds a scale subresource exists for, by Kind ("Deployment") or plural. */
-export function workloadKind(kind: string): ResourceKind {
-  const r = findByKind(kind, 'apps/v1');
-  if (!r?.scaleSubresource) throw new Error(`kube-apiserver: ${kind} has no scale subresource (Deployment or StatefulSet)`);
-  return r;
 }

@@ -64,6 +64,7 @@ export class WorkloadSimulator implements WorkloadSimulation {
   private readonly options: SimulateWorkloadOptions;
   private readonly ports: number[];
   private readonly unsubscribe: () => void;
+  private readonly onStop: (s: WorkloadSimulator) => void;
   private readonly waiters: { count: number; resolve: () => void; reject: (err: Error) => void }[] = [];
   private observed: number | undefined;
   private published = 0;
@@ -90,8 +91,6 @@ export class WorkloadSimulator implements WorkloadSimulation {
     const current = registry.store.get(resource, this.key);
     if (current) this.observe(replicasOf(current));
   }
-
-  private readonly onStop: (s: WorkloadSimulator) => void;
 
   get readyEndpoints(): number {
     return this.published;
