@@ -82,6 +82,8 @@ class Entry {
   notBefore = 0;
   /** Problems found through the API (a missing workload), beside the annotation ones. */
   apiProblem: string | undefined = undefined;
+  /** Date.now() when this replica started tracking the Service: a new one gets its whole sleep-after first. */
+  readonly since = Date.now();
 
   constructor(service: string, policy: SleepPolicy) {
     this.service = service;
@@ -117,7 +119,6 @@ export class SleepManager {
   private readonly invalid = new Map<string, readonly string[]>();
   private problemList: readonly Problem[] = [];
   private timer: NodeJS.Timeout | undefined;
-  private readonly startedAt = Date.now();
   private readonly metrics: { wakes: Counter; wakeSeconds: Histogram; sleeps: Counter; leaseWrites: Counter };
   private readonly loggedStandaloneWait = new Set<string>();
 
@@ -220,7 +221,7 @@ export class SleepManager {
       out.push({
         service: entry.service,
         state: ready ? 'awake' : entry.wakeStartedAt !== undefined || entry.held > 0 ? 'waking' : 'sleeping',
-        lastActivity: new Date(lastActive > 0 ? lastActive : this.startedAt).toISOString(),
+        lastActivity: new Date(lastActive > 0 ? lastActive : entry.since).toISOString(),
         sleepAfterSeconds: entry.policy.sleepAfterMs / 1000,
         target: describeTarget(entry.policy.target),
         inflight: entry.inflight(now),
@@ -303,8 +304,9 @@ export class SleepManager {
       const lastActive = entry.lastActive;
       this.share(entry);
       if (!leader || entry.busy || now < entry.notBefore || this.o.workloads === undefined) continue;
-      // A Service this process never saw used counts from its start: a restart puts nothing to sleep at once.
-      const idleSince = Math.max(lastActive, this.startedAt);
+      // A Service never seen used counts from when this process learned of it: neither a
+      // restart nor a new annotation puts anything to sleep at once.
+      const idleSince = Math.max(lastActive, entry.since);
       if (now - idleSince < entry.policy.sleepAfterMs || entry.inflight(now) > 0 || entry.held > 0) continue;
       if (!this.hasReadyEndpoints(entry.service)) continue;
       entry.busy = true;

@@ -51,7 +51,8 @@ async function freePort(): Promise<number> {
 
 const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-describe('scale-to-zero in a cluster, two replicas', () => {
+// The tests use separate Services and run at once (they mostly wait on timers).
+describe('scale-to-zero in a cluster, two replicas', { concurrency: true }, () => {
   let api: FakeKubeApiServer;
   let kubeconfigDir: string;
   let leader: PorticoProcess;
@@ -131,7 +132,6 @@ describe('scale-to-zero in a cluster, two replicas', () => {
   test('200 concurrent held requests through both replicas: one scale write, every request answered', async () => {
     // Scaled to 0 by someone else: a request wakes it just the same (to 1: nothing noted).
     await app('crowd', { 'portico.dev/sleep-after': '1h' }, { replicas: 0, bootDelayMs: 300 });
-    api.requests.length = 0;
     const requests: Promise<Reply>[] = [];
     for (let i = 0; i < 200; i++) {
       const port = i % 2 === 0 ? leader.http : follower.http;
