@@ -1,4 +1,5 @@
-// Black-box: scale-to-zero in cluster mode, two portico replicas (the real CLI) against
+// Black-box: scale-to-zero in cluster mode, two portico replicas (the real CLI; the
+// follower with 2 worker processes) against
 // the test API server, whose workload simulator plays the Deployment and EndpointSlice
 // controllers: scaling a Deployment to N publishes, after a boot delay, an EndpointSlice
 // whose address is a real local echo backend; scaling to 0 withdraws it.
@@ -70,7 +71,7 @@ describe('scale-to-zero in a cluster, two replicas', { concurrency: true }, () =
     });
 
   /** A sleepable app: Service, Deployment at `replicas`, an echo backend and the simulated controllers. */
-  async function app(name: string, annotations: Record<string, string>, options: { replicas?: number; bootDelayMs?: number; port?: number; withoutBackend?: boolean } = {}) {
+  async function app(name: string, annotations: Record<string, string>, options: { replicas?: number; bootDelayMs?: number; port?: number; withoutBackend?: boolean; invalid?: boolean } = {}) {
     let port = options.port;
     if (port === undefined && !options.withoutBackend) {
       const echo = await startEchoServer({ name });
@@ -89,7 +90,16 @@ describe('scale-to-zero in a cluster, two replicas', { concurrency: true }, () =
       bootDelayMs: options.bootDelayMs ?? 100,
     });
     simulations.push(sim);
+    if (!options.invalid) await known(name);
     return sim;
+  }
+
+  /** Both replicas track the Service (and the follower's workers have had time to get its routes). */
+  async function known(name: string): Promise<void> {
+    for (const p of [leader, follower]) {
+      await eventually(async () => ((await get(p.admin, 'x', '/routes')).json().scaleToZero as { service: string }[]).some((s) => s.service === `default/${name}`), 5000, `${name} tracked`);
+    }
+    await delay(200);
   }
 
   before(async () => {
@@ -101,7 +111,8 @@ describe('scale-to-zero in a cluster, two replicas', { concurrency: true }, () =
     api.apply(ingress('apps', { rules: hosts.map((h) => ({ host: `${h}.test`, paths: [{ path: '/', service: h }] })) }));
     leader = await startPortico(['--kubeconfig', kubeconfig, ...CLUSTER_FLAGS]);
     await leader.waitForLog((l) => l.msg === 'became leader');
-    follower = await startPortico(['--kubeconfig', kubeconfig, ...CLUSTER_FLAGS]);
+    // The follower runs 2 workers: its traffic reaches the shared activity through the primary.
+    follower = await startPortico(['--kubeconfig', kubeconfig, ...CLUSTER_FLAGS, '--workers', '2']);
   });
 
   after(async () => {
@@ -170,8 +181,9 @@ describe('scale-to-zero in a cluster, two replicas', { concurrency: true }, () =
     assert.equal(replicasOf('shared'), 1, 'still awake after 2.5 × sleep-after of traffic through the follower');
     assert.equal(scaleWrites('shared').length, 0);
     await eventually(async () => replicasOf('shared') === 0, 10_000, 'asleep once idle');
-    const sleepers = [leader, follower].filter((p) => p.logs.some((l) => typeof l.msg === 'string' && l.msg.startsWith('Service default/shared: no request')));
-    assert.deepEqual(sleepers, [leader], 'only the leader scales down');
+    const sleptIt = (p: PorticoProcess) => p.logs.some((l) => typeof l.msg === 'string' && l.msg.startsWith('Service default/shared: no request'));
+    await eventually(async () => sleptIt(leader), 5000, 'the leader logs the sleep');
+    assert.equal(sleptIt(follower), false, 'only the leader scales down');
   });
 
   test('a request at the moment of sleep is answered, and the Service comes back if it was needed', async () => {
@@ -197,6 +209,7 @@ describe('scale-to-zero in a cluster, two replicas', { concurrency: true }, () =
     // A Deployment that never becomes ready: scaled up, but no endpoint is ever published.
     api.apply(sleepyService('never', { 'portico.dev/wake-timeout': '1s' }));
     api.apply(deployment('never', 0));
+    await known('never');
     const reply = await get(follower.http, 'never.test', '/');
     assert.equal(reply.status, 503);
     assert.ok(Number(reply.headers['retry-after']) > 0);
@@ -205,7 +218,7 @@ describe('scale-to-zero in a cluster, two replicas', { concurrency: true }, () =
   });
 
   test('bad annotations and a missing scale target: Warning Events, and the Service is never put to sleep', async () => {
-    await app('bad', { 'portico.dev/sleep-after': 'soon' });
+    await app('bad', { 'portico.dev/sleep-after': 'soon' }, { invalid: true });
     await eventually(async () => serviceEvents('bad', 'InvalidAnnotation').length === 1, 5000, 'an InvalidAnnotation Event');
     await app('ghost', { 'portico.dev/sleep-after': '500ms', 'portico.dev/scale-target': 'deployment/missing' });
     await eventually(async () => serviceEvents('ghost', 'ScaleTargetNotFound').length === 1, 8000, 'a ScaleTargetNotFound Event');
