@@ -320,8 +320,13 @@ export class SleepManager {
   private share(entry: Entry): void {
     const leases = this.o.leases;
     if (leases === undefined || entry.writing) return;
+    // A request in flight (reported lately) is activity now, not as of its last report.
+    const now = Date.now();
     let local = 0;
-    for (const r of entry.reports.values()) if (r.lastActive > local) local = r.lastActive;
+    for (const r of entry.reports.values()) {
+      const at = r.inflight > 0 && now - r.at < INFLIGHT_VALID_MS ? now : r.lastActive;
+      if (at > local) local = at;
+    }
     if (local <= entry.written || local <= entry.sharedActive) return;
     if (local - entry.written < entry.policy.sleepAfterMs / 4 && entry.written !== 0) return;
     entry.writing = true;

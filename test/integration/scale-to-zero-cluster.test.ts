@@ -10,6 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import WebSocket from 'ws';
 import { FakeKubeApiServer, type KubeObj } from '../support/kube-apiserver/index.ts';
 import { startEchoServer } from '../../examples/echo-server.ts';
 import { eventually, startPortico, type PorticoProcess } from '../support/portico-process.ts';
@@ -106,7 +107,7 @@ describe('scale-to-zero in a cluster, two replicas', { concurrency: true }, () =
     api = await FakeKubeApiServer.start({ token: 'test-token', tls: true });
     kubeconfigDir = mkdtempSync(join(tmpdir(), 'portico-kubeconfig-'));
     const kubeconfig = api.writeKubeconfig(kubeconfigDir);
-    const hosts = ['idle', 'crowd', 'boot', 'shared', 'edge', 'long', 'never', 'bad', 'ghost'];
+    const hosts = ['idle', 'crowd', 'boot', 'shared', 'edge', 'long', 'socket', 'never', 'bad', 'ghost'];
     api.apply(ingressClass('portico'));
     api.apply(ingress('apps', { rules: hosts.map((h) => ({ host: `${h}.test`, paths: [{ path: '/', service: h }] })) }));
     leader = await startPortico(['--kubeconfig', kubeconfig, ...CLUSTER_FLAGS]);
@@ -196,13 +197,29 @@ describe('scale-to-zero in a cluster, two replicas', { concurrency: true }, () =
   });
 
   test('a long request in flight keeps its Service awake until it ends', async () => {
-    await app('long', { 'portico.dev/sleep-after': '1s' });
+    await app('long', { 'portico.dev/sleep-after': '2s' });
     await eventually(async () => (await get(follower.http, 'long.test', '/')).status === 200, 5000, 'served');
-    const long = get(follower.http, 'long.test', '/slow?delay=4000ms', { timeoutMs: 20_000 });
-    await delay(3500);
+    const long = get(follower.http, 'long.test', '/slow?delay=5000ms', { timeoutMs: 20_000 });
+    await delay(4500);
     assert.equal(replicasOf('long'), 1, 'awake while the request is in flight');
     assert.equal((await long).status, 200);
     await eventually(async () => replicasOf('long') === 0, 10_000, 'asleep after it ended');
+  });
+
+  test('an open WebSocket keeps its Service awake until it closes', async () => {
+    await app('socket', { 'portico.dev/sleep-after': '2s' });
+    const ws = new WebSocket(`ws://127.0.0.1:${follower.http}/chat`, { headers: { host: 'socket.test' } });
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', () => resolve());
+      ws.once('error', reject);
+    });
+    await delay(4500);
+    assert.equal(replicasOf('socket'), 1, 'awake while the WebSocket is open');
+    const echoed = new Promise<string>((resolve) => ws.once('message', (data) => resolve(String(data))));
+    ws.send('still here');
+    assert.match(await echoed, /still here/);
+    ws.close();
+    await eventually(async () => replicasOf('socket') === 0, 10_000, 'asleep after it closed');
   });
 
   test('wake-timeout: held requests get 503 with Retry-After and a WakeTimeout Event', async () => {
