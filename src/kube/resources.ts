@@ -22,6 +22,7 @@ export const RESOURCES: Record<RoutingKind, ResourceInfo> = {
   GatewayClass: { kind: 'GatewayClass', base: '/apis/gateway.networking.k8s.io/v1', plural: 'gatewayclasses', namespaced: false },
   Gateway: { kind: 'Gateway', base: '/apis/gateway.networking.k8s.io/v1', plural: 'gateways', namespaced: true },
   HTTPRoute: { kind: 'HTTPRoute', base: '/apis/gateway.networking.k8s.io/v1', plural: 'httproutes', namespaced: true },
+  GRPCRoute: { kind: 'GRPCRoute', base: '/apis/gateway.networking.k8s.io/v1', plural: 'grpcroutes', namespaced: true },
   ReferenceGrant: { kind: 'ReferenceGrant', base: '/apis/gateway.networking.k8s.io/v1beta1', plural: 'referencegrants', namespaced: true },
   Namespace: { kind: 'Namespace', base: '/api/v1', plural: 'namespaces', namespaced: false },
 };

@@ -6,6 +6,7 @@ import type {
   EndpointSlice,
   Gateway,
   GatewayClass,
+  GRPCRoute,
   HTTPRoute,
   Ingress,
   ListenerStatus,
@@ -31,6 +32,8 @@ export interface Snapshot {
   readonly gatewayClasses: ReadonlyMap<string, GatewayClass>;
   readonly gateways: ReadonlyMap<string, Gateway>;
   readonly httpRoutes: ReadonlyMap<string, HTTPRoute>;
+  /** Optional so snapshots made before GRPCRoute (tests, benches) stay valid. */
+  readonly grpcRoutes?: ReadonlyMap<string, GRPCRoute>;
   readonly referenceGrants: ReadonlyMap<string, ReferenceGrant>;
   /** Only needed for allowedRoutes.namespaces.from: Selector; keyed by name. */
   readonly namespaces: ReadonlyMap<string, Namespace>;

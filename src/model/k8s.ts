@@ -288,6 +288,36 @@ export interface HTTPRoute extends KubeObject {
   status?: { parents?: RouteParentStatus[] };
 }
 
+export interface GRPCMethodMatch {
+  /** Exact (default) or RegularExpression. */
+  type?: 'Exact' | 'RegularExpression';
+  service?: string;
+  method?: string;
+}
+
+export interface GRPCRouteMatch {
+  method?: GRPCMethodMatch;
+  headers?: { type?: 'Exact' | 'RegularExpression'; name: string; value: string }[];
+}
+
+/** GRPCRoute filters are a subset of HTTPRoute's (RequestHeaderModifier, ResponseHeaderModifier, RequestMirror, ExtensionRef). */
+export interface GRPCRouteRule {
+  name?: string;
+  matches?: GRPCRouteMatch[];
+  filters?: HTTPRouteFilter[];
+  backendRefs?: HTTPBackendRef[];
+}
+
+export interface GRPCRoute extends KubeObject {
+  kind: 'GRPCRoute';
+  spec?: {
+    parentRefs?: ParentReference[];
+    hostnames?: string[];
+    rules?: GRPCRouteRule[];
+  };
+  status?: { parents?: RouteParentStatus[] };
+}
+
 export interface ReferenceGrant extends KubeObject {
   kind: 'ReferenceGrant';
   spec?: {
@@ -326,11 +356,11 @@ export const TLS_SECRET_TYPE = 'kubernetes.io/tls';
 
 /** The kinds portico routes from. */
 export type IngressKind = 'Ingress' | 'IngressClass' | 'Service' | 'EndpointSlice' | 'Secret';
-export type GatewayKind = 'GatewayClass' | 'Gateway' | 'HTTPRoute' | 'ReferenceGrant' | 'Namespace';
+export type GatewayKind = 'GatewayClass' | 'Gateway' | 'HTTPRoute' | 'GRPCRoute' | 'ReferenceGrant' | 'Namespace';
 export type RoutingKind = IngressKind | GatewayKind;
 export const INGRESS_KINDS: readonly IngressKind[] = ['IngressClass', 'Ingress', 'Service', 'EndpointSlice', 'Secret'];
 /** Read only where the Gateway API CRDs are installed (cluster mode), or from manifests. */
-export const GATEWAY_KINDS: readonly GatewayKind[] = ['GatewayClass', 'Gateway', 'HTTPRoute', 'ReferenceGrant', 'Namespace'];
+export const GATEWAY_KINDS: readonly GatewayKind[] = ['GatewayClass', 'Gateway', 'HTTPRoute', 'GRPCRoute', 'ReferenceGrant', 'Namespace'];
 export const ROUTING_KINDS: readonly RoutingKind[] = [...INGRESS_KINDS, ...GATEWAY_KINDS];
 
 export interface ObjectRef {

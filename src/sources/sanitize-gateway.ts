@@ -6,6 +6,9 @@ import type {
   Condition,
   Gateway,
   GatewayClass,
+  GRPCRoute,
+  GRPCRouteMatch,
+  GRPCRouteRule,
   GatewayListener,
   HTTPBackendRef,
   HTTPHeaderFilter,
@@ -206,14 +209,17 @@ function filter(raw: unknown, field: string): HTTPRouteFilter {
   });
 }
 
+function valueMatches(v: unknown, f: string): { type?: 'Exact' | 'RegularExpression'; name: string; value: string }[] | undefined {
+  return list(v, f, (x, ff) => {
+    const e = reqObject(x, ff);
+    return compact({ type: optString(e.type, `${ff}.type`) as 'Exact' | undefined, name: reqString(e.name, `${ff}.name`), value: optString(e.value, `${ff}.value`) ?? '' });
+  });
+}
+
 function match(raw: unknown, field: string): HTTPRouteMatch {
   const m = reqObject(raw, field);
   const path = optObject(m.path, `${field}.path`);
-  const values = (v: unknown, f: string) =>
-    list(v, f, (x, ff) => {
-      const e = reqObject(x, ff);
-      return compact({ type: optString(e.type, `${ff}.type`) as 'Exact' | undefined, name: reqString(e.name, `${ff}.name`), value: optString(e.value, `${ff}.value`) ?? '' });
-    });
+  const values = valueMatches;
   return compact<HTTPRouteMatch>({
     path: path && compact({ type: optString(path.type, `${field}.path.type`) as 'Exact' | undefined, value: optString(path.value, `${field}.path.value`) }),
     headers: values(m.headers, `${field}.headers`),
@@ -241,9 +247,21 @@ function rule(raw: unknown, field: string): HTTPRouteRule {
   });
 }
 
+function routeStatus(raw: unknown): { parents?: RouteParentStatus[] } | undefined {
+  const status = optObject(raw, 'status');
+  return (
+    status &&
+    compact({
+      parents: list(status.parents, 'status.parents', (x, f): RouteParentStatus => {
+        const p = reqObject(x, f);
+        return { parentRef: parentRef(p.parentRef, `${f}.parentRef`), controllerName: reqString(p.controllerName, `${f}.controllerName`), conditions: conditions(p.conditions, `${f}.conditions`) ?? [] };
+      }),
+    })
+  );
+}
+
 export function sanitizeHTTPRoute(o: Json, metadata: ObjectMeta): HTTPRoute {
   const spec = optObject(o.spec, 'spec');
-  const status = optObject(o.status, 'status');
   return compact<HTTPRoute>({
     apiVersion: String(o.apiVersion),
     kind: 'HTTPRoute',
@@ -255,14 +273,49 @@ export function sanitizeHTTPRoute(o: Json, metadata: ObjectMeta): HTTPRoute {
         hostnames: optStringList(spec.hostnames, 'spec.hostnames'),
         rules: list(spec.rules, 'spec.rules', rule),
       }),
-    status:
-      status &&
+    status: routeStatus(o.status),
+  });
+}
+
+function grpcMatch(raw: unknown, field: string): GRPCRouteMatch {
+  const m = reqObject(raw, field);
+  const method = optObject(m.method, `${field}.method`);
+  return compact<GRPCRouteMatch>({
+    method:
+      method &&
       compact({
-        parents: list(status.parents, 'status.parents', (x, f): RouteParentStatus => {
-          const p = reqObject(x, f);
-          return { parentRef: parentRef(p.parentRef, `${f}.parentRef`), controllerName: reqString(p.controllerName, `${f}.controllerName`), conditions: conditions(p.conditions, `${f}.conditions`) ?? [] };
-        }),
+        type: optString(method.type, `${field}.method.type`) as 'Exact' | undefined,
+        service: optString(method.service, `${field}.method.service`),
+        method: optString(method.method, `${field}.method.method`),
       }),
+    headers: valueMatches(m.headers, `${field}.headers`),
+  });
+}
+
+function grpcRule(raw: unknown, field: string): GRPCRouteRule {
+  const r = reqObject(raw, field);
+  return compact<GRPCRouteRule>({
+    name: optString(r.name, `${field}.name`),
+    matches: list(r.matches, `${field}.matches`, grpcMatch),
+    filters: list(r.filters, `${field}.filters`, filter),
+    backendRefs: list(r.backendRefs, `${field}.backendRefs`, backendRef),
+  });
+}
+
+export function sanitizeGRPCRoute(o: Json, metadata: ObjectMeta): GRPCRoute {
+  const spec = optObject(o.spec, 'spec');
+  return compact<GRPCRoute>({
+    apiVersion: String(o.apiVersion),
+    kind: 'GRPCRoute',
+    metadata,
+    spec:
+      spec &&
+      compact({
+        parentRefs: list(spec.parentRefs, 'spec.parentRefs', parentRef),
+        hostnames: optStringList(spec.hostnames, 'spec.hostnames'),
+        rules: list(spec.rules, 'spec.rules', grpcRule),
+      }),
+    status: routeStatus(o.status),
   });
 }
 

@@ -12,6 +12,7 @@ import {
   type GatewayClass,
   type HTTPIngressPath,
   type HTTPRoute,
+  type GRPCRoute,
   type Ingress,
   type IngressBackend,
   type IngressClass,
@@ -48,9 +49,9 @@ import {
   deepFreeze,
   type Json,
 } from './sanitize-json.ts';
-import { sanitizeGateway, sanitizeGatewayClass, sanitizeHTTPRoute, sanitizeNamespace, sanitizeReferenceGrant } from './sanitize-gateway.ts';
+import { sanitizeGateway, sanitizeGatewayClass, sanitizeGRPCRoute, sanitizeHTTPRoute, sanitizeNamespace, sanitizeReferenceGrant } from './sanitize-gateway.ts';
 
-export type RoutingObject = Ingress | IngressClass | Service | EndpointSlice | Secret | GatewayClass | Gateway | HTTPRoute | ReferenceGrant | Namespace;
+export type RoutingObject = Ingress | IngressClass | Service | EndpointSlice | Secret | GatewayClass | Gateway | HTTPRoute | GRPCRoute | ReferenceGrant | Namespace;
 
 export interface SanitizeResult {
   /** The object to store, when it is one of the kinds portico routes from and well-formed. */
@@ -73,6 +74,7 @@ export const ROUTING_API_VERSIONS: Readonly<Record<RoutingKind, string>> = {
   GatewayClass: 'gateway.networking.k8s.io/v1',
   Gateway: 'gateway.networking.k8s.io/v1',
   HTTPRoute: 'gateway.networking.k8s.io/v1',
+  GRPCRoute: 'gateway.networking.k8s.io/v1',
   ReferenceGrant: 'gateway.networking.k8s.io/v1beta1',
   Namespace: 'v1',
 };
@@ -82,6 +84,7 @@ const ALSO_ACCEPTED: Readonly<Record<string, readonly string[]>> = {
   GatewayClass: ['gateway.networking.k8s.io/v1beta1'],
   Gateway: ['gateway.networking.k8s.io/v1beta1'],
   HTTPRoute: ['gateway.networking.k8s.io/v1beta1'],
+  GRPCRoute: ['gateway.networking.k8s.io/v1alpha2'],
   ReferenceGrant: ['gateway.networking.k8s.io/v1'],
 };
 
@@ -92,7 +95,7 @@ const REMOVED_API_VERSIONS: Readonly<Record<string, readonly string[]>> = {
   EndpointSlice: ['discovery.k8s.io/v1beta1'],
 };
 
-const NAMESPACED: ReadonlySet<string> = new Set(['Ingress', 'Service', 'EndpointSlice', 'Secret', 'Gateway', 'HTTPRoute', 'ReferenceGrant']);
+const NAMESPACED: ReadonlySet<string> = new Set(['Ingress', 'Service', 'EndpointSlice', 'Secret', 'Gateway', 'HTTPRoute', 'GRPCRoute', 'ReferenceGrant']);
 
 /** Huge and useless for routing; for a Secret it would even hold a second copy of every key. */
 const DROPPED_ANNOTATIONS: ReadonlySet<string> = new Set(['kubectl.kubernetes.io/last-applied-configuration']);
@@ -351,6 +354,7 @@ const SANITIZERS: Record<RoutingKind, (o: Json, metadata: ObjectMeta) => Routing
   GatewayClass: sanitizeGatewayClass,
   Gateway: sanitizeGateway,
   HTTPRoute: sanitizeHTTPRoute,
+  GRPCRoute: sanitizeGRPCRoute,
   ReferenceGrant: sanitizeReferenceGrant,
   Namespace: sanitizeNamespace,
 };

@@ -17,6 +17,7 @@ import {
   type Gateway,
   type GatewayClass,
   type HTTPRoute,
+  type GRPCRoute,
   type Ingress,
   type IngressClass,
   type KubeObject,
@@ -36,6 +37,7 @@ export interface KindTypes {
   GatewayClass: GatewayClass;
   Gateway: Gateway;
   HTTPRoute: HTTPRoute;
+  GRPCRoute: GRPCRoute;
   ReferenceGrant: ReferenceGrant;
   Namespace: Namespace;
 }
@@ -68,6 +70,7 @@ export class ObjectStore implements Snapshot {
   readonly gatewayClasses = new Map<string, GatewayClass>();
   readonly gateways = new Map<string, Gateway>();
   readonly httpRoutes = new Map<string, HTTPRoute>();
+  readonly grpcRoutes = new Map<string, GRPCRoute>();
   readonly referenceGrants = new Map<string, ReferenceGrant>();
   readonly namespaces = new Map<string, Namespace>();
 
@@ -80,6 +83,7 @@ export class ObjectStore implements Snapshot {
     GatewayClass: this.gatewayClasses,
     Gateway: this.gateways,
     HTTPRoute: this.httpRoutes,
+    GRPCRoute: this.grpcRoutes,
     ReferenceGrant: this.referenceGrants,
     Namespace: this.namespaces,
   };

@@ -14,6 +14,8 @@ export type ClusterSourceOptions = Pick<ReflectorOptions, 'client' | 'sink' | 's
 };
 
 const GATEWAY_API_PATH = '/apis/gateway.networking.k8s.io/v1';
+/** Kinds older Gateway API installs lack: watched only when discovery lists them. */
+const OPTIONAL_GATEWAY_KINDS: ReadonlySet<RoutingKind> = new Set(['GRPCRoute']);
 
 export class ClusterSource {
   private readonly o: ClusterSourceOptions;
@@ -23,6 +25,8 @@ export class ClusterSource {
   private everConnected = false;
   private discoveryTimer: NodeJS.Timeout | undefined;
   private stopped = false;
+  /** The Gateway API kinds whose reflectors run. */
+  private readonly watching = new Set<RoutingKind>();
   private resolveGatewaySynced!: () => void;
   /** Resolves once every kind was listed once (Gateway kinds included when installed): the initial sync. */
   readonly synced: Promise<void>;
@@ -67,13 +71,17 @@ export class ClusterSource {
     void this.discoverGatewayApi(true);
   }
 
-  /** Starts the Gateway API reflectors once the API serves the group. */
+  /**
+   * Starts the Gateway API reflectors once the API serves the group. GRPCRoute came to
+   * v1 later than the other kinds (Gateway API v1.1): it is watched once discovery
+   * lists it, and looked for again every minute until then.
+   */
   private async discoverGatewayApi(first: boolean): Promise<void> {
     if (this.stopped) return;
-    let installed = false;
+    let served: ReadonlySet<string> | undefined;
     try {
-      await this.o.client.request('GET', GATEWAY_API_PATH);
-      installed = true;
+      const list = await this.o.client.request<{ resources?: { name?: string }[] }>('GET', GATEWAY_API_PATH);
+      served = new Set((list?.resources ?? []).map((r) => r.name ?? ''));
     } catch (err) {
       if (!(err instanceof KubeApiError && err.status === 404)) {
         // Unreachable or refused: the Ingress reflectors report the connection; try again soon.
@@ -82,17 +90,22 @@ export class ClusterSource {
       }
     }
     if (this.stopped) return;
-    if (!installed) {
+    if (served === undefined) {
       if (first) this.o.log.info({ group: 'gateway.networking.k8s.io' }, 'Gateway API CRDs not installed: serving Ingress only (checked again every minute)');
       this.resolveGatewaySynced();
       this.discoveryTimer = setTimeout(() => void this.discoverGatewayApi(false), this.o.gatewayDiscoveryMs ?? 60_000);
       return;
     }
-    if (!first) this.o.log.info({ group: 'gateway.networking.k8s.io' }, 'Gateway API CRDs found: serving Gateways and HTTPRoutes');
-    const added = GATEWAY_KINDS.map((kind) => this.reflector(kind));
+    const kinds = GATEWAY_KINDS.filter((kind) => !this.watching.has(kind) && (!OPTIONAL_GATEWAY_KINDS.has(kind) || served.has(RESOURCES[kind].plural)));
+    if (kinds.length > 0 && (!first || this.watching.size > 0)) this.o.log.info({ group: 'gateway.networking.k8s.io', kinds }, 'Gateway API CRDs found: serving them');
+    const added = kinds.map((kind) => this.reflector(kind));
+    for (const kind of kinds) this.watching.add(kind);
     this.reflectors.push(...added);
     for (const r of added) r.start();
     void Promise.all(added.map((r) => r.synced)).then(() => this.resolveGatewaySynced());
+    if ([...OPTIONAL_GATEWAY_KINDS].some((kind) => !this.watching.has(kind))) {
+      this.discoveryTimer = setTimeout(() => void this.discoverGatewayApi(false), this.o.gatewayDiscoveryMs ?? 60_000);
+    }
   }
 
   stop(): void {

@@ -129,6 +129,10 @@ export const KINDS: ResourceKind[] = [
     statusSubresource: true, initialStatus: () => ({}), createOnUpdate: false, crd: true,
   },
   {
+    group: 'gateway.networking.k8s.io', version: 'v1', plural: 'grpcroutes', singular: 'grpcroute', kind: 'GRPCRoute', namespaced: true,
+    statusSubresource: true, initialStatus: () => ({}), createOnUpdate: false, crd: true,
+  },
+  {
     group: 'gateway.networking.k8s.io', version: 'v1beta1', plural: 'referencegrants', singular: 'referencegrant', kind: 'ReferenceGrant', namespaced: true,
     statusSubresource: false, createOnUpdate: false, crd: true,
   },
