@@ -269,6 +269,7 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
       gatewayClasses: () => store.gatewayClasses,
       gateways: () => store.gateways,
       httpRoutes: () => store.httpRoutes,
+      grpcRoutes: () => store.grpcRoutes,
       bindFailures,
     });
     events = new EventRecorder({ client: kube, log, instance: identity, ingresses: () => store.ingresses, services: () => store.services });

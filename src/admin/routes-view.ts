@@ -37,7 +37,9 @@ export interface RoutesView {
 
 export interface GatewayRouteView {
   /** "ns/name" of the HTTPRoute */
-  httpRoute: string;
+  /** "ns/name" of the HTTPRoute or GRPCRoute the rule comes from (one of the two is set). */
+  httpRoute?: string;
+  grpcRoute?: string;
   port: number;
   /** "*" for any host */
   host: string;
@@ -58,6 +60,7 @@ export interface GatewayApiView {
   gatewayClasses: Record<string, unknown>;
   gateways: Record<string, unknown>;
   httpRoutes: Record<string, unknown>;
+  grpcRoutes: Record<string, unknown>;
 }
 
 /** Key for rules without a host, which match any host. */
@@ -91,7 +94,7 @@ function gatewayApiView(config: RoutingConfig): GatewayApiView {
     const c = r.conditions;
     const split = r.backends ?? [{ backend: r.backend, weight: 1, policies: [] }];
     routes.push({
-      httpRoute: `${r.source.namespace}/${r.source.name}`,
+      [r.source.kind === 'GRPCRoute' ? 'grpcRoute' : 'httpRoute']: `${r.source.namespace}/${r.source.name}`,
       port: r.port,
       host: r.host === '' ? ANY_HOST : r.host,
       path: r.path,
@@ -112,6 +115,7 @@ function gatewayApiView(config: RoutingConfig): GatewayApiView {
     gatewayClasses: record(config.gatewayStatus.gatewayClasses),
     gateways: record(config.gatewayStatus.gateways),
     httpRoutes: record(config.gatewayStatus.httpRoutes),
+    grpcRoutes: record(config.gatewayStatus.grpcRoutes),
   };
 }
 

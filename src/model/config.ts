@@ -146,7 +146,7 @@ export interface WeightedBackend {
 
 /** Which object a route comes from. */
 export interface RouteSource {
-  readonly kind: 'Ingress' | 'HTTPRoute';
+  readonly kind: 'Ingress' | 'HTTPRoute' | 'GRPCRoute';
   readonly namespace: string;
   readonly name: string;
 }
@@ -214,6 +214,7 @@ export interface GatewayApiStatus {
   >;
   /** Only the parents portico is the controller of. */
   readonly httpRoutes: ReadonlyMap<string, { readonly generation?: number; readonly parents: readonly RouteParentStatus[] }>;
+  readonly grpcRoutes: ReadonlyMap<string, { readonly generation?: number; readonly parents: readonly RouteParentStatus[] }>;
 }
 
 export interface RoutingConfig {
@@ -248,5 +249,5 @@ export interface IgnoredIngress {
 /** The Gateway API part of a RoutingConfig when there is none (no Gateway objects, or tests of Ingress only). */
 export const NO_GATEWAYS: Pick<RoutingConfig, 'listeners' | 'gatewayStatus'> = Object.freeze({
   listeners: new Map<number, ListenerConfig>(),
-  gatewayStatus: Object.freeze({ gatewayClasses: new Map(), gateways: new Map(), httpRoutes: new Map() }),
+  gatewayStatus: Object.freeze({ gatewayClasses: new Map(), gateways: new Map(), httpRoutes: new Map(), grpcRoutes: new Map() }),
 });

@@ -1,15 +1,15 @@
 // Writes the Gateway API status translation wants (RoutingConfig.gatewayStatus) on
-// GatewayClasses, Gateways and HTTPRoutes, through the status subresource, and only
+// GatewayClasses, Gateways, HTTPRoutes and GRPCRoutes, through the status subresource, and only
 // what differs from what the object already says. Only the leader runs it.
 //
 // - lastTransitionTime is kept while a condition's status stays the same;
-// - HTTPRoute status.parents entries of other controllers are never touched: ours
+// - route (HTTPRoute, GRPCRoute) status.parents entries of other controllers are never touched: ours
 //   are replaced, and removed when the route no longer names our Gateway;
 // - a write carries the object's resourceVersion, so a concurrent change gives 409
 //   and the next reconcile (after the watch delivers it) starts from fresh data.
 import type { Logger } from 'pino';
 import type { GatewayApiStatus } from '../model/config.ts';
-import type { Condition, Gateway, GatewayClass, GatewayStatusAddress, HTTPRoute, ListenerStatus, RouteParentStatus } from '../model/k8s.ts';
+import type { Condition, Gateway, GatewayClass, GatewayStatusAddress, GRPCRoute, HTTPRoute, ListenerStatus, RouteParentStatus } from '../model/k8s.ts';
 import { KubeApiError, type KubeClient } from '../kube/client.ts';
 import { deepEqual } from '../sources/store.ts';
 import type { LoadBalancerIngress } from '../model/k8s.ts';
@@ -24,6 +24,7 @@ export interface GatewayStatusOptions {
   gatewayClasses: () => ReadonlyMap<string, GatewayClass>;
   gateways: () => ReadonlyMap<string, Gateway>;
   httpRoutes: () => ReadonlyMap<string, HTTPRoute>;
+  grpcRoutes?: () => ReadonlyMap<string, GRPCRoute>;
   /** Gateway listener ports portico could not bind, with why. */
   bindFailures?: () => ReadonlyMap<number, string>;
 }
@@ -126,8 +127,28 @@ export class GatewayStatusWriter {
       work.push(() => this.write(`${BASE}/namespaces/${obj.metadata.namespace}/gateways/${obj.metadata.name}/status`, obj, status));
     }
 
-    for (const [key, obj] of this.o.httpRoutes()) {
-      const want = desired.httpRoutes.get(key)?.parents ?? [];
+    this.routeParents(work, 'httproutes', this.o.httpRoutes(), desired.httpRoutes, now);
+    if (this.o.grpcRoutes !== undefined) this.routeParents(work, 'grpcroutes', this.o.grpcRoutes(), desired.grpcRoutes, now);
+
+    // A few writes at a time: thousands of routes must not flood the API server.
+    const queue = work.slice();
+    await Promise.all(
+      Array.from({ length: Math.min(4, queue.length) }, async () => {
+        for (let job = queue.shift(); job; job = queue.shift()) await job();
+      }),
+    );
+  }
+
+  /** Queues a write of status.parents for each route whose parents of ours differ from `desired`. */
+  private routeParents(
+    work: (() => Promise<void>)[],
+    plural: string,
+    routes: ReadonlyMap<string, HTTPRoute | GRPCRoute>,
+    desired: GatewayApiStatus['httpRoutes'],
+    now: string,
+  ): void {
+    for (const [key, obj] of routes) {
+      const want = desired.get(key)?.parents ?? [];
       const current = obj.status?.parents ?? [];
       const others = current.filter((p) => p.controllerName !== this.o.controllerName);
       const ours = current.filter((p) => p.controllerName === this.o.controllerName);
@@ -140,16 +161,8 @@ export class GatewayStatusWriter {
           conditions: withTransitionTimes(w.conditions, ours.find((o) => sameParentRef(o.parentRef, w.parentRef))?.conditions, now),
         })),
       ];
-      work.push(() => this.write(`${BASE}/namespaces/${obj.metadata.namespace}/httproutes/${obj.metadata.name}/status`, obj, { parents }));
+      work.push(() => this.write(`${BASE}/namespaces/${obj.metadata.namespace}/${plural}/${obj.metadata.name}/status`, obj, { parents }));
     }
-
-    // A few writes at a time: thousands of routes must not flood the API server.
-    const queue = work.slice();
-    await Promise.all(
-      Array.from({ length: Math.min(4, queue.length) }, async () => {
-        for (let job = queue.shift(); job; job = queue.shift()) await job();
-      }),
-    );
   }
 
   private async write(path: string, obj: { metadata: { resourceVersion?: string; name: string; namespace?: string }; kind: string }, status: unknown): Promise<void> {

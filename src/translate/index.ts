@@ -13,7 +13,7 @@
 // identity (the store replaces objects on change, never mutates them).
 import type { IgnoredIngress, Problem, RoutingConfig, Snapshot, TranslateOptions } from '../model/config.ts';
 import { NO_GATEWAYS } from '../model/config.ts';
-import { GATEWAY_KINDS, type HTTPRoute, type Ingress } from '../model/k8s.ts';
+import { GATEWAY_KINDS, type GRPCRoute, type HTTPRoute, type Ingress } from '../model/k8s.ts';
 import type { ObjectChange } from '../sources/store.ts';
 import { deepEqual, serviceOf } from '../sources/store.ts';
 import { IngressAssembly } from './assembly.ts';
@@ -65,6 +65,8 @@ function sameOptions(a: TranslateOptions, b: TranslateOptions): boolean {
 }
 
 const GATEWAY_KIND_SET: ReadonlySet<string> = new Set(GATEWAY_KINDS);
+/** A change to one route: only that route is translated again (its key is "<kind>:<ns>/<name>"). */
+const ROUTE_CHANGE = /^(?:HTTPRoute|GRPCRoute):/;
 
 /** A translate function that remembers its previous work; keep one per controller. */
 export function createTranslator(): Translator {
@@ -183,11 +185,11 @@ export function createTranslator(): Translator {
     if (!gatewayInUse) gateway = undefined;
     else if (full || gateway === undefined || [...touched].some((key) => key.includes(':') || gateway!.reads.has(key))) {
       // Gateways, classes, grants, namespaces or certificates: every route is attached again.
-      const structural = full || gateway === undefined || [...touched].some((key) => (key.includes(':') && !key.startsWith('HTTPRoute:')) || gateway!.certificateReads.has(key));
+      const structural = full || gateway === undefined || [...touched].some((key) => (key.includes(':') && !ROUTE_CHANGE.test(key)) || gateway!.certificateReads.has(key));
       const previous = gateway?.output.fragments;
       const reuse = structural || previous === undefined
         ? undefined
-        : (key: string, route: HTTPRoute) => {
+        : (key: string, route: HTTPRoute | GRPCRoute) => {
             const fragment = previous.get(key);
             if (fragment === undefined || !sameRouting(fragment.route, route)) return undefined;
             for (const read of fragment.reads) if (touched.has(read)) return undefined;
@@ -263,7 +265,7 @@ function translateGateway(
  * creation time, so a status write (which changes the object, not what routing reads)
  * does not translate the route again.
  */
-function sameRouting(a: HTTPRoute, b: HTTPRoute): boolean {
+function sameRouting(a: HTTPRoute | GRPCRoute, b: HTTPRoute | GRPCRoute): boolean {
   if (a === b) return true;
   const x = a.metadata;
   const y = b.metadata;

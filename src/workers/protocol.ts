@@ -15,8 +15,9 @@ export interface ConfigMessage {
   /** Ingress routes per host: every host, or the changed ones (an empty list removes the host). */
   readonly hosts: readonly (readonly [string, readonly RouteConfig[]])[];
   /**
-   * Gateway routes by HTTPRoute ("ns/name"; an empty list removes it) and the listeners,
-   * when they changed: every HTTPRoute in a whole config, the changed ones in a delta.
+   * Gateway routes by route ("<kind>/<ns>/<name>", so an HTTPRoute and a GRPCRoute of
+   * one name stay apart; an empty list removes it) and the listeners, when they
+   * changed: every route in a whole config, the changed ones in a delta.
    */
   readonly gateway?: { readonly routes: readonly (readonly [string, readonly RouteConfig[]])[]; readonly listeners: ReadonlyMap<number, ListenerConfig> };
   /** null: none; absent: unchanged (always present in a whole config). */
@@ -42,12 +43,12 @@ export type SleepMessage =
   | { readonly t: 'wake-timeout'; readonly service: string; readonly count: number };
 
 /** The primary's side: what to send for `config`, given the one the worker has. */
-/** Gateway routes grouped by the HTTPRoute they come from. */
+/** Gateway routes grouped by the route (kind, namespace, name) they come from. */
 function gatewayGroups(config: RoutingConfig): Map<string, RouteConfig[]> {
   const groups = new Map<string, RouteConfig[]>();
   for (const r of config.routes) {
     if (r.port === undefined) continue;
-    const key = `${r.source.namespace}/${r.source.name}`;
+    const key = `${r.source.kind}/${r.source.namespace}/${r.source.name}`;
     let list = groups.get(key);
     if (list === undefined) groups.set(key, (list = []));
     list.push(r);
@@ -55,7 +56,7 @@ function gatewayGroups(config: RoutingConfig): Map<string, RouteConfig[]> {
   return groups;
 }
 
-/** The HTTPRoutes whose routes are not the very objects shipped before (and those gone). */
+/** The routes whose RouteConfigs are not the very objects shipped before (and those gone). */
 function changedGroups(now: Map<string, RouteConfig[]>, before: Map<string, RouteConfig[]>): [string, RouteConfig[]][] {
   const out: [string, RouteConfig[]][] = [];
   for (const [key, list] of now) {

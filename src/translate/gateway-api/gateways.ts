@@ -17,6 +17,9 @@ import { selectorMatches } from './label-selector.ts';
 import type { ReferenceGrants } from './reference-grants.ts';
 
 export const HTTPROUTE_KIND: RouteGroupKind = { group: GATEWAY_GROUP, kind: 'HTTPRoute' };
+export const GRPCROUTE_KIND: RouteGroupKind = { group: GATEWAY_GROUP, kind: 'GRPCRoute' };
+/** The route kinds HTTP and HTTPS listeners serve. */
+const ROUTE_KINDS: readonly RouteGroupKind[] = [HTTPROUTE_KIND, GRPCROUTE_KIND];
 
 export interface ListenerInfo {
   readonly gatewayKey: string;
@@ -120,20 +123,21 @@ function listenerInfo(deps: GatewayDeps, gatewayKey: string, gateway: Gateway, s
   if (conditions.accepted !== undefined) report(conditions.accepted.reason, conditions.accepted.message!);
   conditions.accepted ??= condition('Accepted', true, 'Accepted', 'listener accepted', generation);
 
-  // Route kinds: only HTTPRoute.
+  // Route kinds: HTTPRoute and GRPCRoute.
   const supportedKinds: RouteGroupKind[] = [];
   let badKind: string | undefined;
   const kinds = spec.allowedRoutes?.kinds;
   if (kinds === undefined || kinds.length === 0) {
-    if (protocol !== undefined) supportedKinds.push(HTTPROUTE_KIND);
+    if (protocol !== undefined) supportedKinds.push(...ROUTE_KINDS);
   } else {
     for (const k of kinds) {
-      if ((k.group ?? GATEWAY_GROUP) === GATEWAY_GROUP && k.kind === 'HTTPRoute') supportedKinds.push(HTTPROUTE_KIND);
-      else badKind ??= `${k.group ?? GATEWAY_GROUP}/${k.kind}`;
+      const known = (k.group ?? GATEWAY_GROUP) === GATEWAY_GROUP ? ROUTE_KINDS.find((r) => r.kind === k.kind) : undefined;
+      if (known === undefined) badKind ??= `${k.group ?? GATEWAY_GROUP}/${k.kind}`;
+      else if (!supportedKinds.includes(known)) supportedKinds.push(known);
     }
   }
   if (badKind !== undefined) {
-    conditions.resolvedRefs = condition('ResolvedRefs', false, 'InvalidRouteKinds', `route kind ${badKind} is not supported; portico serves HTTPRoute`, generation);
+    conditions.resolvedRefs = condition('ResolvedRefs', false, 'InvalidRouteKinds', `route kind ${badKind} is not supported; portico serves HTTPRoute and GRPCRoute`, generation);
   }
 
   let certificate: CertificateConfig | undefined;

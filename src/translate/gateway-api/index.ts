@@ -1,23 +1,26 @@
 // Gateway API -> the same routing model as Ingress: RouteConfigs on Gateway listener
 // ports, the listeners to bind with their certificates, and the status of each
-// GatewayClass, Gateway and HTTPRoute. Pure, like the Ingress translation.
+// GatewayClass, Gateway, HTTPRoute and GRPCRoute. Pure, like the Ingress translation.
 import type { CertificateConfig, GatewayApiStatus, ListenerConfig, Problem, RouteConfig, Snapshot } from '../../model/config.ts';
-import { GATEWAY_CONTROLLER_NAME, type HTTPRoute, type RouteParentStatus } from '../../model/k8s.ts';
+import { GATEWAY_CONTROLLER_NAME, keyOf, type GRPCRoute, type HTTPRoute, type RouteParentStatus } from '../../model/k8s.ts';
 import type { RequestMirrorConfig } from '../../middleware/request-mirror.ts';
 import type { BackendResolver } from '../backends.ts';
 import type { SecretParser } from '../tls.ts';
 import { gatewayStatusOf, translateGateways } from './gateways.ts';
-import { translateHttpRoute, type Precedence } from './httproutes.ts';
+import { translateGrpcRoute } from './grpcroutes.ts';
+import { translateHttpRoute } from './httproutes.ts';
+import { crossKindConflicts, withoutRejected } from './route-conflicts.ts';
+import type { Attachment, RouteOutput } from './route-parents.ts';
 import { ReferenceGrants } from './reference-grants.ts';
 
-/** What one HTTPRoute made, kept to be reused while nothing it depends on changed. */
+/** What one HTTPRoute or GRPCRoute made, kept to be reused while nothing it depends on changed. */
 export interface RouteFragment {
-  readonly route: HTTPRoute;
+  readonly route: HTTPRoute | GRPCRoute;
   /** Ranked. */
   readonly routes: readonly RouteConfig[];
-  readonly parents: RouteParentStatus[];
+  readonly parents: readonly RouteParentStatus[];
   readonly problems: readonly Problem[];
-  readonly attachedTo: readonly string[];
+  readonly attachments: readonly Attachment[];
   /** "ns/name" of the Services its backends name. */
   readonly reads: ReadonlySet<string>;
 }
@@ -27,7 +30,7 @@ export interface GatewayApiOutput {
   readonly listeners: ReadonlyMap<number, ListenerConfig>;
   readonly status: GatewayApiStatus;
   readonly problems: Problem[];
-  /** By HTTPRoute key. */
+  /** By "<kind>:<ns>/<name>" ("HTTPRoute:default/web"). */
   readonly fragments: ReadonlyMap<string, RouteFragment>;
 }
 
@@ -37,30 +40,26 @@ export interface GatewayApiDeps {
   readonly controllerName?: string;
   readonly reservedPorts: ReadonlyMap<number, string>;
   /**
-   * The previous fragment of an HTTPRoute when it is still valid (the caller knows what
-   * changed); translating the route is skipped then.
+   * The previous fragment of a route ("<kind>:<ns>/<name>") when it is still valid (the
+   * caller knows what changed); translating the route is skipped then.
    */
-  readonly reuse?: (key: string, route: HTTPRoute) => RouteFragment | undefined;
+  readonly reuse?: (key: string, route: HTTPRoute | GRPCRoute) => RouteFragment | undefined;
 }
 
-const pad = (n: number, width: number) => String(n).padStart(width, '0');
+const NO_GRPC_ROUTES: ReadonlyMap<string, GRPCRoute> = new Map();
 
-/**
- * The HTTPRoute spec's precedence after the path (which the matcher settles), as a
- * string that sorts first for the rule that wins: a method match, more header matches,
- * more query matches, then (routes with intersecting hostnames) the longer
- * non-wildcard hostname and the longer hostname, the older route, namespace/name, then
- * rule and match order. A string, not a position, so a route's rank (and so its
- * RouteConfig) stays the same when other routes come and go. " " separates the parts:
- * it sorts before every character of a name or timestamp.
- */
-export function precedenceKey(p: Precedence): string {
-  return [
-    `${p.method ? 0 : 1}${pad(999 - p.headers, 3)}${pad(999 - p.query, 3)}${pad(9999 - p.exactHost, 4)}${pad(9999 - p.host, 4)}`,
-    p.created,
-    p.name,
-    `${pad(p.rule, 6)}${pad(p.match, 6)}`,
-  ].join(' ');
+function fragmentOf(route: HTTPRoute | GRPCRoute, out: RouteOutput): RouteFragment {
+  const reads = new Set<string>();
+  for (const r of out.routes) {
+    reads.add(`${r.backend.namespace}/${r.backend.service}`);
+    for (const b of r.backends ?? []) reads.add(`${b.backend.namespace}/${b.backend.service}`);
+    for (const p of r.policies) {
+      if (p.name === 'request-mirror') {
+        for (const m of (p.config as RequestMirrorConfig).mirrors) reads.add(`${m.backend.namespace}/${m.backend.service}`);
+      }
+    }
+  }
+  return { route, routes: out.routes, parents: out.parents, problems: out.problems, attachments: out.attachments, reads };
 }
 
 export function translateGatewayApi(snapshot: Snapshot, deps: GatewayApiDeps): GatewayApiOutput {
@@ -71,34 +70,33 @@ export function translateGatewayApi(snapshot: Snapshot, deps: GatewayApiDeps): G
 
   const routeConfigs: RouteConfig[] = [];
   const fragments = new Map<string, RouteFragment>();
-  const httpRoutes = new Map<string, { generation?: number; parents: RouteParentStatus[] }>();
+  const httpRoutes = new Map<string, { generation?: number; parents: readonly RouteParentStatus[] }>();
+  const grpcRoutes = new Map<string, { generation?: number; parents: readonly RouteParentStatus[] }>();
   if (pass.gateways.size > 0) {
     const listenersById = new Map<string, { attached: number }>();
     for (const gw of pass.gateways.values()) for (const l of gw.listeners) listenersById.set(`${l.gatewayKey}#${l.index}`, l);
-    for (const [key, route] of snapshot.httpRoutes) {
-      let fragment = deps.reuse?.(key, route);
-      if (fragment !== undefined) {
-        for (const id of fragment.attachedTo) listenersById.get(id)!.attached++;
-      } else {
-        const out = translateHttpRoute({ snapshot, controllerName, grants, backends: deps.backends }, key, route, pass);
-        const reads = new Set<string>();
-        const ranked = out.routes.map((r) => {
-          reads.add(`${r.config.backend.namespace}/${r.config.backend.service}`);
-          for (const b of r.config.backends ?? []) reads.add(`${b.backend.namespace}/${b.backend.service}`);
-          for (const p of r.config.policies) {
-            if (p.name === 'request-mirror') {
-              for (const m of (p.config as RequestMirrorConfig).mirrors) reads.add(`${m.backend.namespace}/${m.backend.service}`);
-            }
-          }
-          return { ...r.config, rank: precedenceKey(r.precedence) };
-        });
-        fragment = { route, routes: ranked, parents: out.parents, problems: out.problems, attachedTo: out.attachedTo, reads };
+    const routeDeps = { snapshot, controllerName, grants, backends: deps.backends };
+    const attached: RouteFragment[] = [];
+    const translateAll = <R extends HTTPRoute | GRPCRoute>(kind: string, routes: ReadonlyMap<string, R>, translate: (route: R) => RouteOutput) => {
+      for (const [key, route] of routes) {
+        const fragmentKey = `${kind}:${key}`;
+        const fragment = deps.reuse?.(fragmentKey, route) ?? fragmentOf(route, translate(route));
+        fragments.set(fragmentKey, fragment);
+        if (fragment.parents.length > 0) attached.push(fragment);
       }
-      fragments.set(key, fragment);
-      if (fragment.parents.length === 0) continue;
-      httpRoutes.set(key, { generation: route.metadata.generation, parents: fragment.parents });
-      for (const r of fragment.routes) routeConfigs.push(r);
-      for (const p of fragment.problems) problems.push(p);
+    };
+    translateAll('HTTPRoute', snapshot.httpRoutes, (route) => translateHttpRoute(routeDeps, route, pass));
+    translateAll('GRPCRoute', snapshot.grpcRoutes ?? NO_GRPC_ROUTES, (route) => translateGrpcRoute(routeDeps, route, pass));
+    // An HTTPRoute and a GRPCRoute may not share a hostname on a listener: one of each such pair is rejected there.
+    const rejected = crossKindConflicts(attached);
+    for (const fragment of attached) {
+      const lost = rejected.get(fragment);
+      const served = lost === undefined ? fragment : withoutRejected(fragment, lost);
+      for (const a of served.attachments) listenersById.get(a.listener)!.attached++;
+      const key = keyOf(fragment.route);
+      (fragment.route.kind === 'GRPCRoute' ? grpcRoutes : httpRoutes).set(key, { generation: fragment.route.metadata.generation, parents: served.parents });
+      for (const r of served.routes) routeConfigs.push(r);
+      for (const p of served.problems) problems.push(p);
     }
   }
 
@@ -116,5 +114,5 @@ export function translateGatewayApi(snapshot: Snapshot, deps: GatewayApiDeps): G
   const listenerConfigs = new Map<number, ListenerConfig>();
   for (const [port, l] of listeners) listenerConfigs.set(port, { port, protocol: l.protocol, certificates: l.certificates });
 
-  return { routes: routeConfigs, listeners: listenerConfigs, status: { gatewayClasses: pass.classes, gateways, httpRoutes }, problems, fragments };
+  return { routes: routeConfigs, listeners: listenerConfigs, status: { gatewayClasses: pass.classes, gateways, httpRoutes, grpcRoutes }, problems, fragments };
 }

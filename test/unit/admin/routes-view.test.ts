@@ -72,7 +72,7 @@ describe('routes view', () => {
       certificates: {},
       problems: [],
       ignoredIngresses: [],
-      gatewayApi: { listeners: [], routes: [], gatewayClasses: {}, gateways: {}, httpRoutes: {} },
+      gatewayApi: { listeners: [], routes: [], gatewayClasses: {}, gateways: {}, httpRoutes: {}, grpcRoutes: {} },
     });
   });
 

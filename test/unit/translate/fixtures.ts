@@ -25,7 +25,7 @@ export function snapshotOf(objects: readonly KubeObject[]): Snapshot {
   const endpointSlices = new Map<string, EndpointSlice>();
   const endpointSlicesByService = new Map<string, Map<string, EndpointSlice>>();
   const secrets = new Map<string, Secret>();
-  const gatewayObjects = { GatewayClass: new Map(), Gateway: new Map(), HTTPRoute: new Map(), ReferenceGrant: new Map(), Namespace: new Map() };
+  const gatewayObjects = { GatewayClass: new Map(), Gateway: new Map(), HTTPRoute: new Map(), GRPCRoute: new Map(), ReferenceGrant: new Map(), Namespace: new Map() };
   for (const obj of objects) {
     const key = keyOf(obj);
     switch (obj.kind) {
@@ -45,14 +45,14 @@ export function snapshotOf(objects: readonly KubeObject[]): Snapshot {
         }
         break;
       }
-      case 'GatewayClass': case 'Gateway': case 'HTTPRoute': case 'ReferenceGrant': case 'Namespace':
+      case 'GatewayClass': case 'Gateway': case 'HTTPRoute': case 'GRPCRoute': case 'ReferenceGrant': case 'Namespace':
         gatewayObjects[obj.kind].set(key, obj as never);
         break;
       default: throw new Error(`unexpected kind ${obj.kind}`);
     }
   }
   const g = gatewayObjects;
-  return { ingressClasses, ingresses, services, endpointSlices, endpointSlicesByService, secrets, gatewayClasses: g.GatewayClass, gateways: g.Gateway, httpRoutes: g.HTTPRoute, referenceGrants: g.ReferenceGrant, namespaces: g.Namespace };
+  return { ingressClasses, ingresses, services, endpointSlices, endpointSlicesByService, secrets, gatewayClasses: g.GatewayClass, gateways: g.Gateway, httpRoutes: g.HTTPRoute, grpcRoutes: g.GRPCRoute, referenceGrants: g.ReferenceGrant, namespaces: g.Namespace };
 }
 
 export function ingressClass(name: string, opts: { controller?: string; isDefault?: boolean } = {}): IngressClass {

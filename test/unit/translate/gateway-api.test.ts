@@ -47,7 +47,7 @@ describe('Gateway API translation', () => {
     const gw = config.gatewayStatus.gateways.get('default/gw')!;
     assert.deepEqual(gw.conditions.map((c) => `${c.type}=${c.status}`), ['Accepted=True', 'Programmed=True']);
     assert.equal(gw.listeners[0]!.attachedRoutes, 1);
-    assert.deepEqual(gw.listeners[0]!.supportedKinds, [{ group: 'gateway.networking.k8s.io', kind: 'HTTPRoute' }]);
+    assert.deepEqual(gw.listeners[0]!.supportedKinds, [{ group: 'gateway.networking.k8s.io', kind: 'HTTPRoute' }, { group: 'gateway.networking.k8s.io', kind: 'GRPCRoute' }]);
     assert.deepEqual([...config.listeners.values()].map((l) => `${l.port}/${l.protocol}`), ['8081/HTTP']);
   });
 

@@ -1,5 +1,5 @@
 // Literal Gateway API objects for translation tests.
-import type { Gateway, GatewayClass, GatewayListener, HTTPRoute, HTTPRouteRule, ParentReference, ReferenceGrant } from '../../../src/model/k8s.ts';
+import type { Gateway, GatewayClass, GatewayListener, GRPCRoute, GRPCRouteRule, HTTPRoute, HTTPRouteRule, ParentReference, ReferenceGrant } from '../../../src/model/k8s.ts';
 
 const V1 = 'gateway.networking.k8s.io/v1';
 
@@ -38,6 +38,15 @@ export function httpRoute(
     },
     spec: { parentRefs, ...(opts.hostnames ? { hostnames: opts.hostnames } : {}), rules },
   };
+}
+
+export function grpcRoute(
+  name: string,
+  parentRefs: ParentReference[],
+  rules: GRPCRouteRule[],
+  opts: { namespace?: string; hostnames?: string[]; created?: string; annotations?: Record<string, string> } = {},
+): GRPCRoute {
+  return { ...httpRoute(name, parentRefs, [], opts), kind: 'GRPCRoute', spec: { parentRefs, ...(opts.hostnames ? { hostnames: opts.hostnames } : {}), rules } };
 }
 
 export function toService(name: string, port = 80, extra: { namespace?: string; weight?: number } = {}): NonNullable<HTTPRouteRule['backendRefs']>[number] {

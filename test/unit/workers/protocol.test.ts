@@ -63,7 +63,7 @@ describe('shipping configs to workers', () => {
     objects[4] = httpRoute('first', [{ name: 'gw' }], [{ matches: [{ path: { type: 'Exact', value: '/x' } }], backendRefs: [toService('a')] }], { hostnames: ['first.example.com'] });
     const second = translate(snapshotOf(objects), OPTIONS, [{ type: 'updated', kind: 'HTTPRoute', key: 'default/first' }]);
     const delta = configMessage(second, first);
-    assert.deepEqual(delta.gateway?.routes.map(([key]) => key), ['default/first']);
+    assert.deepEqual(delta.gateway?.routes.map(([key]) => key), ['HTTPRoute/default/first']);
     const r2 = replica.apply(structuredClone(delta))!;
     assert.deepEqual(r2.routes.map((r) => r.id).sort(), second.routes.map((r) => r.id).sort());
     const secondOf = (c: RoutingConfig) => c.routes.find((r) => r.source.name === 'second');
