@@ -6,7 +6,7 @@ import { createTranslator } from '../../../src/translate/index.ts';
 import { OPTIONS, ingress, ingressClass, service, simpleIngress, slice, snapshotOf, svcBackend } from '../translate/fixtures.ts';
 import type { KubeObject } from '../../../src/model/k8s.ts';
 import type { RoutingConfig } from '../../../src/model/config.ts';
-import { gateway, gatewayClass, http, httpRoute, toService } from '../translate/gateway-fixtures.ts';
+import { gateway, gatewayClass, grpcRoute, http, httpRoute, toService } from '../translate/gateway-fixtures.ts';
 
 describe('shipping configs to workers', () => {
   test('a replica rebuilt from a whole config and then deltas has the primary\'s routes, and keeps unchanged hosts\' objects', () => {
@@ -68,6 +68,33 @@ describe('shipping configs to workers', () => {
     assert.deepEqual(r2.routes.map((r) => r.id).sort(), second.routes.map((r) => r.id).sort());
     const secondOf = (c: RoutingConfig) => c.routes.find((r) => r.source.name === 'second');
     assert.equal(secondOf(r2), secondOf(r1));
+  });
+
+  test('an HTTPRoute and a GRPCRoute of the same name ship as two routes: changing one leaves the other in the replica', () => {
+    const translate = createTranslator();
+    const objects: KubeObject[] = [
+      service('a'),
+      slice('a-1', 'a', [{ ip: '10.0.0.1' }]),
+      gatewayClass(),
+      gateway('gw', [http('web', 8081)]),
+      httpRoute('same', [{ name: 'gw' }], [{ backendRefs: [toService('a')] }], { hostnames: ['web.example.com'] }),
+      grpcRoute('same', [{ name: 'gw' }], [{ matches: [{ method: { service: 'pkg.Svc' } }], backendRefs: [toService('a')] }], { hostnames: ['rpc.example.com'] }),
+    ];
+    const first = translate(snapshotOf(objects), OPTIONS);
+    const whole = configMessage(first, undefined);
+    assert.deepEqual(whole.gateway?.routes.map(([key]) => key).sort(), ['GRPCRoute/default/same', 'HTTPRoute/default/same']);
+    const replica = new ConfigReplica();
+    const r1 = replica.apply(structuredClone(whole))!;
+    assert.deepEqual(r1.routes.map((r) => r.id).sort(), first.routes.map((r) => r.id).sort());
+
+    objects[5] = grpcRoute('same', [{ name: 'gw' }], [{ matches: [{ method: { service: 'pkg.Svc', method: 'Get' } }], backendRefs: [toService('a')] }], { hostnames: ['rpc.example.com'] });
+    const second = translate(snapshotOf(objects), OPTIONS, [{ type: 'updated', kind: 'GRPCRoute', key: 'default/same' }]);
+    const delta = configMessage(second, first);
+    assert.deepEqual(delta.gateway?.routes.map(([key]) => key), ['GRPCRoute/default/same']);
+    const r2 = replica.apply(structuredClone(delta))!;
+    assert.deepEqual(r2.routes.map((r) => `${r.source.kind} ${r.path}`).sort(), ['GRPCRoute /pkg.Svc/Get', 'HTTPRoute /']);
+    const web = (c: RoutingConfig) => c.routes.find((r) => r.source.kind === 'HTTPRoute');
+    assert.equal(web(r2), web(r1));
   });
 
   test('cgroup v2 cpu.max: a quota rounds up to whole CPUs; "max" is no limit', () => {
