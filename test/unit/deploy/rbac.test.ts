@@ -2,7 +2,7 @@
 // a change here must be deliberate (and match a change in what the code calls).
 //   list/watch: src/kube/resources.ts (reflectors); get on a Service: --publish-service
 //   PATCH ingresses/status: src/status/ingress-status.ts
-//   PATCH gatewayclasses/gateways/httproutes status: src/status/gateway-status.ts
+//   PATCH gatewayclasses/gateways/httproutes/grpcroutes status: src/status/gateway-status.ts
 //   POST/PATCH events: src/status/events.ts
 //   GET/POST/PUT leases: src/kube/leader.ts
 //   GET/PATCH deployments, statefulsets and their scale; GET/POST/PATCH leases: src/scale-to-zero/
@@ -51,9 +51,11 @@ const NAMESPACED: Record<string, string[]> = {
   '/events': ['create', 'patch'],
   'gateway.networking.k8s.io/gateways': READ,
   'gateway.networking.k8s.io/httproutes': READ,
+  'gateway.networking.k8s.io/grpcroutes': READ,
   'gateway.networking.k8s.io/referencegrants': READ,
   'gateway.networking.k8s.io/gateways/status': ['patch'],
   'gateway.networking.k8s.io/httproutes/status': ['patch'],
+  'gateway.networking.k8s.io/grpcroutes/status': ['patch'],
   'apps/deployments': ['get', 'patch'],
   'apps/statefulsets': ['get', 'patch'],
   'apps/deployments/scale': ['get', 'patch'],

@@ -64,12 +64,12 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
   resources: ["events"]
   verbs: ["create", "patch"]
 # Gateway API (read only where its CRDs are installed): routes and grants, and the
-# leader's status on Gateways and HTTPRoutes (merge patches).
+# leader's status on Gateways, HTTPRoutes and GRPCRoutes (merge patches).
 - apiGroups: ["gateway.networking.k8s.io"]
-  resources: ["gateways", "httproutes", "referencegrants"]
+  resources: ["gateways", "httproutes", "grpcroutes", "referencegrants"]
   verbs: ["get", "list", "watch"]
 - apiGroups: ["gateway.networking.k8s.io"]
-  resources: ["gateways/status", "httproutes/status"]
+  resources: ["gateways/status", "httproutes/status", "grpcroutes/status"]
   verbs: ["patch"]
 # Scale-to-zero (Services annotated portico.dev/scale-to-zero): read a workload and
 # note its replica count before sleeping (portico.dev/replicas-before-sleep), scale it
