@@ -16,6 +16,10 @@ export function httpRoute(name: string, spec: Obj, namespace = 'default'): Obj {
   return { apiVersion: V1, kind: 'HTTPRoute', metadata: { name, namespace }, spec };
 }
 
+export function grpcRoute(name: string, spec: Obj, namespace = 'default'): Obj {
+  return { apiVersion: V1, kind: 'GRPCRoute', metadata: { name, namespace }, spec };
+}
+
 /**
  * A loopback port that was free a moment ago (for a Gateway listener, which portico binds
  * itself). Picked below Linux's ephemeral range (32768-60999): a port from listen(0) could
