@@ -249,6 +249,8 @@ class Exchange extends UpstreamRequestHead implements Dispatcher.DispatchHandler
   start(): void {
     const ctx = this.ctx;
     buildRequestHeaders(ctx, this);
+    // gRPC's deadline (only to HTTP/2 pods: gRPC needs them): portico waits no longer for the answer.
+    if (ctx.upstream.protocol === 'h2c' || ctx.upstream.protocol === 'h2') applyGrpcTimeout(ctx);
     const limit = ctx.maxBodyBytes;
     if (limit >= 0 && this.contentLength > limit) {
       // Nothing was sent upstream; close the connection rather than read the body.
@@ -486,6 +488,28 @@ function onClientDrain(this: ExchangeResponse): void {
 
 function onClientClose(this: ExchangeResponse): void {
   this[kExchange]?.clientClosed();
+}
+
+const GRPC_TIMEOUT_UNITS: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 0.001, n: 0.000001 };
+
+/** grpc-timeout ("100m", "5S": at most 8 digits and a unit) -> ms, rounded up; undefined when absent or malformed. */
+export function grpcTimeoutMs(raw: readonly string[]): number | undefined {
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!;
+    if (name.length !== 12 || name.toLowerCase() !== 'grpc-timeout') continue;
+    const m = /^(\d{1,8})([HMSmun])$/.exec(raw[i + 1]!.trim());
+    if (m === null) return undefined;
+    return Math.max(1, Math.ceil(Number(m[1]) * GRPC_TIMEOUT_UNITS[m[2]!]!));
+  }
+  return undefined;
+}
+
+function applyGrpcTimeout(ctx: RequestContext): void {
+  const ms = grpcTimeoutMs(ctx.req.rawHeaders);
+  if (ms === undefined) return;
+  const t = ctx.timeouts;
+  const within = (limit: number) => (limit > 0 ? Math.min(limit, ms) : ms);
+  ctx.timeouts = { connect: within(t.connect), responseHeaders: within(t.responseHeaders), idle: within(t.idle) };
 }
 
 /** The Upgrade header of raw request headers ("" when absent). */
