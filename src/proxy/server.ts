@@ -5,8 +5,7 @@
 import type { Server, Socket } from 'node:net';
 import { Server as TlsServer, type TLSSocket } from 'node:tls';
 import { Http1Server } from '../http1/server.ts';
-import type { Http1Request } from '../http1/request.ts';
-import type { Http1Response } from '../http1/response.ts';
+import type { ProxyRequest, ProxyResponse } from './exchange-types.ts';
 import { hasDotSegment, isValidHost, normalizeHost, normalizePath, splitTarget, withoutPathParameters } from '../routing/request-target.ts';
 import type { Route, RouteTableHolder } from '../routing/table.ts';
 import { resolveClientIp } from './client-ip.ts';
@@ -35,7 +34,7 @@ export interface ProxyServerOptions {
 const MAX_HEADERS_COUNT = 256;
 
 /** The Host header from rawHeaders, without building req.headers (a lazy getter that copies them all). */
-function hostHeader(req: Http1Request): string | undefined {
+function hostHeader(req: ProxyRequest): string | undefined {
   const raw = req.rawHeaders;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;
@@ -76,7 +75,7 @@ export class ProxyRequestHandler {
     this.finished = this.finished.bind(this);
   }
 
-  handleRequest(req: Http1Request, res: Http1Response): void {
+  handleRequest(req: ProxyRequest, res: ProxyResponse): void {
     this.inflight++;
     res.on('close', this.finished);
     if (this.draining) {
@@ -90,7 +89,7 @@ export class ProxyRequestHandler {
     this.route(req, res);
   }
 
-  private route(req: Http1Request, res: Http1Response): void {
+  private route(req: ProxyRequest, res: ProxyResponse): void {
     const start = performance.now();
     const url = req.url ?? '';
     const target = splitTarget(url);
@@ -133,7 +132,7 @@ export class ProxyRequestHandler {
   }
 
   /** Answers a request that has no route, logged and counted like any other. */
-  private reject(req: Http1Request, res: Http1Response, start: number, host: string, path: string, query: string, status: number, message: string): void {
+  private reject(req: ProxyRequest, res: ProxyResponse, start: number, host: string, path: string, query: string, status: number, message: string): void {
     // A 400 says what is wrong with the client's own request; other answers stay generic.
     const unrouted = this.unrouted;
     if (unrouted !== undefined) {
