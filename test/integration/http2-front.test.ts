@@ -5,6 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import type { ClientHttp2Session } from 'node:http2';
+import https from 'node:https';
 import WebSocket from 'ws';
 import { startEchoServer } from '../../examples/echo-server.ts';
 import { startPortico, type PorticoProcess } from '../support/portico-process.ts';
@@ -129,10 +130,20 @@ describe('HTTP/2 from clients, black box', () => {
     });
   }
 
-  test('HTTP/1.1 still works on both ports, WebSocket included', async () => {
+  test('HTTP/1.1 still works on both ports (TLS clients offering h2 and http/1.1, or none), WebSocket included', async () => {
     assert.equal((await get(portico.http, 'web.local', '/h1')).json().service, 'web');
-    const viaTls = await fetch(`https://127.0.0.1:${portico.https}/`, { headers: { host: 'web.local' } }).catch(() => undefined);
-    void viaTls;
+    for (const ALPNProtocols of [undefined, ['http/1.1']]) {
+      const reply = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = https.get({ host: '127.0.0.1', port: portico.https, path: '/h1-tls', headers: { host: 'web.local' }, rejectUnauthorized: false, ALPNProtocols, servername: 'web.local' }, (res) => {
+          let body = '';
+          res.setEncoding('utf8').on('data', (d: string) => (body += d));
+          res.on('end', () => resolve({ status: res.statusCode!, body }));
+        });
+        req.on('error', reject);
+      });
+      assert.equal(reply.status, 200);
+      assert.equal(JSON.parse(reply.body).path, '/h1-tls');
+    }
     const ws = new WebSocket(`ws://127.0.0.1:${portico.http}/chat`, { headers: { host: 'web.local' } });
     const echoed = await new Promise<string>((resolve, reject) => {
       ws.on('open', () => ws.send('hello'));
@@ -140,7 +151,7 @@ describe('HTTP/2 from clients, black box', () => {
       ws.on('error', reject);
     });
     ws.close();
-    assert.equal(echoed, 'hello');
+    assert.match(echoed, /^web-\d+: hello$/);
   });
 
   test('an h2 request has its access-log line and is counted in the metrics', async () => {
@@ -156,6 +167,6 @@ describe('HTTP/2 from clients, black box', () => {
     assert.equal(line.host, 'web.local');
     assert.match(String(line.upstream), /^127\.0\.0\.1:\d+$/);
     const metrics = await (await fetch(`http://127.0.0.1:${portico.admin}/metrics`)).text();
-    assert.match(metrics, /portico_requests_total\{[^}]*code="200"[^}]*\} [1-9]/);
+    assert.match(metrics, /portico_requests_total\{[^}]*host="web\.local"[^}]*status="200"[^}]*\} [1-9]/);
   });
 });
