@@ -4,9 +4,22 @@
 import type { ServerHttp2Stream } from 'node:http2';
 import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
+import { isCleanValue } from '../http1/header-chars.ts';
 import type { ProxyRequest } from '../proxy/exchange-types.ts';
 
-/** What the HTTP/2 head says, or why the request is refused before routing. */
+/** Why a request is answered before routing: status, a reason for metrics, the text for the client. */
+export interface Http2Refusal {
+  readonly status: number;
+  readonly reason: string;
+  readonly message: string;
+}
+
+const BAD_VALUE: Http2Refusal = { status: 400, reason: 'invalid_header_value', message: 'a header value contains CR, LF, NUL or another control character' };
+const NO_PATH: Http2Refusal = { status: 400, reason: 'no_path', message: 'the request has no :path' };
+const CONNECT: Http2Refusal = { status: 501, reason: 'connect', message: 'CONNECT is not supported' };
+const EXTENDED_CONNECT: Http2Refusal = { status: 501, reason: 'connect', message: 'extended CONNECT (RFC 8441) is not supported' };
+
+/** What the HTTP/2 head says, in HTTP/1.1 form. */
 export interface Http2Head {
   readonly method: string;
   readonly path: string;
@@ -17,11 +30,13 @@ export interface Http2Head {
  * The head of an h2 request in HTTP/1.1 form: :authority becomes Host (first), cookie
  * crumbs are joined with "; " (RFC 9113 section 8.2.3), pseudo-headers go, and a body
  * without Content-Length is announced by Transfer-Encoding so that it is sent chunked to
- * HTTP/1.1 pods (section 8.2.2). Returns a string saying what is wrong, for a 400.
- * node:http2 (nghttp2) already refused uppercase names, connection-specific headers,
- * CR/LF/NUL in values and missing or unknown pseudo-headers with a stream error.
+ * HTTP/1.1 pods (section 8.2.2). node:http2 (nghttp2) already refused uppercase and
+ * other invalid names, connection-specific headers, missing or unknown pseudo-headers
+ * and a Content-Length that disagrees with the DATA, with a stream error; it lets CR,
+ * LF and NUL in values through (section 8.2.1 says they are malformed), so they are
+ * refused here: written into an HTTP/1.1 head they would split it.
  */
-export function http2Head(raw: readonly string[], endStream: boolean): Http2Head | string {
+export function http2Head(raw: readonly string[], endStream: boolean): Http2Head | Http2Refusal {
   let method = '';
   let path = '';
   let authority = '';
@@ -32,6 +47,7 @@ export function http2Head(raw: readonly string[], endStream: boolean): Http2Head
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;
     const value = raw[i + 1]!;
+    if (!isCleanValue(value)) return BAD_VALUE;
     if (name.charCodeAt(0) === 58 /* ':' */) {
       switch (name) {
         case ':method':
@@ -44,7 +60,7 @@ export function http2Head(raw: readonly string[], endStream: boolean): Http2Head
           authority = value;
           break;
         case ':protocol':
-          return 'extended CONNECT (RFC 8441) is not supported';
+          return EXTENDED_CONNECT;
       }
       continue;
     }
@@ -62,8 +78,8 @@ export function http2Head(raw: readonly string[], endStream: boolean): Http2Head
     }
     out.push(name, value);
   }
-  if (method === 'CONNECT') return 'CONNECT is not supported';
-  if (path === '') return 'no :path';
+  if (method === 'CONNECT') return CONNECT;
+  if (path === '') return NO_PATH;
   if (authority === '') authority = host;
   if (cookie !== '') out.push('cookie', cookie);
   if (!endStream && !hasLength) out.push('transfer-encoding', 'chunked');

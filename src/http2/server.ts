@@ -113,9 +113,9 @@ export class Http2Front {
     const socket = session[kSocket]!;
     const endStream = (flags & constants.NGHTTP2_FLAG_END_STREAM) !== 0;
     const head = http2Head(rawHeaders, endStream);
-    if (typeof head === 'string') {
-      this.onRefused?.('invalid_http2_request', socket);
-      refuse(stream, head.startsWith('no ') ? 400 : 501, head);
+    if (!('rawHeaders' in head)) {
+      this.onRefused?.(head.reason, socket);
+      refuse(stream, head.status, head.message);
       return;
     }
     session[kOpen]!++;

@@ -134,7 +134,8 @@ describe('HTTP/2 from clients, black box', () => {
     assert.equal((await get(portico.http, 'web.local', '/h1')).json().service, 'web');
     for (const ALPNProtocols of [undefined, ['http/1.1']]) {
       const reply = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-        const req = https.get({ host: '127.0.0.1', port: portico.https, path: '/h1-tls', headers: { host: 'web.local' }, rejectUnauthorized: false, ALPNProtocols, servername: 'web.local' }, (res) => {
+        const options = { host: '127.0.0.1', port: portico.https, path: '/h1-tls', headers: { host: 'web.local' }, rejectUnauthorized: false, ALPNProtocols, servername: 'web.local' };
+        const req = https.get(options as https.RequestOptions, (res) => {
           let body = '';
           res.setEncoding('utf8').on('data', (d: string) => (body += d));
           res.on('end', () => resolve({ status: res.statusCode!, body }));
