@@ -1,6 +1,6 @@
 // Answers the proxy (and middleware) produces itself: short text/plain bodies that
 // say which case it was, never a stack trace.
-import type { Http1Response } from '../http1/response.ts';
+import type { ProxyResponse } from './exchange-types.ts';
 import { contextOf } from './context.ts';
 
 /** Reason phrases for the statuses portico answers with itself. */
@@ -47,7 +47,7 @@ export interface SendErrorOptions {
  * goes to the access log. Does nothing when the response already started (the caller
  * then has to destroy it) or the client is gone. Returns true when the answer was written.
  */
-export function sendError(res: Http1Response, status: number, detail: string, options?: SendErrorOptions): boolean {
+export function sendError(res: ProxyResponse, status: number, detail: string, options?: SendErrorOptions): boolean {
   if (res.headersSent || res.writableEnded || res.destroyed) return false;
   if (isGrpcRequest(res.req.rawHeaders)) return sendGrpcError(res, status, detail, options);
   const body = (options?.expose === true ? detail : (PUBLIC_TEXT[status] ?? STATUS_TEXT[status] ?? 'error')) + '\n';

@@ -5,7 +5,7 @@
 // client (http, https pods) or undici's (h2c, h2 pods): src/proxy/upstreams.ts.
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
-import type { Http1Response } from '../http1/response.ts';
+import type { ProxyResponse } from './exchange-types.ts';
 import type { RouteConfig } from '../model/config.ts';
 import { Balancer, endpointLimit } from './balancer.ts';
 import type { RequestContext } from './context.ts';
@@ -18,7 +18,7 @@ import { allowedUpgrade } from '../middleware/allowed-upgrades.ts';
 import type { ServiceGate, WakeGates, Waiter } from '../scale-to-zero/gates.ts';
 
 const kExchange = Symbol('portico.exchange');
-type ExchangeResponse = Http1Response & { [kExchange]?: Exchange };
+type ExchangeResponse = ProxyResponse & { [kExchange]?: Exchange };
 
 /** Why the proxy itself ended an upstream request. */
 class ProxyAbort extends Error {

@@ -1,0 +1,173 @@
+// Black box: HTTP/2 clients against the real CLI, h2 over TLS (ALPN) on the HTTPS port
+// and h2c (prior knowledge) on the plain port, into the same routing, policies, access
+// log and metrics as HTTP/1.1, with HTTP/1.1 echo pods behind.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash, randomBytes } from 'node:crypto';
+import type { ClientHttp2Session } from 'node:http2';
+import https from 'node:https';
+import WebSocket from 'ws';
+import { startEchoServer } from '../../examples/echo-server.ts';
+import { startPortico, type PorticoProcess } from '../support/portico-process.ts';
+import { ManifestDir, ingress, ingressClass, serviceWithEndpoints } from '../support/objects.ts';
+import { get } from '../support/http.ts';
+import { h2Connect, h2Request } from '../support/h2.ts';
+
+type Echo = Awaited<ReturnType<typeof startEchoServer>>;
+
+const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+describe('HTTP/2 from clients, black box', () => {
+  const dir = new ManifestDir();
+  let portico: PorticoProcess;
+  let web: Echo;
+  let api: Echo;
+
+  before(async () => {
+    web = await startEchoServer({ name: 'web' });
+    api = await startEchoServer({ name: 'api' });
+    dir.write('class.yaml', [ingressClass('portico')]);
+    dir.write('apps.yaml', [
+      ingress('web', { rules: [{ host: 'web.local', paths: [{ path: '/', service: 'web' }] }, { host: 'api.local', paths: [{ path: '/', service: 'api' }] }] }),
+      ...serviceWithEndpoints('web', [web.port]),
+      ...serviceWithEndpoints('api', [api.port]),
+    ]);
+    portico = await startPortico(['--manifests', dir.path, '--max-body-size', '64m']);
+  });
+
+  after(async () => {
+    assert.equal(await portico?.stop(), 0, 'exits 0 on SIGTERM');
+    await web?.close();
+    await api?.close();
+    dir.cleanup();
+  });
+
+  for (const secure of [true, false]) {
+    const name = secure ? 'h2 over TLS (ALPN)' : 'h2c on the plain port';
+    const port = () => (secure ? portico.https : portico.http);
+
+    test(`${name}: :authority routes and is the Host the pod sees; the pod gets plain HTTP/1.1 headers`, async () => {
+      const session = await h2Connect(port(), secure);
+      try {
+        if (secure) assert.equal((session.socket as unknown as { alpnProtocol: string }).alpnProtocol, 'h2');
+        const w = await h2Request(session, { ':authority': 'web.local', ':path': '/a/b?x=1', te: 'trailers', 'x-custom': 'yes' });
+        assert.equal(w.status, 200);
+        const echo = w.json();
+        assert.equal(echo.service, 'web');
+        assert.equal(echo.path, '/a/b');
+        assert.equal(echo.query, 'x=1');
+        assert.equal(echo.host, 'web.local');
+        assert.equal(echo.headers['x-custom'], 'yes');
+        assert.equal(echo.headers.te, undefined, 'TE: trailers stays on the client connection');
+        for (const h of Object.keys(echo.headers)) assert.ok(!h.startsWith(':'), `no pseudo-header upstream (${h})`);
+        assert.equal(echo.headers['transfer-encoding'], undefined, 'a bodiless GET has no body framing');
+        assert.equal(w.headers['x-pod'], echo.pod, 'response headers come back');
+        assert.equal(w.headers.connection, undefined);
+        const a = await h2Request(session, { ':authority': 'api.local', ':path': '/' });
+        assert.equal(a.json().service, 'api', 'the same connection routes another host');
+      } finally {
+        session.close();
+      }
+    });
+
+    test(`${name}: cookie crumbs are joined with "; " and X-Forwarded-* are set as for HTTP/1.1`, async () => {
+      const session = await h2Connect(port(), secure);
+      try {
+        const echo = (await h2Request(session, { ':authority': 'web.local', ':path': '/', cookie: ['a=1', 'b=2', 'c=3'], 'x-forwarded-for': '6.6.6.6', 'x-forwarded-proto': 'gopher' })).json();
+        assert.equal(echo.headers.cookie, 'a=1; b=2; c=3');
+        assert.equal(echo.headers['x-forwarded-for'], '127.0.0.1', 'a client\'s own X-Forwarded-For is not trusted');
+        assert.equal(echo.headers['x-real-ip'], '127.0.0.1');
+        assert.equal(echo.headers['x-forwarded-proto'], secure ? 'https' : 'http');
+        assert.equal(echo.headers['x-forwarded-host'], 'web.local');
+        assert.equal(echo.headers['x-forwarded-port'], String(port()));
+        assert.match(echo.headers['x-request-id'], /\S/);
+      } finally {
+        session.close();
+      }
+    });
+
+    test(`${name}: 10 MiB up and down intact; HEAD; errors portico answers itself`, async () => {
+      const session = await h2Connect(port(), secure);
+      try {
+        const up = randomBytes(10 * 1024 * 1024);
+        const echo = (await h2Request(session, { ':authority': 'web.local', ':path': '/upload' }, up)).json();
+        assert.equal(echo.bodyLength, up.length);
+        assert.equal(echo.bodySha256, sha256(up));
+        assert.equal(echo.headers['transfer-encoding'], 'chunked', 'a body without Content-Length goes chunked to an HTTP/1.1 pod');
+        const sized = (await h2Request(session, { ':authority': 'web.local', ':path': '/upload', 'content-length': String(up.length) }, up)).json();
+        assert.equal(sized.bodySha256, sha256(up));
+        assert.equal(sized.headers['content-length'], String(up.length));
+        const down = await h2Request(session, { ':authority': 'web.local', ':path': '/big?size=10485760' });
+        assert.equal(down.status, 200);
+        assert.equal(down.body.length, 10 * 1024 * 1024);
+        assert.equal(sha256(down.body), sha256(Buffer.alloc(10 * 1024 * 1024, 'x')));
+        const head = await h2Request(session, { ':method': 'HEAD', ':authority': 'web.local', ':path': '/big?size=1000' });
+        assert.equal(head.status, 200);
+        assert.equal(head.headers['content-length'], '1000');
+        assert.equal(head.body.length, 0);
+        const missing = await h2Request(session, { ':authority': 'nowhere.local', ':path': '/x' });
+        assert.equal(missing.status, 404);
+        assert.equal(missing.text(), 'no route for this host and path\n');
+        const bad = await h2Request(session, { ':authority': 'web.local', ':path': '/a/../b' });
+        assert.equal(bad.status, 400);
+      } finally {
+        session.close();
+      }
+    });
+
+    test(`${name}: 100 concurrent streams on one connection all get their own answer`, async () => {
+      const session = await h2Connect(port(), secure);
+      try {
+        const replies = await Promise.all(Array.from({ length: 100 }, (_, i) => h2Request(session, { ':authority': i % 2 ? 'web.local' : 'api.local', ':path': `/s/${i}` })));
+        replies.forEach((r, i) => {
+          assert.equal(r.status, 200);
+          assert.equal(r.json().path, `/s/${i}`);
+          assert.equal(r.json().service, i % 2 ? 'web' : 'api');
+        });
+      } finally {
+        session.close();
+      }
+    });
+  }
+
+  test('HTTP/1.1 still works on both ports (TLS clients offering h2 and http/1.1, or none), WebSocket included', async () => {
+    assert.equal((await get(portico.http, 'web.local', '/h1')).json().service, 'web');
+    for (const ALPNProtocols of [undefined, ['http/1.1']]) {
+      const reply = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const options = { host: '127.0.0.1', port: portico.https, path: '/h1-tls', headers: { host: 'web.local' }, rejectUnauthorized: false, ALPNProtocols, servername: 'web.local' };
+        const req = https.get(options as https.RequestOptions, (res) => {
+          let body = '';
+          res.setEncoding('utf8').on('data', (d: string) => (body += d));
+          res.on('end', () => resolve({ status: res.statusCode!, body }));
+        });
+        req.on('error', reject);
+      });
+      assert.equal(reply.status, 200);
+      assert.equal(JSON.parse(reply.body).path, '/h1-tls');
+    }
+    const ws = new WebSocket(`ws://127.0.0.1:${portico.http}/chat`, { headers: { host: 'web.local' } });
+    const echoed = await new Promise<string>((resolve, reject) => {
+      ws.on('open', () => ws.send('hello'));
+      ws.on('message', (m) => resolve(m.toString()));
+      ws.on('error', reject);
+    });
+    ws.close();
+    assert.match(echoed, /^web-\d+: hello$/);
+  });
+
+  test('an h2 request has its access-log line and is counted in the metrics', async () => {
+    const session: ClientHttp2Session = await h2Connect(portico.http, false);
+    try {
+      assert.equal((await h2Request(session, { ':authority': 'web.local', ':path': '/logged-h2' })).status, 200);
+    } finally {
+      session.close();
+    }
+    const line = await portico.waitForLog((l) => l.kind === 'access' && l.path === '/logged-h2');
+    assert.equal(line.status, 200);
+    assert.equal(line.method, 'GET');
+    assert.equal(line.host, 'web.local');
+    assert.match(String(line.upstream), /^127\.0\.0\.1:\d+$/);
+    const metrics = await (await fetch(`http://127.0.0.1:${portico.admin}/metrics`)).text();
+    assert.match(metrics, /portico_requests_total\{[^}]*host="web\.local"[^}]*status="200"[^}]*\} [1-9]/);
+  });
+});
