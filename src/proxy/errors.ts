@@ -126,7 +126,7 @@ function grpcMessage(text: string): string {
   return out;
 }
 
-function sendGrpcError(res: Http1Response, status: number, detail: string, options?: SendErrorOptions): boolean {
+function sendGrpcError(res: ProxyResponse, status: number, detail: string, options?: SendErrorOptions): boolean {
   const message = options?.expose === true ? detail : (PUBLIC_TEXT[status] ?? STATUS_TEXT[status] ?? 'error');
   const headers: string[] = [
     'content-type', 'application/grpc',
