@@ -51,6 +51,7 @@ export class Http2Response extends EventEmitter {
   /** Meaningless in HTTP/2: each stream ends alone; kept for the interface. */
   shouldKeepAlive = true;
   headersChecked = false;
+  trailersExpected = false;
   headersSent = false;
   writableEnded = false;
   writableFinished = false;
@@ -126,7 +127,8 @@ export class Http2Response extends EventEmitter {
     this.responded = true;
     this.noBody = bodyForbidden(this.req.method, this.statusCode);
     try {
-      this.stream.respond(this.h2Headers(endLength), { endStream: endStream || this.noBody });
+      const end = endStream || this.noBody;
+      this.stream.respond(this.h2Headers(endLength), { endStream: end, waitForTrailers: this.trailersExpected && !end });
       return true;
     } catch {
       this.destroy();
@@ -161,6 +163,29 @@ export class Http2Response extends EventEmitter {
     return this;
   }
 
+  /** Ends the stream with a trailing HEADERS frame (gRPC's grpc-status and metadata). */
+  endWithTrailers(trailers: Readonly<Record<string, string | string[] | undefined>>): void {
+    if (this.writableEnded || this.destroyed) return;
+    if (!this.trailersExpected || this.noBody) {
+      this.end();
+      return;
+    }
+    this.writableEnded = true;
+    if (!this.headersSent) this.writeHead(this.statusCode);
+    if (!this.responded && !this.respond(false, -1)) return;
+    const stream = this.stream;
+    stream.once('wantTrailers', () => {
+      try {
+        stream.sendTrailers(trailerFields(trailers));
+      } catch {
+        stream.close(constants.NGHTTP2_INTERNAL_ERROR);
+      }
+    });
+    stream.end();
+    this.writableFinished = true;
+    this.emitClose();
+  }
+
   destroy(): void {
     if (this.destroyed) return;
     this.destroyed = true;
@@ -186,4 +211,21 @@ function add(out: OutgoingHttpHeaders, name: string, value: string): void {
   if (prior === undefined) out[name] = value;
   else if (Array.isArray(prior)) prior.push(value);
   else out[name] = [String(prior), value];
+}
+
+/** Trailer fields for sendTrailers: lowercase tokens with clean values, no pseudo or connection-specific fields. */
+function trailerFields(trailers: Readonly<Record<string, string | string[] | undefined>>): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = {};
+  for (const name in trailers) {
+    const lower = name.toLowerCase();
+    const value = trailers[name];
+    if (value === undefined || !isToken(lower) || isConnectionSpecific(lower) || lower === 'content-length') continue;
+    if (typeof value === 'string') {
+      if (isCleanValue(value)) out[lower] = value;
+    } else {
+      const clean = value.filter(isCleanValue);
+      if (clean.length > 0) out[lower] = clean;
+    }
+  }
+  return out;
 }

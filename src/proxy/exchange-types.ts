@@ -43,6 +43,13 @@ export interface ProxyResponse extends EventEmitter {
   /** False when the client is slow: wait for 'drain'. */
   write(chunk: Buffer | string): boolean;
   end(chunk?: Buffer | string): this;
+  /**
+   * Set before writeHead when the response will end with trailer fields (a gRPC answer):
+   * HTTP/2 then keeps the stream open for them after the last DATA frame.
+   */
+  trailersExpected: boolean;
+  /** Ends the response with these trailer fields (lowercase names); HTTP/1.1 drops them. */
+  endWithTrailers(trailers: Readonly<Record<string, string | string[] | undefined>>): void;
   /** Cuts the response: the client sees it was not complete. */
   destroy(): void;
 }
