@@ -4,7 +4,9 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
-import type { ClientHttp2Session } from 'node:http2';
+import http2, { type ClientHttp2Session } from 'node:http2';
+import net from 'node:net';
+import tls from 'node:tls';
 import https from 'node:https';
 import WebSocket from 'ws';
 import { startEchoServer } from '../../examples/echo-server.ts';
@@ -169,5 +171,93 @@ describe('HTTP/2 from clients, black box', () => {
     assert.match(String(line.upstream), /^127\.0\.0\.1:\d+$/);
     const metrics = await (await fetch(`http://127.0.0.1:${portico.admin}/metrics`)).text();
     assert.match(metrics, /portico_requests_total\{[^}]*host="web\.local"[^}]*status="200"[^}]*\} [1-9]/);
+  });
+});
+
+describe('HTTP/2: shutdown, PROXY protocol, flags', () => {
+  test('SIGTERM sends GOAWAY; streams in flight (h2 and h2c) still get their whole answer', async () => {
+    const dir = new ManifestDir();
+    let slowArrived = 0;
+    let bothArrived!: () => void;
+    const inFlight = new Promise<void>((resolve) => (bothArrived = resolve));
+    const web = await startEchoServer({ name: 'web', onRequest: (r) => r.path === '/slow' && ++slowArrived === 2 && bothArrived() });
+    dir.write('class.yaml', [ingressClass('portico')]);
+    dir.write('web.yaml', [ingress('web', { rules: [{ host: 'web.local', paths: [{ path: '/', service: 'web' }] }] }), ...serviceWithEndpoints('web', [web.port])]);
+    const portico = await startPortico(['--manifests', dir.path, '--shutdown-grace', '10s']);
+    try {
+      const sessions = await Promise.all([h2Connect(portico.http, false), h2Connect(portico.https, true)]);
+      const goaways = sessions.map((s) => new Promise<number>((resolve) => s.once('goaway', (code: number) => resolve(code))));
+      const slow = sessions.map((s) => h2Request(s, { ':authority': 'web.local', ':path': '/slow?delay=500ms' }));
+      await inFlight;
+      const exited = portico.stop();
+      assert.deepEqual(await Promise.all(goaways), [0, 0], 'GOAWAY NO_ERROR on both');
+      for (const reply of await Promise.all(slow)) {
+        assert.equal(reply.status, 200);
+        assert.equal(reply.json().path, '/slow');
+      }
+      for (const s of sessions) s.close();
+      assert.equal(await exited, 0);
+    } finally {
+      await portico.stop();
+      await web.close();
+      dir.cleanup();
+    }
+  });
+
+  test('h2c after a PROXY protocol header: the client address is the one in the header', async () => {
+    const dir = new ManifestDir();
+    const web = await startEchoServer({ name: 'web' });
+    dir.write('class.yaml', [ingressClass('portico')]);
+    dir.write('web.yaml', [ingress('web', { rules: [{ host: 'web.local', paths: [{ path: '/', service: 'web' }] }] }), ...serviceWithEndpoints('web', [web.port])]);
+    const portico = await startPortico(['--manifests', dir.path, '--proxy-protocol', '--trusted-proxies', '127.0.0.1/32']);
+    try {
+      const session = http2.connect(`http://127.0.0.1:${portico.http}`, {
+        createConnection: () => {
+          const socket = net.connect(portico.http, '127.0.0.1');
+          socket.write('PROXY TCP4 203.0.113.7 127.0.0.1 40000 80\r\n');
+          return socket;
+        },
+      });
+      try {
+        const echo = (await h2Request(session, { ':authority': 'web.local', ':path': '/proxied' })).json();
+        assert.equal(echo.headers['x-real-ip'], '203.0.113.7');
+        assert.equal(echo.headers['x-forwarded-for'], '203.0.113.7');
+      } finally {
+        session.close();
+      }
+    } finally {
+      await portico.stop();
+      await web.close();
+      dir.cleanup();
+    }
+  });
+
+  test('--h2c=false and --http2=false: HTTP/1.1 only, and h2 clients are told no', async () => {
+    const dir = new ManifestDir();
+    dir.write('class.yaml', [ingressClass('portico')]);
+    const portico = await startPortico(['--manifests', dir.path, '--h2c=false', '--http2=false']);
+    try {
+      const alpn = await new Promise<string | false | null>((resolve, reject) => {
+        const socket = tls.connect({ host: '127.0.0.1', port: portico.https, rejectUnauthorized: false, servername: 'x.test', ALPNProtocols: ['h2', 'http/1.1'] }, () => {
+          resolve(socket.alpnProtocol);
+          socket.end();
+        });
+        socket.on('error', reject);
+      });
+      assert.equal(alpn, 'http/1.1');
+      // The preface read as HTTP/1.1 is a request portico refuses, with an HTTP/1.1 answer.
+      const answer = await new Promise<string>((resolve) => {
+        const socket = net.connect(portico.http, '127.0.0.1', () => socket.write('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'));
+        let text = '';
+        socket.setEncoding('latin1').on('data', (d: string) => (text += d));
+        socket.on('close', () => resolve(text));
+        socket.on('error', () => resolve(text));
+      });
+      assert.match(answer, /^HTTP\/1\.1 [45]\d\d /);
+      assert.equal((await get(portico.http, 'nowhere.local', '/')).status, 404);
+    } finally {
+      await portico.stop();
+      dir.cleanup();
+    }
   });
 });
