@@ -8,12 +8,14 @@ import http2, { type ClientHttp2Session } from 'node:http2';
 import net from 'node:net';
 import tls from 'node:tls';
 import https from 'node:https';
+import selfsigned from 'selfsigned';
 import WebSocket from 'ws';
 import { startEchoServer } from '../../examples/echo-server.ts';
-import { startPortico, type PorticoProcess } from '../support/portico-process.ts';
-import { ManifestDir, ingress, ingressClass, serviceWithEndpoints } from '../support/objects.ts';
+import { eventually, startPortico, type PorticoProcess } from '../support/portico-process.ts';
+import { ManifestDir, ingress, ingressClass, serviceWithEndpoints, tlsSecret } from '../support/objects.ts';
 import { get } from '../support/http.ts';
 import { h2Connect, h2Request } from '../support/h2.ts';
+import { freePort, gateway, gatewayClass, httpRoute } from '../support/gateway-objects.ts';
 
 type Echo = Awaited<ReturnType<typeof startEchoServer>>;
 
@@ -257,6 +259,49 @@ describe('HTTP/2: shutdown, PROXY protocol, flags', () => {
       assert.equal((await get(portico.http, 'nowhere.local', '/')).status, 404);
     } finally {
       await portico.stop();
+      dir.cleanup();
+    }
+  });
+});
+
+describe('HTTP/2 on Gateway listeners', () => {
+  test('h2c on an HTTP listener and h2 on an HTTPS listener reach the HTTPRoute backend', async () => {
+    const dir = new ManifestDir();
+    const web = await startEchoServer({ name: 'web' });
+    const httpPort = await freePort();
+    const httpsPort = await freePort();
+    const cert = await selfsigned.generate([{ name: 'commonName', value: 'gw.example.com' }], {
+      keyType: 'ec',
+      algorithm: 'sha256',
+      extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: 'gw.example.com' }] }],
+    });
+    dir.write('gateway.yaml', [
+      gatewayClass(),
+      gateway('gw', [
+        { name: 'http', port: httpPort, protocol: 'HTTP' },
+        { name: 'https', port: httpsPort, protocol: 'HTTPS', hostname: 'gw.example.com', tls: { certificateRefs: [{ name: 'gw-cert' }] } },
+      ]),
+      tlsSecret('gw-cert', cert.cert, cert.private),
+      ...serviceWithEndpoints('web', [web.port]),
+      httpRoute('app', { parentRefs: [{ name: 'gw' }], hostnames: ['gw.example.com'], rules: [{ backendRefs: [{ name: 'web', port: 80 }] }] }),
+    ]);
+    const portico = await startPortico(['--manifests', dir.path]);
+    try {
+      await eventually(async () => (await get(httpPort, 'gw.example.com', '/')).status === 200, 10_000, 'the Gateway HTTP listener serves');
+      for (const [port, secure] of [[httpPort, false], [httpsPort, true]] as const) {
+        const session = await h2Connect(port, secure, { servername: 'gw.example.com' });
+        try {
+          const reply = await h2Request(session, { ':authority': 'gw.example.com', ':path': '/via-gateway' });
+          assert.equal(reply.status, 200);
+          assert.equal(reply.json().path, '/via-gateway');
+          assert.equal(reply.json().headers['x-forwarded-proto'], secure ? 'https' : 'http');
+        } finally {
+          session.close();
+        }
+      }
+    } finally {
+      await portico.stop();
+      await web.close();
       dir.cleanup();
     }
   });
