@@ -33,6 +33,8 @@ describe('HTTP/2 from clients, black box', () => {
     dir.write('class.yaml', [ingressClass('portico')]);
     dir.write('apps.yaml', [
       ingress('web', { rules: [{ host: 'web.local', paths: [{ path: '/', service: 'web' }] }, { host: 'api.local', paths: [{ path: '/', service: 'api' }] }] }),
+      ingress('policies', { rules: [{ host: 'policy.local', paths: [{ path: '/', service: 'web' }] }] }, { annotations: { 'portico.dev/response-headers': 'X-Policy: on', 'portico.dev/request-headers': 'X-From-Policy: yes' } }),
+      ingress('denied', { rules: [{ host: 'denied.local', paths: [{ path: '/', service: 'web' }] }] }, { annotations: { 'portico.dev/ip-deny': '127.0.0.0/8' } }),
       ...serviceWithEndpoints('web', [web.port]),
       ...serviceWithEndpoints('api', [api.port]),
     ]);
@@ -114,6 +116,29 @@ describe('HTTP/2 from clients, black box', () => {
         assert.equal(missing.text(), 'no route for this host and path\n');
         const bad = await h2Request(session, { ':authority': 'web.local', ':path': '/a/../b' });
         assert.equal(bad.status, 400);
+      } finally {
+        session.close();
+      }
+    });
+
+    test(`${name}: policies apply as for HTTP/1.1; a client that cancels a stream is logged 499`, async () => {
+      const session = await h2Connect(port(), secure);
+      try {
+        const withPolicy = await h2Request(session, { ':authority': 'policy.local', ':path': '/p' });
+        assert.equal(withPolicy.headers['x-policy'], 'on');
+        assert.equal(withPolicy.json().headers['x-from-policy'], 'yes');
+        assert.equal((await h2Request(session, { ':authority': 'denied.local', ':path': '/' })).status, 403);
+        const path = `/cancelled-${secure ? 'h2' : 'h2c'}`;
+        await new Promise<void>((resolve) => {
+          const stream = session.request({ ':authority': 'web.local', ':path': `${path}?size=50000000` });
+          stream.once('data', () => {
+            stream.close(http2.constants.NGHTTP2_CANCEL);
+            resolve();
+          });
+        });
+        const line = await portico.waitForLog((l) => l.kind === 'access' && l.path === path);
+        assert.equal(line.status, 499);
+        assert.equal((await h2Request(session, { ':authority': 'web.local', ':path': '/after-cancel' })).status, 200, 'the connection goes on');
       } finally {
         session.close();
       }
@@ -230,6 +255,23 @@ describe('HTTP/2: shutdown, PROXY protocol, flags', () => {
     } finally {
       await portico.stop();
       await web.close();
+      dir.cleanup();
+    }
+  });
+
+  test('an idle h2 connection is closed after --client-idle-timeout, with GOAWAY', async () => {
+    const dir = new ManifestDir();
+    dir.write('class.yaml', [ingressClass('portico')]);
+    const portico = await startPortico(['--manifests', dir.path, '--client-idle-timeout', '300ms']);
+    try {
+      const session = await h2Connect(portico.http, false);
+      const goaway = new Promise<number>((resolve) => session.once('goaway', (code: number) => resolve(code)));
+      const closed = new Promise<void>((resolve) => session.once('close', () => resolve()));
+      assert.equal((await h2Request(session, { ':authority': 'nowhere.local', ':path': '/' })).status, 404);
+      assert.equal(await goaway, 0);
+      await closed;
+    } finally {
+      await portico.stop();
       dir.cleanup();
     }
   });
