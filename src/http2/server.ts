@@ -109,8 +109,10 @@ export class Http2Front {
 
   private onStream(stream: ServerHttp2Stream, flags: number, rawHeaders: string[]): void {
     stream.on('error', ignore);
-    const session = stream.session as Session;
-    const socket = session[kSocket]!;
+    // 'stream' comes a tick after the frame: the connection may be gone by then.
+    const session = stream.session as Session | undefined;
+    const socket = session?.[kSocket];
+    if (session === undefined || socket === undefined || stream.destroyed) return;
     const endStream = (flags & constants.NGHTTP2_FLAG_END_STREAM) !== 0;
     const head = http2Head(rawHeaders, endStream);
     if (!('rawHeaders' in head)) {

@@ -4,14 +4,18 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
-import type { ClientHttp2Session } from 'node:http2';
+import http2, { type ClientHttp2Session } from 'node:http2';
+import net from 'node:net';
+import tls from 'node:tls';
 import https from 'node:https';
+import selfsigned from 'selfsigned';
 import WebSocket from 'ws';
 import { startEchoServer } from '../../examples/echo-server.ts';
-import { startPortico, type PorticoProcess } from '../support/portico-process.ts';
-import { ManifestDir, ingress, ingressClass, serviceWithEndpoints } from '../support/objects.ts';
+import { eventually, startPortico, type PorticoProcess } from '../support/portico-process.ts';
+import { ManifestDir, ingress, ingressClass, serviceWithEndpoints, tlsSecret } from '../support/objects.ts';
 import { get } from '../support/http.ts';
 import { h2Connect, h2Request } from '../support/h2.ts';
+import { freePort, gateway, gatewayClass, httpRoute } from '../support/gateway-objects.ts';
 
 type Echo = Awaited<ReturnType<typeof startEchoServer>>;
 
@@ -29,6 +33,8 @@ describe('HTTP/2 from clients, black box', () => {
     dir.write('class.yaml', [ingressClass('portico')]);
     dir.write('apps.yaml', [
       ingress('web', { rules: [{ host: 'web.local', paths: [{ path: '/', service: 'web' }] }, { host: 'api.local', paths: [{ path: '/', service: 'api' }] }] }),
+      ingress('policies', { rules: [{ host: 'policy.local', paths: [{ path: '/', service: 'web' }] }] }, { annotations: { 'portico.dev/response-headers': 'X-Policy: on', 'portico.dev/request-headers': 'X-From-Policy: yes' } }),
+      ingress('denied', { rules: [{ host: 'denied.local', paths: [{ path: '/', service: 'web' }] }] }, { annotations: { 'portico.dev/ip-deny': '127.0.0.0/8' } }),
       ...serviceWithEndpoints('web', [web.port]),
       ...serviceWithEndpoints('api', [api.port]),
     ]);
@@ -115,6 +121,29 @@ describe('HTTP/2 from clients, black box', () => {
       }
     });
 
+    test(`${name}: policies apply as for HTTP/1.1; a client that cancels a stream is logged 499`, async () => {
+      const session = await h2Connect(port(), secure);
+      try {
+        const withPolicy = await h2Request(session, { ':authority': 'policy.local', ':path': '/p' });
+        assert.equal(withPolicy.headers['x-policy'], 'on');
+        assert.equal(withPolicy.json().headers['x-from-policy'], 'yes');
+        assert.equal((await h2Request(session, { ':authority': 'denied.local', ':path': '/' })).status, 403);
+        const path = `/cancelled-${secure ? 'h2' : 'h2c'}`;
+        await new Promise<void>((resolve) => {
+          const stream = session.request({ ':authority': 'web.local', ':path': `${path}?size=50000000` });
+          stream.once('data', () => {
+            stream.close(http2.constants.NGHTTP2_CANCEL);
+            resolve();
+          });
+        });
+        const line = await portico.waitForLog((l) => l.kind === 'access' && l.path === path);
+        assert.equal(line.status, 499);
+        assert.equal((await h2Request(session, { ':authority': 'web.local', ':path': '/after-cancel' })).status, 200, 'the connection goes on');
+      } finally {
+        session.close();
+      }
+    });
+
     test(`${name}: 100 concurrent streams on one connection all get their own answer`, async () => {
       const session = await h2Connect(port(), secure);
       try {
@@ -169,5 +198,153 @@ describe('HTTP/2 from clients, black box', () => {
     assert.match(String(line.upstream), /^127\.0\.0\.1:\d+$/);
     const metrics = await (await fetch(`http://127.0.0.1:${portico.admin}/metrics`)).text();
     assert.match(metrics, /portico_requests_total\{[^}]*host="web\.local"[^}]*status="200"[^}]*\} [1-9]/);
+  });
+});
+
+describe('HTTP/2: shutdown, PROXY protocol, flags', () => {
+  test('SIGTERM sends GOAWAY; streams in flight (h2 and h2c) still get their whole answer', async () => {
+    const dir = new ManifestDir();
+    let slowArrived = 0;
+    let bothArrived!: () => void;
+    const inFlight = new Promise<void>((resolve) => (bothArrived = resolve));
+    const web = await startEchoServer({ name: 'web', onRequest: (r) => r.path === '/slow' && ++slowArrived === 2 && bothArrived() });
+    dir.write('class.yaml', [ingressClass('portico')]);
+    dir.write('web.yaml', [ingress('web', { rules: [{ host: 'web.local', paths: [{ path: '/', service: 'web' }] }] }), ...serviceWithEndpoints('web', [web.port])]);
+    const portico = await startPortico(['--manifests', dir.path, '--shutdown-grace', '10s']);
+    try {
+      const sessions = await Promise.all([h2Connect(portico.http, false), h2Connect(portico.https, true)]);
+      const goaways = sessions.map((s) => new Promise<number>((resolve) => s.once('goaway', (code: number) => resolve(code))));
+      const slow = sessions.map((s) => h2Request(s, { ':authority': 'web.local', ':path': '/slow?delay=500ms' }));
+      await inFlight;
+      const exited = portico.stop();
+      assert.deepEqual(await Promise.all(goaways), [0, 0], 'GOAWAY NO_ERROR on both');
+      for (const reply of await Promise.all(slow)) {
+        assert.equal(reply.status, 200);
+        assert.equal(reply.json().path, '/slow');
+      }
+      for (const s of sessions) s.close();
+      assert.equal(await exited, 0);
+    } finally {
+      await portico.stop();
+      await web.close();
+      dir.cleanup();
+    }
+  });
+
+  test('h2c after a PROXY protocol header: the client address is the one in the header', async () => {
+    const dir = new ManifestDir();
+    const web = await startEchoServer({ name: 'web' });
+    dir.write('class.yaml', [ingressClass('portico')]);
+    dir.write('web.yaml', [ingress('web', { rules: [{ host: 'web.local', paths: [{ path: '/', service: 'web' }] }] }), ...serviceWithEndpoints('web', [web.port])]);
+    const portico = await startPortico(['--manifests', dir.path, '--proxy-protocol', '--trusted-proxies', '127.0.0.1/32']);
+    try {
+      const session = http2.connect(`http://127.0.0.1:${portico.http}`, {
+        createConnection: () => {
+          const socket = net.connect(portico.http, '127.0.0.1');
+          socket.write('PROXY TCP4 203.0.113.7 127.0.0.1 40000 80\r\n');
+          return socket;
+        },
+      });
+      try {
+        const echo = (await h2Request(session, { ':authority': 'web.local', ':path': '/proxied' })).json();
+        assert.equal(echo.headers['x-real-ip'], '203.0.113.7');
+        assert.equal(echo.headers['x-forwarded-for'], '203.0.113.7');
+      } finally {
+        session.close();
+      }
+    } finally {
+      await portico.stop();
+      await web.close();
+      dir.cleanup();
+    }
+  });
+
+  test('an idle h2 connection is closed after --client-idle-timeout, with GOAWAY', async () => {
+    const dir = new ManifestDir();
+    dir.write('class.yaml', [ingressClass('portico')]);
+    const portico = await startPortico(['--manifests', dir.path, '--client-idle-timeout', '300ms']);
+    try {
+      const session = await h2Connect(portico.http, false);
+      const goaway = new Promise<number>((resolve) => session.once('goaway', (code: number) => resolve(code)));
+      const closed = new Promise<void>((resolve) => session.once('close', () => resolve()));
+      assert.equal((await h2Request(session, { ':authority': 'nowhere.local', ':path': '/' })).status, 404);
+      assert.equal(await goaway, 0);
+      await closed;
+    } finally {
+      await portico.stop();
+      dir.cleanup();
+    }
+  });
+
+  test('--h2c=false and --http2=false: HTTP/1.1 only, and h2 clients are told no', async () => {
+    const dir = new ManifestDir();
+    dir.write('class.yaml', [ingressClass('portico')]);
+    const portico = await startPortico(['--manifests', dir.path, '--h2c=false', '--http2=false']);
+    try {
+      const alpn = await new Promise<string | false | null>((resolve, reject) => {
+        const socket = tls.connect({ host: '127.0.0.1', port: portico.https, rejectUnauthorized: false, servername: 'x.test', ALPNProtocols: ['h2', 'http/1.1'] }, () => {
+          resolve(socket.alpnProtocol);
+          socket.end();
+        });
+        socket.on('error', reject);
+      });
+      assert.equal(alpn, 'http/1.1');
+      // The preface read as HTTP/1.1 is a request portico refuses, with an HTTP/1.1 answer.
+      const answer = await new Promise<string>((resolve) => {
+        const socket = net.connect(portico.http, '127.0.0.1', () => socket.write('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'));
+        let text = '';
+        socket.setEncoding('latin1').on('data', (d: string) => (text += d));
+        socket.on('close', () => resolve(text));
+        socket.on('error', () => resolve(text));
+      });
+      assert.match(answer, /^HTTP\/1\.1 [45]\d\d /);
+      assert.equal((await get(portico.http, 'nowhere.local', '/')).status, 404);
+    } finally {
+      await portico.stop();
+      dir.cleanup();
+    }
+  });
+});
+
+describe('HTTP/2 on Gateway listeners', () => {
+  test('h2c on an HTTP listener and h2 on an HTTPS listener reach the HTTPRoute backend', async () => {
+    const dir = new ManifestDir();
+    const web = await startEchoServer({ name: 'web' });
+    const httpPort = await freePort();
+    const httpsPort = await freePort();
+    const cert = await selfsigned.generate([{ name: 'commonName', value: 'gw.example.com' }], {
+      keyType: 'ec',
+      algorithm: 'sha256',
+      extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: 'gw.example.com' }] }],
+    });
+    dir.write('gateway.yaml', [
+      gatewayClass(),
+      gateway('gw', [
+        { name: 'http', port: httpPort, protocol: 'HTTP' },
+        { name: 'https', port: httpsPort, protocol: 'HTTPS', hostname: 'gw.example.com', tls: { certificateRefs: [{ name: 'gw-cert' }] } },
+      ]),
+      tlsSecret('gw-cert', cert.cert, cert.private),
+      ...serviceWithEndpoints('web', [web.port]),
+      httpRoute('app', { parentRefs: [{ name: 'gw' }], hostnames: ['gw.example.com'], rules: [{ backendRefs: [{ name: 'web', port: 80 }] }] }),
+    ]);
+    const portico = await startPortico(['--manifests', dir.path]);
+    try {
+      await eventually(async () => (await get(httpPort, 'gw.example.com', '/')).status === 200, 10_000, 'the Gateway HTTP listener serves');
+      for (const [port, secure] of [[httpPort, false], [httpsPort, true]] as const) {
+        const session = await h2Connect(port, secure, { servername: 'gw.example.com' });
+        try {
+          const reply = await h2Request(session, { ':authority': 'gw.example.com', ':path': '/via-gateway' });
+          assert.equal(reply.status, 200);
+          assert.equal(reply.json().path, '/via-gateway');
+          assert.equal(reply.json().headers['x-forwarded-proto'], secure ? 'https' : 'http');
+        } finally {
+          session.close();
+        }
+      }
+    } finally {
+      await portico.stop();
+      await web.close();
+      dir.cleanup();
+    }
   });
 });

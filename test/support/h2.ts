@@ -140,6 +140,11 @@ export class RawH2 {
     }
   }
 
+  /** Resolves once the peer closed the connection (rejects after `timeoutMs`). */
+  async untilClosed(timeoutMs = 10_000): Promise<void> {
+    await this.waitFor(() => false, timeoutMs);
+  }
+
   close(): void {
     this.socket.destroy();
   }
