@@ -123,9 +123,15 @@ export async function startDataPlane(options: Options, log: Logger, metrics: Met
   const openListener = async (label: string, port: number, flag: string, certs: CertificateStore | undefined, gatewayPort?: number): Promise<{ proxy: ProxyServer; port: number }> => {
     const server = certs === undefined
       ? net.createServer({ allowHalfOpen: true, noDelay: true })
-      : tls.createServer({ ...certs.httpsServerOptions(), allowHalfOpen: true, handshakeTimeout: options.tlsHandshakeTimeout });
+      : tls.createServer({
+          ...certs.httpsServerOptions(),
+          ALPNProtocols: options.http2 ? ['h2', 'http/1.1'] : ['http/1.1'],
+          allowHalfOpen: true,
+          handshakeTimeout: options.tlsHandshakeTimeout,
+        });
     const proxy = attachProxy(server, holder, options, certs !== undefined, routes.unrouted, gatewayPort);
     proxy.http1.onRefused = onRefused;
+    if (proxy.http2 !== undefined) proxy.http2.onRefused = onRefused;
     metrics.trackConnections(label, () => proxy.openConnections);
     capConnections(server, label);
     if (certs !== undefined) {
@@ -133,8 +139,8 @@ export async function startDataPlane(options: Options, log: Logger, metrics: Met
         const reason = handshakeFailureReason(err);
         metrics.countHandshakeFailure(reason);
         if (reason === 'no_common_alpn') {
-          // An h2-only client gets a TLS alert, which says nothing to the person behind it.
-          logRefusal('alpn', { client: socket.remoteAddress, reason }, 'a client offered only ALPN protocols portico does not serve (h2 without http/1.1?): HTTP/2 is not served yet, only HTTP/1.1');
+          // A client that offers neither h2 nor http/1.1 gets a TLS alert, which says nothing to the person behind it.
+          logRefusal('alpn', { client: socket.remoteAddress, reason }, `a client offered only ALPN protocols portico does not serve (it serves ${options.http2 ? 'h2 and ' : ''}http/1.1${options.http2 ? '' : '; --http2=false'})`);
         } else {
           log.debug({ client: socket.remoteAddress, reason, err: err.message }, 'TLS handshake failed; connection closed');
         }

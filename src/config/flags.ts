@@ -43,6 +43,8 @@ export interface Options {
   defaultKey: string | undefined;
   trustedProxies: string;
   proxyProtocol: boolean;
+  http2: boolean;
+  h2c: boolean;
   httpsRedirectPort: number;
   accessLog: boolean;
   logLevel: string;
@@ -103,6 +105,8 @@ const FLAGS: FlagSpec[] = [
   { flag: 'default-certificate', key: 'defaultCertificate', kind: 'string', default: undefined, help: 'PEM certificate for unknown SNI names (default: self-signed, generated at start)' },
   { flag: 'default-key', key: 'defaultKey', kind: 'string', default: undefined, help: 'PEM private key of --default-certificate' },
   { flag: 'trusted-proxies', key: 'trustedProxies', kind: 'cidrs', default: '', help: 'CIDR list of peers whose X-Forwarded-For (or PROXY protocol) gives the client address' },
+  { flag: 'http2', key: 'http2', kind: 'bool', default: 'true', help: 'serve HTTP/2 on HTTPS listeners to clients that offer h2 in ALPN' },
+  { flag: 'h2c', key: 'h2c', kind: 'bool', default: 'true', help: 'serve HTTP/2 with prior knowledge (h2c) on plain HTTP listeners, beside HTTP/1.1' },
   { flag: 'proxy-protocol', key: 'proxyProtocol', kind: 'bool', default: 'false', help: 'expect a PROXY protocol v1/v2 header from trusted proxies' },
   { flag: 'https-redirect-port', key: 'httpsRedirectPort', kind: 'port', default: '0', help: 'port in the Location of HTTP-to-HTTPS redirects (0: --https-port; in a cluster set the Service port, 443)' },
   { flag: 'access-log', key: 'accessLog', kind: 'bool', default: 'true', help: 'log one JSON line per request' },

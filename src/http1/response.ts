@@ -234,6 +234,14 @@ export class Http1Response extends EventEmitter {
   }
 
   /** Ends the response, with a last chunk if given. */
+  /** HTTP/1.1 responses carry no trailers here (as before): see endWithTrailers. */
+  trailersExpected = false;
+
+  /** Trailers are dropped: portico does not send chunked trailers to HTTP/1.1 clients. */
+  endWithTrailers(_trailers: Readonly<Record<string, string | string[] | undefined>>): void {
+    this.end();
+  }
+
   end(chunk?: Buffer | string): this {
     if (this.writableEnded || this.destroyed) return this;
     this.writableEnded = true;

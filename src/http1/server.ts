@@ -834,15 +834,20 @@ export class Http1Server {
     this.accept = this.accept.bind(this);
   }
 
-  /** Starts serving a client connection. */
-  accept(socket: net.Socket | TLSSocket): void {
+  /**
+   * Starts serving a client connection. `head`: its first bytes, already read by whoever
+   * looked at them to pick the protocol (the socket is then paused; the caller resumes it).
+   */
+  accept(socket: net.Socket | TLSSocket, head?: Buffer): void {
     if (this.draining) {
       socket.destroy();
       return;
     }
     this.now = Date.now();
-    this.connections.add(new Connection(this, socket));
+    const connection = new Connection(this, socket);
+    this.connections.add(connection);
     this.sweeper ??= this.startSweeper();
+    if (head !== undefined) connection.onData(head);
   }
 
   dispatch(req: Http1Request, res: Http1Response): void {

@@ -5,7 +5,7 @@
 // then X-Forwarded-For walked from the right, skipping trusted hops, as nginx's
 // real_ip_recursive does. Nothing a client sends is believed unless every hop after it
 // is trusted. IPv4-mapped IPv6 addresses (::ffff:1.2.3.4) are reported as IPv4.
-import type { Http1Request } from '../http1/request.ts';
+import type { ProxyRequest } from './exchange-types.ts';
 import { isIP, type Socket } from 'node:net';
 import { canonicalIp, CidrSet, parseCidrList, type ParsedCidrList } from '../middleware/cidr.ts';
 
@@ -67,7 +67,7 @@ function forwardedAddress(entry: string): string | undefined {
 }
 
 /** Every X-Forwarded-For entry, in order (repeated headers are one list). */
-function forwardedFor(req: Pick<Http1Request, 'rawHeaders'>): string[] | undefined {
+function forwardedFor(req: Pick<ProxyRequest, 'rawHeaders'>): string[] | undefined {
   const raw = req.rawHeaders;
   let entries: string[] | undefined;
   for (let i = 0; i < raw.length; i += 2) {
@@ -77,7 +77,7 @@ function forwardedFor(req: Pick<Http1Request, 'rawHeaders'>): string[] | undefin
   return entries;
 }
 
-export function resolveClientIp(req: Pick<Http1Request, 'rawHeaders' | 'socket'>): string {
+export function resolveClientIp(req: Pick<ProxyRequest, 'rawHeaders' | 'socket'>): string {
   const socket = req.socket;
   let address = canonicalIp(socket.remoteAddress ?? '');
   if (trusted === undefined || !trusted.has(address)) return address;

@@ -4,7 +4,7 @@
 // (and policy state) across rebuilds; retain() forgets the routes a swap left behind,
 // with their metric series and policy state.
 import type { Registry } from 'prom-client';
-import type { Http1Response } from '../http1/response.ts';
+import type { ProxyResponse } from './exchange-types.ts';
 import type { RouteConfig, RoutingConfig } from '../model/config.ts';
 import type { Route, RouteCompiler } from '../routing/table.ts';
 import { composeChain, composeListed } from '../middleware/registry.ts';
@@ -48,7 +48,7 @@ export interface ProxyRoutes {
 }
 
 const kRoute = Symbol('portico.route');
-type TrackedResponse = Http1Response & { [kContext]?: RequestContext; [kRoute]?: CompiledRoute };
+type TrackedResponse = ProxyResponse & { [kContext]?: RequestContext; [kRoute]?: CompiledRoute };
 
 /** A compiled route: Route plus what the proxy needs when a request finishes. */
 export class CompiledRoute implements Route {

@@ -1,8 +1,7 @@
 // The per-request state that flows through a route's middleware chain into the forwarder.
 import { DEFAULT_UPGRADES } from '../middleware/allowed-upgrades.ts';
 import type { HeaderEntry } from '../middleware/header-list.ts';
-import type { Http1Request } from '../http1/request.ts';
-import type { Http1Response } from '../http1/response.ts';
+import type { ProxyRequest, ProxyResponse } from './exchange-types.ts';
 import type { Route } from '../routing/table.ts';
 
 /** How to talk to the pods of a route; set per route by the upstream-protocol policy. */
@@ -32,8 +31,8 @@ export interface UpstreamTimeouts {
  * Middleware reads and adjusts it, then calls the next handler.
  */
 export class RequestContext {
-  readonly req: Http1Request;
-  readonly res: Http1Response;
+  readonly req: ProxyRequest;
+  readonly res: ProxyResponse;
   readonly route: Route;
   /** Client address: the socket peer, or from X-Forwarded-For / PROXY protocol when the peer is a trusted proxy. */
   clientIp: string;
@@ -72,8 +71,8 @@ export class RequestContext {
   error = '';
 
   constructor(
-    req: Http1Request,
-    res: Http1Response,
+    req: ProxyRequest,
+    res: ProxyResponse,
     route: Route,
     clientIp: string,
     secure: boolean,
@@ -103,6 +102,6 @@ export type Handler = (ctx: RequestContext) => void;
 /** The request context a response belongs to, set while its route handles it (compile.ts). */
 export const kContext = Symbol('portico.context');
 
-export function contextOf(res: Http1Response): RequestContext | undefined {
-  return (res as Http1Response & { [kContext]?: RequestContext })[kContext];
+export function contextOf(res: ProxyResponse): RequestContext | undefined {
+  return (res as ProxyResponse & { [kContext]?: RequestContext })[kContext];
 }

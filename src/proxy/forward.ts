@@ -5,10 +5,10 @@
 // client (http, https pods) or undici's (h2c, h2 pods): src/proxy/upstreams.ts.
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
-import type { Http1Response } from '../http1/response.ts';
+import type { ProxyResponse } from './exchange-types.ts';
 import type { RouteConfig } from '../model/config.ts';
 import { Balancer, endpointLimit } from './balancer.ts';
-import type { RequestContext } from './context.ts';
+import { PLAIN_HTTP, type RequestContext, type UpstreamProfile } from './context.ts';
 import { sendError } from './errors.ts';
 import { buildRequestHeaders, buildResponseHeaders, UpstreamRequestHead } from './headers.ts';
 import type { RouteMetrics, UpstreamErrorKind } from './metrics.ts';
@@ -18,7 +18,9 @@ import { allowedUpgrade } from '../middleware/allowed-upgrades.ts';
 import type { ServiceGate, WakeGates, Waiter } from '../scale-to-zero/gates.ts';
 
 const kExchange = Symbol('portico.exchange');
-type ExchangeResponse = Http1Response & { [kExchange]?: Exchange };
+/** The pods of a Service port with appProtocol kubernetes.io/h2c. */
+const H2C: UpstreamProfile = Object.freeze({ key: 'h2c', protocol: 'h2c' });
+type ExchangeResponse = ProxyResponse & { [kExchange]?: Exchange };
 
 /** Why the proxy itself ended an upstream request. */
 class ProxyAbort extends Error {
@@ -99,6 +101,7 @@ export class Forwarder {
   readonly servername: string;
   /** The Service sleeps when idle (scale-to-zero): without endpoints its requests wait here for it to wake. */
   readonly gate: ServiceGate<Forwarder> | undefined;
+  private readonly h2cByAppProtocol: boolean;
 
   constructor(config: RouteConfig, upstreams: UpstreamPools, metrics: RouteMetrics, gates?: WakeGates<Forwarder>) {
     this.config = config;
@@ -107,6 +110,7 @@ export class Forwarder {
     const service = `${backend.namespace}/${backend.service}`;
     this.servername = `${backend.service}.${backend.namespace}.svc`;
     this.balancer = new Balancer(backend.error ? [] : backend.addresses.map((a) => upstreams.endpoint(a)));
+    this.h2cByAppProtocol = backend.appProtocol === 'kubernetes.io/h2c';
     this.gate = backend.sleep !== undefined && backend.error === undefined && gates !== undefined ? gates.gate(service, backend.sleep) : undefined;
     this.unavailableKind = 'service_unavailable';
     // Gateway API: a rule whose backend does not resolve answers 500, as the spec says.
@@ -170,6 +174,8 @@ export class Forwarder {
 
   /** Forwards a request (or tunnels an upgrade) once any wait for endpoints is over. */
   proceed(ctx: RequestContext): void {
+    // The Service port says its pods speak h2c (appProtocol kubernetes.io/h2c) and no policy said otherwise.
+    if (this.h2cByAppProtocol && ctx.upstream === PLAIN_HTTP) ctx.upstream = H2C;
     if (this.unavailable !== undefined) {
       this.metrics.countError(this.unavailableKind);
       sendError(ctx.res, this.unavailableStatus, this.unavailable);
@@ -249,6 +255,8 @@ class Exchange extends UpstreamRequestHead implements Dispatcher.DispatchHandler
   start(): void {
     const ctx = this.ctx;
     buildRequestHeaders(ctx, this);
+    // gRPC's deadline (only to HTTP/2 pods: gRPC needs them): portico waits no longer for the answer.
+    if (ctx.upstream.protocol === 'h2c' || ctx.upstream.protocol === 'h2') applyGrpcTimeout(ctx);
     const limit = ctx.maxBodyBytes;
     if (limit >= 0 && this.contentLength > limit) {
       // Nothing was sent upstream; close the connection rather than read the body.
@@ -351,6 +359,9 @@ class Exchange extends UpstreamRequestHead implements Dispatcher.DispatchHandler
     // A head parsed by portico's HTTP/1.1 client (llhttp refuses bad names and values);
     // policies' headers were checked as strictly when the config was read.
     res.headersChecked = ctx.upstream.protocol === 'http' || ctx.upstream.protocol === 'https';
+    // A gRPC answer ends with trailers (grpc-status): the client's HTTP/2 stream must wait
+    // for them. A head that has grpc-status already is trailers-only: it ends the stream.
+    if (!res.headersChecked && headers['grpc-status'] === undefined && isGrpcResponse(headers['content-type'])) res.trailersExpected = true;
     if (statusMessage) res.writeHead(statusCode, statusMessage, out);
     else res.writeHead(statusCode, out);
     if (this.clientGone) controller.abort(CLIENT_GONE);
@@ -368,10 +379,12 @@ class Exchange extends UpstreamRequestHead implements Dispatcher.DispatchHandler
     }
   }
 
-  onResponseEnd(): void {
+  onResponseEnd(_controller: Dispatcher.DispatchController, trailers?: Record<string, string | string[] | undefined>): void {
     this.closeAttempt();
     this.done = true;
-    this.ctx.res.end();
+    const res = this.ctx.res;
+    if (res.trailersExpected) res.endWithTrailers(trailers ?? {});
+    else res.end();
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
@@ -486,6 +499,32 @@ function onClientDrain(this: ExchangeResponse): void {
 
 function onClientClose(this: ExchangeResponse): void {
   this[kExchange]?.clientClosed();
+}
+
+function isGrpcResponse(contentType: string | string[] | undefined): boolean {
+  return typeof contentType === 'string' && contentType.length >= 16 && contentType.slice(0, 16).toLowerCase() === 'application/grpc';
+}
+
+const GRPC_TIMEOUT_UNITS: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 0.001, n: 0.000001 };
+
+/** grpc-timeout ("100m", "5S": at most 8 digits and a unit) -> ms, rounded up; undefined when absent or malformed. */
+export function grpcTimeoutMs(raw: readonly string[]): number | undefined {
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!;
+    if (name.length !== 12 || name.toLowerCase() !== 'grpc-timeout') continue;
+    const m = /^(\d{1,8})([HMSmun])$/.exec(raw[i + 1]!.trim());
+    if (m === null) return undefined;
+    return Math.max(1, Math.ceil(Number(m[1]) * GRPC_TIMEOUT_UNITS[m[2]!]!));
+  }
+  return undefined;
+}
+
+function applyGrpcTimeout(ctx: RequestContext): void {
+  const ms = grpcTimeoutMs(ctx.req.rawHeaders);
+  if (ms === undefined) return;
+  const t = ctx.timeouts;
+  const within = (limit: number) => (limit > 0 ? Math.min(limit, ms) : ms);
+  ctx.timeouts = { connect: within(t.connect), responseHeaders: within(t.responseHeaders), idle: within(t.idle) };
 }
 
 /** The Upgrade header of raw request headers ("" when absent). */

@@ -30,6 +30,7 @@ const FROM_PROXY = 9;
 const FORWARDED_PROTO = 10;
 const FORWARDED_HOST = 11;
 const FORWARDED_PORT = 12;
+const TE = 13;
 
 const REQUEST_SPECIAL = new Map<string, number>([
   ['host', HOST],
@@ -38,7 +39,7 @@ const REQUEST_SPECIAL = new Map<string, number>([
   ['connection', CONNECTION],
   ['proxy-connection', DROP],
   ['keep-alive', DROP],
-  ['te', DROP],
+  ['te', TE],
   ['upgrade', UPGRADE],
   // Node answered "100 Continue" already; undici refuses the header.
   ['expect', DROP],
@@ -150,6 +151,10 @@ export function buildRequestHeaders(ctx: RequestContext, head: UpstreamRequestHe
           host = authority === '' ? value : authority;
           if (extra === undefined || !hasName(extra, lower)) out.push(name, host);
           continue;
+        case TE:
+          // Hop-by-hop, except "trailers" to an HTTP/2 pod: gRPC servers expect it (RFC 9113 section 8.2.2).
+          if (value.trim().toLowerCase() !== 'trailers' || (ctx.upstream.protocol !== 'h2c' && ctx.upstream.protocol !== 'h2')) continue;
+          break;
         case CONTENT_LENGTH:
           contentLength = Number(value);
           break;

@@ -5,8 +5,9 @@
 import type { Server, Socket } from 'node:net';
 import { Server as TlsServer, type TLSSocket } from 'node:tls';
 import { Http1Server } from '../http1/server.ts';
-import type { Http1Request } from '../http1/request.ts';
-import type { Http1Response } from '../http1/response.ts';
+import { sniffProtocol } from '../http2/preface.ts';
+import { Http2Front } from '../http2/server.ts';
+import type { ProxyRequest, ProxyResponse } from './exchange-types.ts';
 import { hasDotSegment, isValidHost, normalizeHost, normalizePath, splitTarget, withoutPathParameters } from '../routing/request-target.ts';
 import type { Route, RouteTableHolder } from '../routing/table.ts';
 import { resolveClientIp } from './client-ip.ts';
@@ -26,6 +27,10 @@ export interface ProxyServerOptions {
   upstreamIdleTimeout: number;
   /** Largest request body in bytes unless a route says otherwise (0: no limit); --max-body-size. */
   maxBodySize?: number;
+  /** TLS listeners serve HTTP/2 to clients that offer "h2" in ALPN (--http2; default on). */
+  http2?: boolean;
+  /** Plain listeners serve HTTP/2 with prior knowledge (h2c), told apart by the preface (--h2c; default on). */
+  h2c?: boolean;
 }
 
 /**
@@ -35,7 +40,7 @@ export interface ProxyServerOptions {
 const MAX_HEADERS_COUNT = 256;
 
 /** The Host header from rawHeaders, without building req.headers (a lazy getter that copies them all). */
-function hostHeader(req: Http1Request): string | undefined {
+function hostHeader(req: ProxyRequest): string | undefined {
   const raw = req.rawHeaders;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;
@@ -76,7 +81,7 @@ export class ProxyRequestHandler {
     this.finished = this.finished.bind(this);
   }
 
-  handleRequest(req: Http1Request, res: Http1Response): void {
+  handleRequest(req: ProxyRequest, res: ProxyResponse): void {
     this.inflight++;
     res.on('close', this.finished);
     if (this.draining) {
@@ -90,7 +95,7 @@ export class ProxyRequestHandler {
     this.route(req, res);
   }
 
-  private route(req: Http1Request, res: Http1Response): void {
+  private route(req: ProxyRequest, res: ProxyResponse): void {
     const start = performance.now();
     const url = req.url ?? '';
     const target = splitTarget(url);
@@ -133,7 +138,7 @@ export class ProxyRequestHandler {
   }
 
   /** Answers a request that has no route, logged and counted like any other. */
-  private reject(req: Http1Request, res: Http1Response, start: number, host: string, path: string, query: string, status: number, message: string): void {
+  private reject(req: ProxyRequest, res: ProxyResponse, start: number, host: string, path: string, query: string, status: number, message: string): void {
     // A 400 says what is wrong with the client's own request; other answers stay generic.
     const unrouted = this.unrouted;
     if (unrouted !== undefined) {
@@ -162,6 +167,8 @@ export interface ProxyServer {
   readonly openConnections: number;
   readonly handler: ProxyRequestHandler;
   readonly http1: Http1Server;
+  /** Serves the HTTP/2 connections (undefined when the listener serves HTTP/1.1 only). */
+  readonly http2: Http2Front | undefined;
   /**
    * Graceful shutdown: stop accepting, close idle keep-alive connections, let requests
    * in flight finish for up to graceMs, then cut what is left.
@@ -190,6 +197,9 @@ export function attachProxy(
     idleTimeout: options.clientIdleTimeout,
     maxHeaders: MAX_HEADERS_COUNT,
   });
+  const tlsListener = server instanceof TlsServer;
+  const speaksH2 = tlsListener ? options.http2 !== false : options.h2c !== false;
+  const http2 = speaksH2 ? new Http2Front(handler.handleRequest, { idleTimeout: options.clientIdleTimeout, maxHeaders: MAX_HEADERS_COUNT }) : undefined;
   // Sockets still in their TLS handshake are not http1's yet; drain closes them too.
   const handshaking = new Set<Socket>();
   let open = 0;
@@ -197,7 +207,7 @@ export function attachProxy(
     open++;
     socket.once('close', () => open--);
   };
-  if (server instanceof TlsServer) {
+  if (tlsListener) {
     server.on('connection', (socket: Socket) => {
       opened(socket);
       handshaking.add(socket);
@@ -206,7 +216,25 @@ export function attachProxy(
     // Node reports a failed or timed-out handshake here and leaves the socket open (a
     // client that connected and closed, or never spoke, would hold a descriptor forever).
     server.on('tlsClientError', (_err: Error, socket: TLSSocket) => socket.destroy());
-    server.on('secureConnection', (socket: TLSSocket) => http1.accept(socket));
+    server.on('secureConnection', (socket: TLSSocket) => {
+      if (http2 !== undefined && socket.alpnProtocol === 'h2') http2.accept(socket);
+      else http1.accept(socket);
+    });
+  } else if (http2 !== undefined) {
+    const headerTimeout = options.clientHeaderTimeout;
+    const acceptHttp1 = (socket: Socket, head: Buffer) => {
+      http1.accept(socket, head);
+      socket.resume();
+    };
+    const acceptH2c = (socket: Socket, head: Buffer) => {
+      // node:http2 reads what is put back before it reads the socket.
+      socket.unshift(head);
+      http2.accept(socket);
+    };
+    server.on('connection', (socket: Socket) => {
+      opened(socket);
+      sniffProtocol(socket, headerTimeout, acceptHttp1, acceptH2c);
+    });
   } else {
     server.on('connection', opened);
     server.on('connection', http1.accept);
@@ -217,6 +245,7 @@ export function attachProxy(
     server,
     handler,
     http1,
+    http2,
     get openConnections() {
       return open;
     },
@@ -228,6 +257,7 @@ export function attachProxy(
           else server.close(() => resolve());
         });
         http1.drain();
+        http2?.drain();
         let timer: NodeJS.Timeout | undefined;
         const expired = new Promise<void>((resolve) => {
           timer = setTimeout(resolve, graceMs);
@@ -235,6 +265,7 @@ export function attachProxy(
         await Promise.race([handler.whenIdle(), expired]);
         clearTimeout(timer);
         http1.destroyAll();
+        http2?.destroyAll();
         for (const socket of handshaking) socket.destroy();
         await closed;
       })();

@@ -4,7 +4,7 @@
 // forwarder with endpoints for its backend is compiled, which happens when the route
 // table learns of a ready endpoint: no polling. Work is done only for sleepable routes.
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { Http1Response } from '../http1/response.ts';
+import type { ProxyResponse } from '../proxy/exchange-types.ts';
 import type { SleepPolicy } from '../model/config.ts';
 import type { RequestContext } from '../proxy/context.ts';
 import { sendError } from '../proxy/errors.ts';
@@ -42,7 +42,7 @@ const RETRY_BASE_MS = 25;
 const RETRY_MAX_MS = 400;
 
 const kGate = Symbol('portico.sleepGate');
-type GatedResponse = Http1Response & { [kGate]?: ServiceGate };
+type GatedResponse = ProxyResponse & { [kGate]?: ServiceGate };
 
 /** What one process knows of one sleepable Service. */
 export class ServiceGate<F extends GatedForwarder = GatedForwarder> {

@@ -105,10 +105,22 @@ describe('HTTPS listener: TLS versions, ciphers and ALPN', () => {
     assert.match(await handshake(portico.https, { maxVersion: 'TLSv1.2', ciphers: 'AES128-GCM-SHA256' }), /^error /, 'no RSA key exchange');
   });
 
-  test('an h2-only client is refused, and the log says why', async () => {
-    assert.match(await handshake(portico.https, { ALPNProtocols: ['h2'] }), /^error /);
-    const line = await portico.waitForLog((l) => typeof l.msg === 'string' && l.msg.includes('HTTP/2 is not served yet'), 3000);
+  test('ALPN: h2 and http/1.1 are offered; a client offering neither is refused, and the log says why', async () => {
+    const alpn = (protocols: string[]) =>
+      new Promise<string | false | null>((resolve, reject) => {
+        const socket = tls.connect({ host: '127.0.0.1', port: portico.https, rejectUnauthorized: false, servername: 'any.test', ALPNProtocols: protocols }, () => {
+          resolve(socket.alpnProtocol);
+          socket.end();
+        });
+        socket.on('error', reject);
+      });
+    assert.equal(await alpn(['h2']), 'h2');
+    assert.equal(await alpn(['h2', 'http/1.1']), 'h2');
+    assert.equal(await alpn(['http/1.1']), 'http/1.1');
+    assert.match(await handshake(portico.https, { ALPNProtocols: ['spdy/3.1'] }), /^error /);
+    const line = await portico.waitForLog((l) => typeof l.msg === 'string' && l.msg.includes('ALPN protocols portico does not serve'), 3000);
     assert.equal(line.reason, 'no_common_alpn');
+    assert.match(String(line.msg), /h2 and http\/1\.1/);
   });
 
   test('--tls-min-version TLSv1.3 refuses TLS 1.2 clients; a bad value or cipher list exits 2 naming the flag', async () => {

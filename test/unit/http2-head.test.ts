@@ -1,0 +1,46 @@
+// The HTTP/2 head in the HTTP/1.1 form the proxy works with, and telling h2c from
+// HTTP/1.1 by a connection's first bytes.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { http2Head } from '../../src/http2/request.ts';
+import { prefaceKind } from '../../src/http2/preface.ts';
+
+const get = [':method', 'GET', ':scheme', 'https', ':path', '/p?q=1', ':authority', 'a.test'];
+
+test(':authority becomes the first header, Host; pseudo-headers go; a sent host header loses to :authority', () => {
+  assert.deepEqual(http2Head([...get, 'host', 'other.test', 'accept', '*/*'], true), { method: 'GET', path: '/p?q=1', rawHeaders: ['host', 'a.test', 'accept', '*/*'] });
+  const noAuthority = http2Head([':method', 'GET', ':scheme', 'http', ':path', '/', 'host', 'h.test'], true);
+  assert.deepEqual(noAuthority, { method: 'GET', path: '/', rawHeaders: ['host', 'h.test'] });
+});
+
+test('cookie crumbs are joined with "; " into one header', () => {
+  const head = http2Head([...get, 'cookie', 'a=1', 'x-other', 'y', 'cookie', 'b=2'], true);
+  assert.ok('rawHeaders' in head);
+  assert.deepEqual(head.rawHeaders, ['host', 'a.test', 'x-other', 'y', 'cookie', 'a=1; b=2']);
+});
+
+test('a body without content-length is announced as chunked; with one, or without body, nothing is added', () => {
+  const post = [':method', 'POST', ':scheme', 'https', ':path', '/', ':authority', 'a.test'];
+  assert.deepEqual((http2Head(post, false) as { rawHeaders: string[] }).rawHeaders, ['host', 'a.test', 'transfer-encoding', 'chunked']);
+  assert.deepEqual((http2Head([...post, 'content-length', '3'], false) as { rawHeaders: string[] }).rawHeaders, ['host', 'a.test', 'content-length', '3']);
+  assert.deepEqual((http2Head(post, true) as { rawHeaders: string[] }).rawHeaders, ['host', 'a.test']);
+});
+
+test('refused before routing: control characters in values (400), CONNECT and extended CONNECT (501), no :path (400)', () => {
+  assert.equal((http2Head([...get, 'x-a', 'a\x7fb'], true) as { status: number }).status, 400);
+  assert.equal((http2Head([...get, 'x-a', 'a\rb'], true) as { status: number }).status, 400);
+  assert.equal((http2Head([':method', 'CONNECT', ':authority', 'a.test:443'], false) as { status: number }).status, 501);
+  assert.equal((http2Head([...get, ':protocol', 'websocket'], false) as { status: number }).status, 501);
+  assert.equal((http2Head([':method', 'GET', ':scheme', 'https', ':authority', 'a.test'], true) as { status: number }).status, 400);
+});
+
+test('prefaceKind: the h2 preface (also when split), anything else is HTTP/1.1 as soon as it differs', () => {
+  const preface = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
+  assert.equal(prefaceKind(preface), 'h2');
+  assert.equal(prefaceKind(Buffer.concat([preface, Buffer.from([0, 0, 0, 4])])), 'h2');
+  assert.equal(prefaceKind(preface.subarray(0, 10)), undefined);
+  assert.equal(prefaceKind(Buffer.from('P')), undefined);
+  assert.equal(prefaceKind(Buffer.from('POST / HTTP/1.1\r\n')), 'http1');
+  assert.equal(prefaceKind(Buffer.from('GET / HTTP/1.1\r\n')), 'http1');
+  assert.equal(prefaceKind(Buffer.from('PRI * HTTP/1.1\r\n\r\n')), 'http1');
+});
