@@ -36,7 +36,6 @@ export interface RoutesView {
 }
 
 export interface GatewayRouteView {
-  /** "ns/name" of the HTTPRoute */
   /** "ns/name" of the HTTPRoute or GRPCRoute the rule comes from (one of the two is set). */
   httpRoute?: string;
   grpcRoute?: string;

@@ -2,6 +2,7 @@
 // files: messages are raw bytes. The service covers the four call kinds, errors with
 // trailing metadata, and a slow method that records whether its call was cancelled.
 import * as grpc from '@grpc/grpc-js';
+import net from 'node:net';
 
 const raw = {
   requestSerialize: (b: Buffer) => b,
@@ -10,14 +11,19 @@ const raw = {
   responseDeserialize: (b: Buffer) => b,
 };
 
-export const ECHO_SERVICE = {
-  unary: { path: '/test.Echo/Unary', requestStream: false, responseStream: false, ...raw },
-  serverStream: { path: '/test.Echo/ServerStream', requestStream: false, responseStream: true, ...raw },
-  clientStream: { path: '/test.Echo/ClientStream', requestStream: true, responseStream: false, ...raw },
-  bidi: { path: '/test.Echo/Bidi', requestStream: true, responseStream: true, ...raw },
-  fail: { path: '/test.Echo/Fail', requestStream: false, responseStream: false, ...raw },
-  slow: { path: '/test.Echo/Slow', requestStream: false, responseStream: false, ...raw },
-} satisfies grpc.ServiceDefinition;
+/** The Echo service's methods under the service name `service` (a pod may serve several names). */
+export function echoService(service = 'test.Echo') {
+  return {
+    unary: { path: `/${service}/Unary`, requestStream: false, responseStream: false, ...raw },
+    serverStream: { path: `/${service}/ServerStream`, requestStream: false, responseStream: true, ...raw },
+    clientStream: { path: `/${service}/ClientStream`, requestStream: true, responseStream: false, ...raw },
+    bidi: { path: `/${service}/Bidi`, requestStream: true, responseStream: true, ...raw },
+    fail: { path: `/${service}/Fail`, requestStream: false, responseStream: false, ...raw },
+    slow: { path: `/${service}/Slow`, requestStream: false, responseStream: false, ...raw },
+  } satisfies grpc.ServiceDefinition;
+}
+
+export const ECHO_SERVICE = echoService();
 
 export interface EchoClient extends grpc.Client {
   unary(req: Buffer, metadata: grpc.Metadata, options: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: Buffer) => void): grpc.ClientUnaryCall;
@@ -28,11 +34,15 @@ export interface EchoClient extends grpc.Client {
   slow(req: Buffer, metadata: grpc.Metadata, options: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: Buffer) => void): grpc.ClientUnaryCall;
 }
 
-const EchoClientConstructor = grpc.makeGenericClientConstructor(ECHO_SERVICE, 'Echo') as unknown as new (address: string, credentials: grpc.ChannelCredentials, options?: grpc.ClientOptions) => EchoClient;
+type EchoClientConstructor = new (address: string, credentials: grpc.ChannelCredentials, options?: grpc.ClientOptions) => EchoClient;
 
-/** A client of the Echo service at host:port over h2c, with `:authority` set to `authority`. */
-export function echoClient(port: number, authority: string): EchoClient {
-  return new EchoClientConstructor(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), {
+/**
+ * A client of the Echo service (named `service`) at 127.0.0.1:port over h2c, with
+ * `:authority` set to `authority`.
+ */
+export function echoClient(port: number, authority: string, service = 'test.Echo'): EchoClient {
+  const Client = grpc.makeGenericClientConstructor(echoService(service), 'Echo') as unknown as EchoClientConstructor;
+  return new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), {
     'grpc.default_authority': authority,
     'grpc.max_receive_message_length': 16 * 1024 * 1024,
     'grpc.max_send_message_length': 16 * 1024 * 1024,
@@ -61,7 +71,8 @@ export interface GrpcServer {
   close(): Promise<void>;
 }
 
-export async function startGrpcServer(name: string): Promise<GrpcServer> {
+/** A gRPC server (h2c on loopback) serving the Echo methods under each of `services`. */
+export async function startGrpcServer(name: string, services: readonly string[] = ['test.Echo']): Promise<GrpcServer> {
   const server = new grpc.Server({ 'grpc.max_receive_message_length': 16 * 1024 * 1024, 'grpc.max_send_message_length': 16 * 1024 * 1024 });
   const cancelled: string[] = [];
   const meta = () => {
@@ -74,7 +85,7 @@ export async function startGrpcServer(name: string): Promise<GrpcServer> {
     m.set('x-trailer', `from ${name}`);
     return m;
   };
-  server.addService(ECHO_SERVICE, {
+  const handlers: grpc.UntypedServiceImplementation = {
     unary: (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
       call.sendMetadata(meta());
       const authority = call.getPath();
@@ -111,7 +122,8 @@ export async function startGrpcServer(name: string): Promise<GrpcServer> {
         cancelled.push(call.request.toString());
       });
     },
-  });
+  };
+  for (const service of services) server.addService(echoService(service), handlers);
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
   );
@@ -120,6 +132,58 @@ export async function startGrpcServer(name: string): Promise<GrpcServer> {
     name,
     cancelled,
     close: () => new Promise<void>((resolve) => server.tryShutdown(() => resolve())),
+  };
+}
+
+/** The bytes every HTTP/2 connection opens with (RFC 9113 3.4). */
+const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
+
+export interface ProtocolTap {
+  readonly port: number;
+  /** One entry per connection portico opened: "h2c" when it began with the HTTP/2 preface. */
+  readonly connections: ('h2c' | 'other')[];
+  close(): Promise<void>;
+}
+
+/**
+ * A TCP relay in front of a pod that notes how each connection to it begins, so a test
+ * can show what protocol portico spoke to the pod (a gRPC server would only fail on
+ * HTTP/1.1; this says so positively).
+ */
+export async function startProtocolTap(target: number): Promise<ProtocolTap> {
+  const connections: ('h2c' | 'other')[] = [];
+  const sockets = new Set<net.Socket>();
+  // No Nagle: a relay that holds small writes back would add 40 ms to each call.
+  const server = net.createServer({ noDelay: true }, (socket) => {
+    const upstream = net.connect({ port: target, host: '127.0.0.1', noDelay: true });
+    for (const s of [socket, upstream]) {
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+    }
+    socket.on('error', () => upstream.destroy());
+    upstream.on('error', () => socket.destroy());
+    upstream.pipe(socket);
+    let head = Buffer.alloc(0);
+    const onData = (chunk: Buffer) => {
+      head = Buffer.concat([head, chunk]);
+      const seen = head.subarray(0, H2_PREFACE.length);
+      if (head.length < H2_PREFACE.length && seen.equals(H2_PREFACE.subarray(0, seen.length))) return;
+      connections.push(seen.equals(H2_PREFACE) ? 'h2c' : 'other');
+      socket.off('data', onData);
+      upstream.write(head);
+      socket.pipe(upstream);
+    };
+    socket.on('data', onData);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    connections,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
   };
 }
 
