@@ -178,6 +178,12 @@ export interface RouteConfig {
    * Absent: "".
    */
   readonly rank?: string;
+  /**
+   * The rank alone orders this route against the others of its kind, whatever their
+   * path types (GRPCRoute precedence: a service-only match beats a method-only one,
+   * which a path order would not). See RouteEntry.byRank.
+   */
+  readonly byRank?: boolean;
   /** Where the request goes when there is no split: the only backend. */
   readonly backend: BackendConfig;
   /** A weighted split (more than one backendRef, or backendRef filters): replaces `backend` when set. */

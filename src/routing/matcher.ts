@@ -15,6 +15,14 @@ export interface RouteEntry<T> {
   readonly conditions?: RouteConditions;
   /** Among entries with the same host and path, lower ranks (compared as strings) are tried first; then the earlier entry. Default "". */
   readonly rank?: string;
+  /**
+   * Competes by rank alone, whatever its path type (GRPCRoute: its spec orders rules by
+   * hostname, then characters of service and method, then headers, not by path kind).
+   * Such entries are tried before the others of the same host group(s): the lowest rank
+   * whose path matches and whose conditions hold wins; on equal ranks, the usual path
+   * order. Default false.
+   */
+  readonly byRank?: boolean;
   readonly value: T;
 }
 
@@ -47,7 +55,8 @@ export interface Matcher<T> {
    * an Exact path, else the first RegularExpression path that matches, else the longest
    * Prefix. Among entries with the same path, the first by rank whose conditions hold
    * (`request` and `query` are read only for entries that have conditions); when none
-   * does, the search goes on as if the path had not matched.
+   * does, the search goes on as if the path had not matched. Entries with byRank are
+   * tried first, by rank alone.
    * Returns undefined when nothing matches (the caller then uses the default backend).
    */
   match(host: string, path: string, request?: MatchRequest, query?: string): T | undefined;

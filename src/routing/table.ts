@@ -100,7 +100,7 @@ export function buildRouteTable(
 }
 
 function entryOf(rc: RouteConfig, compile: RouteCompiler): RouteEntry<Route> {
-  return { host: rc.host, path: rc.path, pathType: rc.pathType, conditions: rc.conditions, rank: rc.rank, value: compile(rc) };
+  return { host: rc.host, path: rc.path, pathType: rc.pathType, conditions: rc.conditions, rank: rc.rank, byRank: rc.byRank, value: compile(rc) };
 }
 
 /** Gateway routes by listener port, then by listener hostname (listener isolation). */

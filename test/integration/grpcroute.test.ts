@@ -72,6 +72,15 @@ describe('GRPCRoute in standalone mode, black box', () => {
           { matches: [{ method: { service: 'test.Echo' } }], backendRefs: [{ name: 'service-only', port: 80 }] },
         ],
       }),
+      // No exact rule here: a service-only match outranks a method-only one (more characters of service).
+      grpcRoute('order', {
+        parentRefs: [{ name: 'gw' }],
+        hostnames: ['order.example.com'],
+        rules: [
+          { matches: [{ method: { method: 'Unary' } }], backendRefs: [{ name: 'method-only', port: 80 }] },
+          { matches: [{ method: { service: 'test.Echo' } }], backendRefs: [{ name: 'service-only', port: 80 }] },
+        ],
+      }),
       grpcRoute('split', {
         parentRefs: [{ name: 'gw' }],
         hostnames: ['split.example.com'],
@@ -120,6 +129,11 @@ describe('GRPCRoute in standalone mode, black box', () => {
       stream.on('end', () => resolve());
     });
     assert.deepEqual(messages, ['service-only message 0', 'service-only message 1']);
+  });
+
+  test('precedence is the GRPCRoute spec\'s, not the path kind\'s: service-only before method-only', async () => {
+    assert.equal((await call('order.example.com', 'test.Echo')).reply, 'service-only:/test.Echo/Unary:hi');
+    assert.equal((await call('order.example.com', 'test.Other')).reply, 'method-only:/test.Other/Unary:hi');
   });
 
   test('a call no rule matches is UNIMPLEMENTED for the client', async () => {
@@ -185,7 +199,7 @@ describe('GRPCRoute in standalone mode, black box', () => {
     assert.deepEqual(parents.map((p: any) => p.parentRef.name), ['gw']);
     assert.deepEqual(parents[0].conditions.map((c: any) => `${c.type}=${c.status}:${c.reason}`), ['Accepted=True:Accepted', 'ResolvedRefs=True:ResolvedRefs']);
     const listener = view.gatewayApi.gateways['default/gw'].listeners[0];
-    assert.equal(listener.attachedRoutes, 3);
+    assert.equal(listener.attachedRoutes, 4);
     assert.ok(listener.supportedKinds.some((k: { kind: string }) => k.kind === 'GRPCRoute'));
   });
 });

@@ -32,11 +32,15 @@ function matchLength<T>(entry: RouteEntry<T>): number {
 }
 
 /**
- * True when `candidate` should replace `best`: Exact, then RegularExpression, then
- * Prefix; the longer Prefix; then the lower rank; else the earlier stays.
+ * True when `candidate` should replace `best`: byRank entries before the others, and
+ * among them the lower rank; then Exact, then RegularExpression, then Prefix; the longer
+ * Prefix; then the lower rank; else the earlier stays.
  */
 function isBetter<T>(candidate: RouteEntry<T>, best: RouteEntry<T> | undefined): boolean {
   if (best === undefined) return true;
+  const byRank = candidate.byRank === true;
+  if (byRank !== (best.byRank === true)) return byRank;
+  if (byRank && (candidate.rank ?? '') !== (best.rank ?? '')) return (candidate.rank ?? '') < (best.rank ?? '');
   const kindDifference = KIND_ORDER[candidate.pathType] - KIND_ORDER[best.pathType];
   if (kindDifference !== 0) return kindDifference < 0;
   if (candidate.pathType === 'Prefix') {

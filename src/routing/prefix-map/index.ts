@@ -16,6 +16,7 @@
 //
 // Each path key holds a short list of entries by rank (Gateway API precedence after
 // the path: method, headers, query, age...); the first whose conditions hold wins.
+// GRPCRoute entries (byRank) compete by rank alone, apart from the others (RankedPaths).
 import { compileRegex, guardOf, type Guard } from '../conditions.ts';
 import { INGRESS_MATCHING, type MatchRequest, type Matcher, type MatcherFactory, type MatcherOptions, type RouteEntry } from '../matcher.ts';
 
@@ -52,11 +53,67 @@ function insert<T>(head: Slot<T> | undefined, entry: RouteEntry<T>): Slot<T> {
   return head;
 }
 
-function pick<T>(slot: Slot<T> | undefined, request: MatchRequest | undefined, query: string): T | undefined {
+/** The first slot of the list whose conditions hold. */
+function firstHolding<T>(slot: Slot<T> | undefined, request: MatchRequest | undefined, query: string): Slot<T> | undefined {
   for (let s = slot; s !== undefined; s = s.next) {
-    if (s.guard === undefined || s.guard.test(request, query)) return s.value;
+    if (s.guard === undefined || s.guard.test(request, query)) return s;
   }
   return undefined;
+}
+
+function pick<T>(slot: Slot<T> | undefined, request: MatchRequest | undefined, query: string): T | undefined {
+  return firstHolding(slot, request, query)?.value;
+}
+
+/**
+ * Entries that compete by rank alone (byRank: GRPCRoute), whatever their path type: the
+ * lowest rank whose path matches and whose conditions hold wins. Exact and Prefix paths
+ * stay hash lookups (the path itself, then each of its '/'-boundary prefixes); only the
+ * RegularExpression paths ranked ahead of the best found that way are tested.
+ */
+class RankedPaths<T> {
+  readonly exact = new Map<string, Slot<T>>();
+  readonly prefixes = new Map<string, Slot<T>>();
+  /** In rank order. */
+  readonly regexes: { readonly regex: RegExp; readonly slot: Slot<T> }[] = [];
+
+  add(entry: RouteEntry<T>): void {
+    if (entry.pathType === 'Exact') this.exact.set(entry.path, insert(this.exact.get(entry.path), entry));
+    else if (entry.pathType === 'Prefix') {
+      const key = normalizePrefix(entry.path);
+      this.prefixes.set(key, insert(this.prefixes.get(key), entry));
+    } else {
+      this.regexes.push({ regex: compileRegex(entry.path), slot: insert(undefined, entry) });
+      this.regexes.sort((a, b) => (a.slot.rank < b.slot.rank ? -1 : a.slot.rank > b.slot.rank ? 1 : 0));
+    }
+  }
+
+  match(path: string, request: MatchRequest | undefined, query: string): T | undefined {
+    // On equal ranks: Exact, then RegularExpression, then the longer Prefix (the path order).
+    let best = this.exact.size > 0 ? firstHolding(this.exact.get(path), request, query) : undefined;
+    let bestIsPrefix = false;
+    if (this.prefixes.size > 0) {
+      let end = path.length;
+      while (end > 0 && path.charCodeAt(end - 1) === SLASH) end--;
+      for (;;) {
+        const slot = firstHolding(this.prefixes.get(end === path.length ? path : path.slice(0, end)), request, query);
+        if (slot !== undefined && (best === undefined || slot.rank < best.rank)) {
+          best = slot;
+          bestIsPrefix = true;
+        }
+        if (end === 0) break;
+        end = path.lastIndexOf('/', end - 1);
+        while (end > 0 && path.charCodeAt(end - 1) === SLASH) end--;
+      }
+    }
+    for (const r of this.regexes) {
+      if (best !== undefined && (r.slot.rank > best.rank || (r.slot.rank === best.rank && !bestIsPrefix))) break;
+      if (!r.regex.test(path)) continue;
+      const hit = firstHolding(r.slot, request, query);
+      if (hit !== undefined) return hit.value;
+    }
+    return best?.value;
+  }
 }
 
 class PathGroup<T> {
@@ -66,8 +123,14 @@ class PathGroup<T> {
   regexes: { readonly regex: RegExp; readonly slot: Slot<T> }[] | undefined = undefined;
   /** Length of the longest prefix key: longer candidates cannot match, so they are skipped. */
   longestPrefix = -1;
+  /** Entries that compete by rank alone, tried before the others. */
+  ranked: RankedPaths<T> | undefined = undefined;
 
   add(entry: RouteEntry<T>): void {
+    if (entry.byRank === true) {
+      (this.ranked ??= new RankedPaths<T>()).add(entry);
+      return;
+    }
     if (entry.pathType === 'Exact') {
       this.exact.set(entry.path, insert(this.exact.get(entry.path), entry));
       return;
@@ -85,6 +148,10 @@ class PathGroup<T> {
   }
 
   match(path: string, request: MatchRequest | undefined, query: string): T | undefined {
+    if (this.ranked !== undefined) {
+      const ranked = this.ranked.match(path, request, query);
+      if (ranked !== undefined) return ranked;
+    }
     if (this.exact.size > 0) {
       const exact = pick(this.exact.get(path), request, query);
       if (exact !== undefined) return exact;

@@ -213,5 +213,6 @@ function routeConfig(
     policies,
     tls: listener.protocol === 'HTTPS',
     rank,
+    byRank: true,
   };
 }

@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { MatchType } from '../../../src/model/config.ts';
-import type { RouteEntry } from '../../../src/routing/matcher.ts';
+import { GATEWAY_MATCHING, type RouteEntry } from '../../../src/routing/matcher.ts';
 import { IMPLEMENTATIONS, REFERENCE } from './implementations.ts';
 
 /** mulberry32: a tiny deterministic PRNG, returns [0, 1). */
@@ -98,4 +98,42 @@ test('a matcher patched with withHosts answers like one built from the resulting
       }
     }
   }
+});
+
+/** Gateway API tables where some entries compete by rank alone (GRPCRoute), with every path kind. */
+function randomRankedTable(random: () => number, size: number): RouteEntry<string>[] {
+  const kinds: MatchType[] = ['Exact', 'Prefix', 'RegularExpression'];
+  const regexes = ['/a/[^/]+', '/[^/]+/b', '/a.*', '/(ab|b)/?'];
+  const entries: RouteEntry<string>[] = [];
+  for (let i = 0; i < size; i++) {
+    const pathType = pick(random, kinds);
+    const path = pathType === 'RegularExpression' ? pick(random, regexes) : randomPath(random);
+    // Few distinct ranks, so equal ranks (decided by the path order) are common too.
+    const rank = String(Math.floor(random() * 6));
+    entries.push({ host: pick(random, ROUTE_HOSTS), path, pathType, rank, byRank: random() < 0.7, value: `route-${i}` });
+  }
+  return entries;
+}
+
+test('every implementation agrees with the linear reference on Gateway tables with ranked (GRPCRoute) entries', () => {
+  const seed = 20261126;
+  const random = seededRandom(seed);
+  let requests = 0;
+  let matched = 0;
+  for (let t = 0; t < 60; t++) {
+    const entries = randomRankedTable(random, 3 + Math.floor(random() * 30));
+    const reference = REFERENCE.createMatcher(entries, GATEWAY_MATCHING);
+    const matchers = IMPLEMENTATIONS.map((impl) => ({ name: impl.name, matcher: impl.createMatcher(entries, GATEWAY_MATCHING) }));
+    for (let r = 0; r < 100; r++) {
+      const host = pick(random, REQUEST_HOSTS);
+      const path = randomPath(random);
+      const expected = reference.match(host, path);
+      requests++;
+      if (expected !== undefined) matched++;
+      for (const { name, matcher } of matchers) {
+        assert.equal(matcher.match(host, path), expected, `${name} vs ${REFERENCE.name} (seed ${seed}, table ${t}): host ${JSON.stringify(host)} path ${JSON.stringify(path)}\n${JSON.stringify(entries)}`);
+      }
+    }
+  }
+  assert.ok(matched > requests * 0.2 && matched < requests * 0.95, `${matched} of ${requests} requests matched`);
 });

@@ -11,6 +11,7 @@ export interface CaseRoute {
   value: string;
   conditions?: RouteConditions;
   rank?: string;
+  byRank?: boolean;
 }
 
 export interface CaseRequest {
@@ -389,4 +390,49 @@ const GATEWAY: MatcherCase[] = [
   },
 ];
 
-export const MATCHER_CASES: readonly MatcherCase[] = [...KUBERNETES_DOCS_EXAMPLES, ...CONFORMANCE, ...HOSTS, ...PATHS, ...GATEWAY];
+/** A GRPCRoute rule: its rank alone orders it (hostname, service, method, headers first). */
+const ranked = (route: CaseRoute, rank: string, extra: Partial<CaseRoute> = {}): CaseRoute => ({ ...route, rank, byRank: true, ...extra });
+
+/**
+ * GRPCRoute: translation turns a method match into a path (Exact "/svc/method", Prefix
+ * "/svc/", RegularExpression "/[^/]+/method") and its precedence into the rank; the
+ * rank, not the path kind, decides (byRank).
+ */
+const GRPC: MatcherCase[] = [
+  {
+    name: 'grpc: more characters of service first: a service-only Prefix beats a method-only RegularExpression',
+    options: GATEWAY_MATCHING,
+    routes: [ranked(regex('/[^/]+/Get', 'method-only'), '2'), ranked(prefix('/a.B/', 'service-only'), '1'), ranked(prefix('/', 'any'), '3')],
+    requests: [req('/a.B/Get', 'service-only'), req('/c.D/Get', 'method-only'), req('/c.D/Put', 'any'), req('/a.B/Put', 'service-only')],
+  },
+  {
+    name: 'grpc: the hostname comes first: "/" on the exact host beats service and method on a wildcard',
+    options: GATEWAY_MATCHING,
+    routes: [ranked(exact('/a.B/Get', 'wild-exact', '*.example.com'), '2'), ranked(prefix('/', 'host-any', 'x.example.com'), '1')],
+    requests: [at('x.example.com', '/a.B/Get', 'host-any'), at('y.example.com', '/a.B/Get', 'wild-exact'), at('y.example.com', '/a.B/Put', undefined)],
+  },
+  {
+    name: 'grpc: a rule whose headers do not hold gives way to the next rank, whatever its path kind',
+    options: GATEWAY_MATCHING,
+    routes: [
+      ranked(exact('/a.B/Get', 'canary'), '0', { conditions: when({ headers: [exactValue('x-track', 'canary')] }) }),
+      ranked(regex('/a\\.B/.*', 'regex'), '1'),
+      ranked(exact('/a.B/Get', 'exact'), '2'),
+    ],
+    requests: [req('/a.B/Get', 'canary', { rawHeaders: ['x-track', 'canary'] }), req('/a.B/Get', 'regex'), req('/a.B/Put', 'regex')],
+  },
+  {
+    name: 'grpc: on equal ranks the path order decides (Exact, RegularExpression, the longer Prefix)',
+    options: GATEWAY_MATCHING,
+    routes: [ranked(prefix('/a', 'short'), '1'), ranked(prefix('/a/b', 'long'), '1'), ranked(regex('/a/b/.*', 'regex'), '1'), ranked(exact('/a/b/c', 'exact'), '1')],
+    requests: [req('/a/b/c', 'exact'), req('/a/b/d', 'regex'), req('/a/b', 'long'), req('/a/x', 'short')],
+  },
+  {
+    name: 'grpc: ranked rules are tried before the others of their hosts',
+    options: GATEWAY_MATCHING,
+    routes: [exact('/a.B/Get', 'unranked-exact'), ranked(prefix('/', 'ranked-any'), '9', { host: 'x.com' })],
+    requests: [at('x.com', '/a.B/Get', 'ranked-any'), at('y.com', '/a.B/Get', 'unranked-exact')],
+  },
+];
+
+export const MATCHER_CASES: readonly MatcherCase[] = [...KUBERNETES_DOCS_EXAMPLES, ...CONFORMANCE, ...HOSTS, ...PATHS, ...GATEWAY, ...GRPC];

@@ -30,7 +30,7 @@ function reasons(config: RoutingConfig, kind: 'httpRoutes' | 'grpcRoutes', route
 function routeFor(config: RoutingConfig, host: string, path: string, headers: Record<string, string> = {}): string | undefined {
   const entries = config.routes
     .filter((r) => r.port === 8081)
-    .map((r) => ({ host: r.host, path: r.path, pathType: r.pathType, conditions: r.conditions, rank: r.rank, value: r }));
+    .map((r) => ({ host: r.host, path: r.path, pathType: r.pathType, conditions: r.conditions, rank: r.rank, byRank: r.byRank, value: r }));
   const raw = Object.entries({ 'content-type': 'application/grpc', ...headers }).flat();
   const request: MatchRequest = { method: 'POST', rawHeaders: raw };
   const hit = createPrefixMapMatcher(entries, GATEWAY_MATCHING).match(host, path, request, '');
@@ -126,6 +126,24 @@ describe('GRPCRoute translation', () => {
     assert.equal(routeFor(config, 'three.example', '/x.Y/Get'), 'method-only:other');
     assert.equal(routeFor(config, 'four.example', '/a.B/Get', { x: '1' }), 'headers:other');
     assert.equal(routeFor(config, 'four.example', '/a.B/Get'), 'older:greeter');
+  });
+
+  test('precedence across path kinds: service-only beats method-only; an exact hostname beats a wildcard\'s service and method', () => {
+    const config = run([
+      ...backends,
+      ...gw,
+      // A Prefix "/a.B/" against a RegularExpression "/[^/]+/Get": the service's characters decide, not the path kind.
+      route('method-only', [{ method: { method: 'Get' } }], { hostnames: ['five.example'] }, 'other'),
+      route('service-only', [{ method: { service: 'a.B' } }], { hostnames: ['five.example'] }),
+      // An Exact path on a wildcard against "/" on the exact host: the hostname decides first.
+      route('wild-exact', [{ method: { service: 'a.B', method: 'Get' } }], { hostnames: ['*.six.example'] }, 'other'),
+      route('host-any', [{}], { hostnames: ['x.six.example'] }),
+    ]);
+    assert.equal(routeFor(config, 'five.example', '/a.B/Get'), 'service-only:greeter');
+    assert.equal(routeFor(config, 'five.example', '/c.D/Get'), 'method-only:other');
+    assert.equal(routeFor(config, 'x.six.example', '/a.B/Get'), 'host-any:greeter');
+    assert.equal(routeFor(config, 'y.six.example', '/a.B/Get'), 'wild-exact:other');
+    assert.ok(grpcRoutesOf(config).every((r) => r.byRank === true));
   });
 
   test('weights split a rule between backends; a backendRef that does not resolve fails ResolvedRefs', () => {
