@@ -5,8 +5,9 @@
 // say nothing (a GRPCRoute implies it); status and rules show in /routes.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import selfsigned from 'selfsigned';
 import { eventually, startPortico, type PorticoProcess } from '../support/portico-process.ts';
-import { ManifestDir, serviceWithEndpoints, type Obj } from '../support/objects.ts';
+import { ManifestDir, serviceWithEndpoints, tlsSecret, type Obj } from '../support/objects.ts';
 import { freePort, gateway, gatewayClass, grpcRoute } from '../support/gateway-objects.ts';
 import { echoClient, grpc, startGrpcServer, startProtocolTap, unary, type EchoClient, type GrpcServer, type ProtocolTap } from '../support/grpc.ts';
 import { get } from '../support/http.ts';
@@ -24,6 +25,8 @@ describe('GRPCRoute in standalone mode, black box', () => {
   const clients = new Map<string, EchoClient>();
   let portico: PorticoProcess;
   let port: number;
+  let tlsPort: number;
+  let cert: { cert: string; private: string };
 
   /** A gRPC pod serving the Echo methods under `services`, behind a tap, and its Service. */
   async function grpcService(name: string, services: string[] = ['test.Echo']): Promise<Obj[]> {
@@ -37,7 +40,7 @@ describe('GRPCRoute in standalone mode, black box', () => {
   const client = (authority: string, service = 'test.Echo') => {
     const key = `${authority} ${service}`;
     let c = clients.get(key);
-    if (c === undefined) clients.set(key, (c = echoClient(port, authority, service)));
+    if (c === undefined) clients.set(key, (c = echoClient(port, authority, { service })));
     return c;
   };
 
@@ -52,7 +55,20 @@ describe('GRPCRoute in standalone mode, black box', () => {
 
   before(async () => {
     port = await freePort();
-    dir.write('gateway.yaml', [gatewayClass(), gateway('gw', [{ name: 'grpc', port, protocol: 'HTTP' }])]);
+    tlsPort = await freePort();
+    cert = await selfsigned.generate([{ name: 'commonName', value: 'secure.example.com' }], {
+      keyType: 'ec',
+      algorithm: 'sha256',
+      extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: 'secure.example.com' }] }],
+    });
+    dir.write('gateway.yaml', [
+      gatewayClass(),
+      gateway('gw', [
+        { name: 'grpc', port, protocol: 'HTTP' },
+        { name: 'grpcs', port: tlsPort, protocol: 'HTTPS', hostname: 'secure.example.com', tls: { certificateRefs: [{ name: 'secure-cert' }] } },
+      ]),
+      tlsSecret('secure-cert', cert.cert, cert.private),
+    ]);
     dir.write('services.yaml', [
       ...(await grpcService('exact')),
       ...(await grpcService('method-only', ['test.Echo', 'test.Other'])),
@@ -85,6 +101,10 @@ describe('GRPCRoute in standalone mode, black box', () => {
         parentRefs: [{ name: 'gw' }],
         hostnames: ['split.example.com'],
         rules: [{ backendRefs: [{ name: 'heavy', port: 80, weight: 3 }, { name: 'light', port: 80, weight: 1 }] }],
+      }),
+      grpcRoute('secure', {
+        parentRefs: [{ name: 'gw', sectionName: 'grpcs' }],
+        rules: [{ matches: [{ method: { service: 'test.Echo', method: 'Unary' } }], backendRefs: [{ name: 'exact', port: 80 }] }],
       }),
       grpcRoute('broken', {
         parentRefs: [{ name: 'gw' }],
@@ -145,6 +165,14 @@ describe('GRPCRoute in standalone mode, black box', () => {
       stream.on('end', () => resolve(undefined));
     });
     assert.equal(messages?.code, grpc.status.UNIMPLEMENTED);
+  });
+
+  test('on an HTTPS listener the client speaks h2 over TLS (ALPN); the pod still gets h2c', async () => {
+    const c = echoClient(tlsPort, 'secure.example.com', { ca: Buffer.from(cert.cert) });
+    clients.set('secure', c);
+    const { err, res } = await unary(c, 'unary', Buffer.from('tls'));
+    assert.equal(err, null);
+    assert.equal(res?.toString(), 'exact:/test.Echo/Unary:tls');
   });
 
   test('weights 3:1 split the calls between both pods, roughly in proportion', async () => {

@@ -37,13 +37,16 @@ export interface EchoClient extends grpc.Client {
 type EchoClientConstructor = new (address: string, credentials: grpc.ChannelCredentials, options?: grpc.ClientOptions) => EchoClient;
 
 /**
- * A client of the Echo service (named `service`) at 127.0.0.1:port over h2c, with
- * `:authority` set to `authority`.
+ * A client of the Echo service (named `options.service`, default test.Echo) at
+ * 127.0.0.1:port with `:authority` set to `authority`: over h2c, or over TLS (h2) trusting
+ * `options.ca` and checking the certificate against `authority`.
  */
-export function echoClient(port: number, authority: string, service = 'test.Echo'): EchoClient {
-  const Client = grpc.makeGenericClientConstructor(echoService(service), 'Echo') as unknown as EchoClientConstructor;
-  return new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), {
+export function echoClient(port: number, authority: string, options: { service?: string; ca?: Buffer } = {}): EchoClient {
+  const Client = grpc.makeGenericClientConstructor(echoService(options.service), 'Echo') as unknown as EchoClientConstructor;
+  const credentials = options.ca === undefined ? grpc.credentials.createInsecure() : grpc.credentials.createSsl(options.ca);
+  return new Client(`127.0.0.1:${port}`, credentials, {
     'grpc.default_authority': authority,
+    ...(options.ca === undefined ? {} : { 'grpc.ssl_target_name_override': authority }),
     'grpc.max_receive_message_length': 16 * 1024 * 1024,
     'grpc.max_send_message_length': 16 * 1024 * 1024,
   });
