@@ -112,6 +112,18 @@ describe('GRPCRoute in standalone mode, black box', () => {
         rules: [{ backendRefs: [{ name: 'no-such-service', port: 80 }] }],
       }),
     ]);
+    // Bad input: a GRPCRoute that is not one (skipped), and one with a match the spec forbids (that match skipped).
+    dir.write('bad.yaml', [
+      grpcRoute('malformed', { parentRefs: [{ name: 'gw' }], rules: 'oops' }),
+      grpcRoute('half-valid', {
+        parentRefs: [{ name: 'gw' }],
+        hostnames: ['half.example.com'],
+        rules: [
+          { matches: [{ method: {} }], backendRefs: [{ name: 'canary', port: 80 }] },
+          { matches: [{ method: { service: 'test.Echo', method: 'Unary' } }], backendRefs: [{ name: 'exact', port: 80 }] },
+        ],
+      }),
+    ]);
     portico = await startPortico(['--manifests', dir.path]);
     await eventually(async () => (await call('grpc.example.com', 'test.Echo')).code === grpc.status.OK, 5000, 'the Gateway listener serves gRPC');
   });
@@ -175,6 +187,14 @@ describe('GRPCRoute in standalone mode, black box', () => {
     assert.equal(res?.toString(), 'exact:/test.Echo/Unary:tls');
   });
 
+  test('bad GRPCRoutes: one message each saying what and where; the rest is served', async () => {
+    const problems = ((await routes()).problems as { message: string }[]).map((p) => p.message);
+    assert.ok(problems.includes('bad.yaml:1: spec.rules: must be a list'), problems.join('\n'));
+    assert.ok(problems.includes('spec.rules[0].matches[0].method: one of service and method must be set; this match is not served'), problems.join('\n'));
+    assert.equal((await call('half.example.com', 'test.Echo')).reply, 'exact:/test.Echo/Unary:hi');
+    assert.equal((await call('grpc.example.com', 'test.Echo')).reply, 'exact:/test.Echo/Unary:hi');
+  });
+
   test('weights 3:1 split the calls between both pods, roughly in proportion', async () => {
     const counts = new Map<string, number>();
     const calls = 200;
@@ -227,7 +247,7 @@ describe('GRPCRoute in standalone mode, black box', () => {
     assert.deepEqual(parents.map((p: any) => p.parentRef.name), ['gw']);
     assert.deepEqual(parents[0].conditions.map((c: any) => `${c.type}=${c.status}:${c.reason}`), ['Accepted=True:Accepted', 'ResolvedRefs=True:ResolvedRefs']);
     const listener = view.gatewayApi.gateways['default/gw'].listeners[0];
-    assert.equal(listener.attachedRoutes, 4);
+    assert.equal(listener.attachedRoutes, 5);
     assert.ok(listener.supportedKinds.some((k: { kind: string }) => k.kind === 'GRPCRoute'));
   });
 });
