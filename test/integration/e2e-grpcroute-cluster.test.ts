@@ -55,6 +55,8 @@ describe('GRPCRoute in cluster mode', () => {
       grpcRoute('missing-backend', { parentRefs: [{ name: 'gw', sectionName: 'grpc' }], hostnames: ['missing.cluster'], rules: [{ backendRefs: [{ name: 'no-such-service', port: 80 }] }] }),
       grpcRoute('wrong-listener', { parentRefs: [{ name: 'gw', sectionName: 'http-only' }], hostnames: ['wrong.cluster'], rules: [{ backendRefs: [{ name: 'echo', port: 80 }] }] }),
       httpRoute('web', { parentRefs: [{ name: 'gw', sectionName: 'grpc' }], hostnames: ['web.cluster'], rules: [{ backendRefs: [{ name: 'echo', port: 80 }] }] }),
+      // The HTTPRoute's hostname on the same listener: one of the two must be refused (created in the same second, the name decides).
+      grpcRoute('x-clash', { parentRefs: [{ name: 'gw', sectionName: 'grpc' }], hostnames: ['web.cluster'], rules: [{ backendRefs: [{ name: 'echo', port: 80 }] }] }),
     ]) {
       api.apply(o);
     }
@@ -99,12 +101,20 @@ describe('GRPCRoute in cluster mode', () => {
     assert.ok(entry!.conditions.includes('Accepted=False:NotAllowedByListeners'), entry!.conditions.join(', '));
   });
 
+  test('a GRPCRoute on an HTTPRoute\'s hostname is refused there (HostnameConflict); the HTTPRoute keeps it', async () => {
+    await eventually(async () => parents(api, 'x-clash').length > 0, 10_000, 'GRPCRoute status');
+    const [entry] = parents(api, 'x-clash');
+    assert.ok(entry!.conditions.includes('Accepted=False:HostnameConflict'), entry!.conditions.join(', '));
+    const web = (api.get('HTTPRoute', 'default', 'web')!.status as { parents: ParentStatus[] }).parents[0]!;
+    assert.ok(web.conditions.some((c) => c.type === 'Accepted' && c.status === 'True'));
+  });
+
   test('the Gateway counts GRPCRoutes in attachedRoutes beside HTTPRoutes, and lists GRPCRoute in supportedKinds', async () => {
     type Listener = { name: string; attachedRoutes: number; supportedKinds: { kind: string }[] };
     const listeners = () => ((api.get('Gateway', 'default', 'gw')?.status as { listeners?: Listener[] } | undefined)?.listeners ?? []);
     await eventually(async () => listeners().length === 2, 10_000, 'Gateway status');
     const byName = new Map(listeners().map((l) => [l.name, l]));
-    // On "grpc": the GRPCRoutes echo and missing-backend (accepted, one with a bad ref) and the HTTPRoute web.
+    // On "grpc": the GRPCRoutes echo and missing-backend (accepted, one with a bad ref) and the HTTPRoute web; not x-clash.
     assert.equal(byName.get('grpc')!.attachedRoutes, 3);
     assert.deepEqual(byName.get('grpc')!.supportedKinds.map((k) => k.kind).sort(), ['GRPCRoute', 'HTTPRoute']);
     assert.equal(byName.get('http-only')!.attachedRoutes, 0);
