@@ -106,6 +106,19 @@ describe('GRPCRoute in standalone mode, black box', () => {
         parentRefs: [{ name: 'gw', sectionName: 'grpcs' }],
         rules: [{ matches: [{ method: { service: 'test.Echo', method: 'Unary' } }], backendRefs: [{ name: 'exact', port: 80 }] }],
       }),
+      grpcRoute('filters', {
+        parentRefs: [{ name: 'gw' }],
+        hostnames: ['filters.example.com'],
+        rules: [
+          {
+            filters: [
+              { type: 'RequestHeaderModifier', requestHeaderModifier: { set: [{ name: 'x-set', value: 'by-route' }], add: [{ name: 'x-added', value: 'yes' }], remove: ['x-drop'] } },
+              { type: 'ResponseHeaderModifier', responseHeaderModifier: { set: [{ name: 'x-response', value: 'from-route' }], remove: ['x-server'] } },
+            ],
+            backendRefs: [{ name: 'exact', port: 80 }],
+          },
+        ],
+      }),
       grpcRoute('broken', {
         parentRefs: [{ name: 'gw' }],
         hostnames: ['broken.example.com'],
@@ -195,6 +208,23 @@ describe('GRPCRoute in standalone mode, black box', () => {
     assert.equal((await call('grpc.example.com', 'test.Echo')).reply, 'exact:/test.Echo/Unary:hi');
   });
 
+  test('RequestHeaderModifier and ResponseHeaderModifier act on the call\'s metadata', async () => {
+    const metadata = new grpc.Metadata();
+    metadata.set('x-set', 'by-client');
+    metadata.set('x-drop', 'secret');
+    const headers = await new Promise<grpc.Metadata>((resolve, reject) => {
+      const c = client('filters.example.com');
+      const call = c.unary(Buffer.from('hi'), metadata, {}, (err) => err && reject(err));
+      call.on('metadata', resolve);
+    });
+    // What reached the pod (echoed by it), then what portico changed on the way back.
+    assert.deepEqual(headers.get('echo-x-set'), ['by-route']);
+    assert.deepEqual(headers.get('echo-x-added'), ['yes']);
+    assert.deepEqual(headers.get('echo-x-drop'), []);
+    assert.deepEqual(headers.get('x-response'), ['from-route']);
+    assert.deepEqual(headers.get('x-server'), []);
+  });
+
   test('weights 3:1 split the calls between both pods, roughly in proportion', async () => {
     const counts = new Map<string, number>();
     const calls = 200;
@@ -247,7 +277,7 @@ describe('GRPCRoute in standalone mode, black box', () => {
     assert.deepEqual(parents.map((p: any) => p.parentRef.name), ['gw']);
     assert.deepEqual(parents[0].conditions.map((c: any) => `${c.type}=${c.status}:${c.reason}`), ['Accepted=True:Accepted', 'ResolvedRefs=True:ResolvedRefs']);
     const listener = view.gatewayApi.gateways['default/gw'].listeners[0];
-    assert.equal(listener.attachedRoutes, 5);
+    assert.equal(listener.attachedRoutes, 6);
     assert.ok(listener.supportedKinds.some((k: { kind: string }) => k.kind === 'GRPCRoute'));
   });
 });

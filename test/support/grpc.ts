@@ -67,7 +67,10 @@ export function unary(client: EchoClient, method: 'unary' | 'fail' | 'slow', req
 
 export interface GrpcServer {
   readonly port: number;
-  /** Name of this server, in every reply's "x-server" metadata. */
+  /**
+   * Name of this server, in every unary reply's "x-server" metadata (with the request's
+   * "x-" metadata echoed as "echo-x-...", so a test sees what reached the pod).
+   */
   readonly name: string;
   /** Slow calls whose client cancelled them (the pod saw the cancel). */
   readonly cancelled: string[];
@@ -78,9 +81,10 @@ export interface GrpcServer {
 export async function startGrpcServer(name: string, services: readonly string[] = ['test.Echo']): Promise<GrpcServer> {
   const server = new grpc.Server({ 'grpc.max_receive_message_length': 16 * 1024 * 1024, 'grpc.max_send_message_length': 16 * 1024 * 1024 });
   const cancelled: string[] = [];
-  const meta = () => {
+  const meta = (request: grpc.Metadata) => {
     const m = new grpc.Metadata();
     m.set('x-server', name);
+    for (const [key, value] of Object.entries(request.getMap())) if (key.startsWith('x-')) m.set(`echo-${key}`, String(value));
     return m;
   };
   const trailing = () => {
@@ -90,7 +94,7 @@ export async function startGrpcServer(name: string, services: readonly string[] 
   };
   const handlers: grpc.UntypedServiceImplementation = {
     unary: (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
-      call.sendMetadata(meta());
+      call.sendMetadata(meta(call.metadata));
       const authority = call.getPath();
       cb(null, Buffer.concat([Buffer.from(`${name}:${authority}:`), call.request]), trailing());
     },
