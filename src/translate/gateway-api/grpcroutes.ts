@@ -109,6 +109,11 @@ export function translateGrpcRoute(deps: RouteDeps, route: GRPCRoute, gateways: 
   const backends = resolveRuleBackends(deps, route, report);
   const policies = annotationPolicies(route, problems);
   const rules = route.spec?.rules ?? [];
+  for (const [r, rule] of rules.entries()) {
+    const i = (rule.filters ?? []).findIndex((f) => f.type === 'RequestMirror');
+    // request-mirror.ts copies bodiless requests only, and every gRPC call has a body.
+    if (i >= 0) report('UnsupportedValue', `spec.rules[${r}].filters[${i}] (RequestMirror): gRPC calls have a body, which portico does not mirror yet; calls go to the backend only`, 'warning');
+  }
   const routes: RouteConfig[] = [];
   const attached = attachRoute(deps, route, gateways, backends.failure, (listener, host, prefix, ids) => {
     for (const [r, rule] of rules.entries()) {

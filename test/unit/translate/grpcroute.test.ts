@@ -168,7 +168,7 @@ describe('GRPCRoute translation', () => {
     assert.deepEqual(status([grant('data', { kind: 'GRPCRoute', namespace: 'default' }, { kind: 'Service' })]), ['Accepted=True:Accepted', 'ResolvedRefs=True:ResolvedRefs']);
   });
 
-  test('filters: header modifiers and mirrors are served; HTTPRoute-only filters are refused with a message', () => {
+  test('filters: header modifiers and mirrors are translated (a mirror with a warning: calls have bodies); HTTPRoute-only filters are refused with a message', () => {
     const config = run([
       ...backends,
       ...gw,
@@ -181,7 +181,9 @@ describe('GRPCRoute translation', () => {
     assert.equal(bad.backend.error, 'InvalidBackend');
     assert.deepEqual(problemLines(config), [
       'GRPCRoute default/bad error UnsupportedValue: spec.rules[0].filters[0] (URLRewrite): filter type URLRewrite is not supported on a GRPCRoute; the rule answers with an error',
+      'GRPCRoute default/ok warning UnsupportedValue: spec.rules[0].filters[1] (RequestMirror): gRPC calls have a body, which portico does not mirror yet; calls go to the backend only',
     ]);
+    assert.deepEqual(reasons(config, 'grpcRoutes', 'default/ok'), ['Accepted=True:Accepted', 'ResolvedRefs=True:ResolvedRefs']);
   });
 
   test('listener kinds: GRPCRoute is supported by default; a listener for HTTPRoutes only refuses GRPCRoutes, and the other way round', () => {
