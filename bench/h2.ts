@@ -310,6 +310,7 @@ async function h2load(dir: string, scenario: Scenario, port: number, seconds: nu
   const codes = /status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx/.exec(r.stdout);
   if (rps === null || counts === null || codes === null) throw new Error(`cannot read h2load's output:\n${r.stdout}`);
   const failed = Number(counts[2]) + Number(counts[3]) + Number(codes[2]) + Number(codes[3]) + Number(codes[4]);
+  if (failed > 0) console.log(`  h2load: ${counts[0]}; ${codes[0]}`);
   let p50Ms = 0;
   let p99Ms = 0;
   if (log) {
