@@ -1,17 +1,18 @@
 // Connections to pods: one pool per (upstream profile, connect timeout, pod address),
 // created on first use and kept alive between requests. HTTP/1.1 pods (profiles http
-// and https) get portico's own client (src/http1/client.ts), h2c/h2 pods an undici
-// Pool; both take the forwarder's dispatch(options, handler). Pools whose address
+// and https) get portico's own client (src/http1/client.ts), h2c/h2 pods its node:http2
+// client (src/http2/client.ts); both take the forwarder's dispatch(options, handler). Pools whose address
 // left the route table are closed after a grace period; closing a pool lets the
 // requests it is serving finish.
 import { createRequire } from 'node:module';
-import type { Dispatcher, Pool } from 'undici';
+import type { Dispatcher } from 'undici';
 import { Http1Pool } from '../http1/client.ts';
+import { Http2Pool } from '../http2/client.ts';
 import type { RouteConfig, RoutingConfig, UpstreamAddress } from '../model/config.ts';
 import { routeChanges } from '../routing/route-changes.ts';
 import type { UpstreamProfile } from './context.ts';
 
-/** What the forwarder sends requests through: an Http1Pool or an undici Pool. */
+/** What the forwarder sends requests through: an Http1Pool or an Http2Pool. */
 export interface UpstreamDispatcher {
   dispatch(options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean;
   /** Takes no new requests; resolves once those in flight are done and the connections closed. */
@@ -30,8 +31,8 @@ export interface UpstreamPoolsOptions {
 }
 
 /**
- * undici, loaded when a pod first needs it (h2/h2c pods; HTTP/1.1 pods use portico's
- * own client): it costs about 8 MB a process that never talks HTTP/2 to a pod.
+ * undici, loaded when first needed (request mirroring; pods get portico's own clients):
+ * it costs about 8 MB a process that never mirrors.
  */
 export const undici = (() => {
   let loaded: typeof import('undici') | undefined;
@@ -192,26 +193,9 @@ export class UpstreamPools {
         // The SNI name comes with each request (see forward.ts); connections are reused per name.
         return new Http1Pool(address, { connectTimeout, keepAliveTimeout: this.options.keepAliveTimeout, tls: tlsOptions(profile) });
     }
-    const origin = `${profile.protocol === 'h2' ? 'https' : 'http'}://${key}`;
-    const common = {
-      connectTimeout,
-      keepAliveTimeout: this.options.keepAliveTimeout,
-      // Pods usually say how long they keep idle connections (Keep-Alive: timeout=N);
-      // undici honours that up to this maximum.
-      keepAliveMaxTimeout: this.options.keepAliveTimeout,
-      // A body that does not match its Content-Length fails the request instead of
-      // being cut or padded on the pod connection.
-      strictContentLength: true,
-    };
-    switch (profile.protocol) {
-      case 'h2c':
-        // HTTP/2 multiplexes: no pipelining limit, streams are capped by the session.
-        // Pool takes useH2c at the top level (it builds the connector), not in h2Options.
-        return new (undici().Pool)(origin, { ...common, allowH2: true, useH2c: true } as Pool.Options);
-      case 'h2':
-        // pipelining left unset: 1 on an HTTP/1.1 connection, the stream limit on HTTP/2.
-        return new (undici().Pool)(origin, { ...common, allowH2: true, connect: tlsOptions(profile) });
-    }
+    // h2c, h2: sessions multiplex; a pool opens another when the pod's stream limit is reached.
+    const tls = profile.protocol === 'h2' ? tlsOptions(profile) : undefined;
+    return new Http2Pool(address, { connectTimeout, keepAliveTimeout: this.options.keepAliveTimeout, tls });
   }
 
   /**

@@ -34,7 +34,7 @@ describe('gRPC through portico', () => {
     other = await startGrpcServer('pod-b');
     dir.write('class.yaml', [ingressClass('portico')]);
     dir.write('grpc.yaml', [
-      ingress('grpc', { rules: [{ host: 'grpc.test', paths: [{ path: '/', service: 'grpc' }] }, { host: 'down.test', paths: [{ path: '/', service: 'down' }] }, { host: 'refused.test', paths: [{ path: '/', service: 'refused' }] }] }, { annotations: { 'portico.dev/upstream-protocol': 'h2c' } }),
+      ingress('grpc', { rules: [{ host: 'grpc.test', paths: [{ path: '/', service: 'grpc' }] }, { host: 'down.test', paths: [{ path: '/', service: 'down' }] }, { host: 'refused.test', paths: [{ path: '/', service: 'refused' }] }] }, { annotations: { 'portico.dev/upstream-protocol': 'h2c', 'portico.dev/max-body-size': '8m' } }),
       ...serviceWithEndpoints('grpc', [pod.port]),
       { apiVersion: 'v1', kind: 'Service', metadata: { name: 'down', namespace: 'default' }, spec: { ports: [{ name: 'http', port: 80 }] } },
       ...serviceWithEndpoints('refused', [9]),
@@ -109,6 +109,12 @@ describe('gRPC through portico', () => {
     bidi.end();
     await ended;
     assert.deepEqual(replies, [0, 1, 2, 3, 4].map((i) => `echo ping ${i}`));
+  });
+
+  test('a message over the body limit is refused with RESOURCE_EXHAUSTED, not forwarded', async () => {
+    const { err } = await unary(client('grpc.test'), 'unary', Buffer.alloc(9 * 1024 * 1024, 'x'));
+    assert.equal(err?.code, grpc.status.RESOURCE_EXHAUSTED);
+    assert.match(err!.details, /larger than the limit/);
   });
 
   test('4 MiB messages pass both ways', async () => {
