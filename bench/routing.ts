@@ -1,5 +1,7 @@
 // Route matcher benchmark (not a test): build time and match() throughput on a table of
-// 10,000 hosts x 3 paths plus 1,000 wildcard hosts x 2 paths.
+// 10,000 hosts x 3 paths plus 1,000 wildcard hosts x 2 paths, plus 1,000 gRPC hosts whose
+// GRPCRoute rules compete by rank (byRank): 5 services, 5 exact methods, one method-only
+// regular expression and a catch-all each.
 // Run: node_modules/.bin/node bench/routing.ts   (add --expose-gc to also see heap size)
 import type { RouteEntry } from '../src/routing/matcher.ts';
 import { createLinearMatcher } from '../src/routing/linear/index.ts';
@@ -7,6 +9,7 @@ import { createPrefixMapMatcher } from '../src/routing/prefix-map/index.ts';
 
 const HOSTS = 10_000;
 const WILDCARDS = 1_000;
+const GRPC_HOSTS = 1_000;
 const MATCHES = 2_000_000;
 const LINEAR_MATCHES = 200;
 
@@ -22,6 +25,18 @@ function buildEntries(): RouteEntry<string>[] {
     const host = `*.tenant-${i}.example.net`;
     entries.push({ host, path: '/', pathType: 'Prefix', value: `${host}|root` });
     entries.push({ host, path: '/static', pathType: 'Prefix', value: `${host}|static` });
+  }
+  // Ranks as GRPCRoute translation makes them: more characters of service, then of method, first.
+  const rank = (service: number, method: number) => `${String(9999 - service).padStart(4, '0')}${String(9999 - method).padStart(4, '0')}`;
+  for (let i = 0; i < GRPC_HOSTS; i++) {
+    const host = `grpc-${i}.example.io`;
+    for (let s = 0; s < 5; s++) {
+      const service = `pkg.v1.Service${s}`;
+      entries.push({ host, path: `/${service}/`, pathType: 'Prefix', rank: rank(service.length, 0), byRank: true, value: `${host}|${service}` });
+      entries.push({ host, path: `/${service}/Get`, pathType: 'Exact', rank: rank(service.length, 3), byRank: true, value: `${host}|${service}/Get` });
+    }
+    entries.push({ host, path: '/[^/]+/Health', pathType: 'RegularExpression', rank: rank(0, 6), byRank: true, value: `${host}|Health` });
+    entries.push({ host, path: '/', pathType: 'Prefix', rank: rank(0, 0), byRank: true, value: `${host}|any` });
   }
   return entries;
 }
@@ -41,6 +56,9 @@ function scenarios(): Scenario[] {
     { name: 'hit: exact host, Prefix, deep path', hits: true, requests: make(1024, (i) => ({ host: `host-${spread(i, HOSTS)}.example.com`, path: `/api/v1/users/${i}/orders` })) },
     { name: 'hit: exact host, Exact path', hits: true, requests: make(1024, (i) => ({ host: `host-${spread(i, HOSTS)}.example.com`, path: '/healthz' })) },
     { name: 'hit: wildcard host, Prefix', hits: true, requests: make(1024, (i) => ({ host: `app${i}.tenant-${spread(i, WILDCARDS)}.example.net`, path: '/static/js/app.js' })) },
+    { name: 'hit: gRPC host, service and method (ranked Exact)', hits: true, requests: make(1024, (i) => ({ host: `grpc-${spread(i, GRPC_HOSTS)}.example.io`, path: `/pkg.v1.Service${i % 5}/Get` })) },
+    { name: 'hit: gRPC host, service only (ranked Prefix)', hits: true, requests: make(1024, (i) => ({ host: `grpc-${spread(i, GRPC_HOSTS)}.example.io`, path: `/pkg.v1.Service${i % 5}/List` })) },
+    { name: 'hit: gRPC host, method only (ranked regex)', hits: true, requests: make(1024, (i) => ({ host: `grpc-${spread(i, GRPC_HOSTS)}.example.io`, path: '/other.Service/Health' })) },
     { name: 'miss: unknown host', hits: false, requests: make(1024, (i) => ({ host: `nobody-${i}.example.org`, path: '/api' })) },
     { name: 'miss: known host, unknown path', hits: false, requests: make(1024, (i) => ({ host: `host-${spread(i, HOSTS)}.example.com`, path: `/nothing/here/${i}/at/all` })) },
   ];
@@ -59,7 +77,7 @@ function heapMiB(): number | undefined {
 }
 
 const entries = buildEntries();
-console.log(`routes: ${entries.length} (${HOSTS} hosts x 3 paths + ${WILDCARDS} wildcards x 2 paths), node ${process.version}\n`);
+console.log(`routes: ${entries.length} (${HOSTS} hosts x 3 paths + ${WILDCARDS} wildcards x 2 paths + ${GRPC_HOSTS} gRPC hosts x 12 ranked rules), node ${process.version}\n`);
 
 // Build time: median of a few builds (the first one warms up the code).
 const buildMillis: number[] = [];

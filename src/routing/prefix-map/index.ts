@@ -74,6 +74,8 @@ function pick<T>(slot: Slot<T> | undefined, request: MatchRequest | undefined, q
 class RankedPaths<T> {
   readonly exact = new Map<string, Slot<T>>();
   readonly prefixes = new Map<string, Slot<T>>();
+  /** The lowest rank among the prefixes: an exact hit ranked before it needs no walk. */
+  private firstPrefixRank: string | undefined = undefined;
   /** In rank order. */
   readonly regexes: { readonly regex: RegExp; readonly slot: Slot<T> }[] = [];
 
@@ -82,6 +84,8 @@ class RankedPaths<T> {
     else if (entry.pathType === 'Prefix') {
       const key = normalizePrefix(entry.path);
       this.prefixes.set(key, insert(this.prefixes.get(key), entry));
+      const rank = entry.rank ?? '';
+      if (this.firstPrefixRank === undefined || rank < this.firstPrefixRank) this.firstPrefixRank = rank;
     } else {
       this.regexes.push({ regex: compileRegex(entry.path), slot: insert(undefined, entry) });
       this.regexes.sort((a, b) => (a.slot.rank < b.slot.rank ? -1 : a.slot.rank > b.slot.rank ? 1 : 0));
@@ -92,7 +96,7 @@ class RankedPaths<T> {
     // On equal ranks: Exact, then RegularExpression, then the longer Prefix (the path order).
     let best = this.exact.size > 0 ? firstHolding(this.exact.get(path), request, query) : undefined;
     let bestIsPrefix = false;
-    if (this.prefixes.size > 0) {
+    if (this.firstPrefixRank !== undefined && (best === undefined || this.firstPrefixRank < best.rank)) {
       let end = path.length;
       while (end > 0 && path.charCodeAt(end - 1) === SLASH) end--;
       for (;;) {
