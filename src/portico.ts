@@ -382,18 +382,23 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
     const routesAllowed = parseCidrList(options.adminRoutesAllow).valid;
     const allowed = routesAllowed.length > 0 ? new CidrSet(routesAllowed) : undefined;
     // With workers, /metrics adds up theirs (traffic) and the primary's (translation, API).
-    const metricsText = pool === undefined
+    const aggregated = pool === undefined
       ? undefined
       : async () => {
           const all = [await metrics.registry.getMetricsAsJSON(), ...(await pool!.metrics())];
-          return AggregatorRegistry.aggregate(all as Parameters<typeof AggregatorRegistry.aggregate>[0]).metrics();
+          return AggregatorRegistry.aggregate(all as Parameters<typeof AggregatorRegistry.aggregate>[0]);
         };
+    const metricsText = aggregated && (async () => (await aggregated()).metrics());
+    const metricsJson = aggregated && (async () => (await aggregated()).getMetricsAsJSON());
     admin = createAdminServer({
       holder,
       registry: metrics.registry,
       metricsText,
       routesAllowed: allowed && ((ip) => allowed.has(ip)),
       sleepView: () => sleepManager.view(),
+      metricsJson,
+      listeners: () => ({ ...(data?.ports ?? pool!.ports), admin: ports.admin }),
+      ingressHosts: (key) => (store.ingresses.get(key)?.spec?.rules ?? []).map((r) => r.host ?? ''),
     });
     ports.admin = await listen(admin, options.adminPort, options.adminBind, '--admin-port');
     ingressPorts.set(ports.admin, '--admin-port');
