@@ -27,10 +27,12 @@ export const UNDER_ATTACK_DIFFICULTY = 'portico.dev/under-attack-difficulty';
 export const UNDER_ATTACK_TTL = 'portico.dev/under-attack-ttl';
 
 /**
- * About 65,000 hashes on average: about a second on a phone (see README: measured in
- * headless Chromium here, and phones taken as 4-8 times slower than this VM's core).
+ * 2^17 (131,072) hashes on average: about a second on a phone. Measured here
+ * (bench/challenge-hash-rate.ts): 126,000 hashes/s per worker in headless Chromium on
+ * this shared, loaded VM core; a phone core taken as 2-6 times slower, with the page's
+ * 4 workers: 0.4-1.3 s (a single-core browser: 2-4 s). See README.
  */
-export const DEFAULT_DIFFICULTY = 16;
+export const DEFAULT_DIFFICULTY = 17;
 export const MAX_DIFFICULTY = 32;
 export const DEFAULT_TTL_SECONDS = 3600;
 /** How long a page's nonce can be solved and sent back. */
