@@ -11,7 +11,7 @@
 // The key is one per process: generated at start, or set from --challenge-secret; with
 // --workers the primary sends its key to every worker, so a clearance minted by one
 // worker (or replica sharing the Secret) is valid on all.
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /** Bytes of HMAC kept in tokens (base64url: 22 characters). */
 const MAC_BYTES = 16;
@@ -19,20 +19,32 @@ const MAC_CHARS = 22;
 /** Keys shorter than this are refused: a guessable key lets anyone mint clearances. */
 export const MIN_KEY_BYTES = 16;
 
-let key: Buffer = randomBytes(32);
+// HMAC-SHA256 (RFC 2104) over node:crypto's one-shot hash(), with the key's pads
+// computed once: createHmac() sets up a new OpenSSL context per call, which cost about
+// ten times as much as the two hashes themselves (bench/challenge-verify.ts).
+const BLOCK = 64;
+let innerPad = Buffer.alloc(BLOCK);
+let outerPad = Buffer.alloc(BLOCK);
+setChallengeKey(randomBytes(32));
 
 /** Replaces the signing key (from the Secret, or the primary's). Tokens signed with the old one stop being valid. */
 export function setChallengeKey(value: Buffer): void {
   if (value.length < MIN_KEY_BYTES) throw new Error(`the challenge key must have at least ${MIN_KEY_BYTES} bytes`);
-  key = Buffer.from(value);
+  const key = value.length > BLOCK ? hash('sha256', value, 'buffer') : value;
+  const inner = Buffer.alloc(BLOCK, 0x36);
+  const outer = Buffer.alloc(BLOCK, 0x5c);
+  for (let i = 0; i < key.length; i++) {
+    inner[i]! ^= key[i]!;
+    outer[i]! ^= key[i]!;
+  }
+  innerPad = inner;
+  outerPad = outer;
 }
 
-export function challengeKey(): Buffer {
-  return key;
-}
-
+/** HMAC-SHA256(key, text), first MAC_BYTES bytes, base64url. */
 function mac(text: string): string {
-  return createHmac('sha256', key).update(text).digest().subarray(0, MAC_BYTES).toString('base64url');
+  const inner = hash('sha256', Buffer.concat([innerPad, Buffer.from(text, 'latin1')]), 'buffer');
+  return hash('sha256', Buffer.concat([outerPad, inner]), 'buffer').subarray(0, MAC_BYTES).toString('base64url');
 }
 
 /** Compares two MACs in constant time (they are always MAC_CHARS long when well-formed). */
@@ -80,7 +92,7 @@ export function checkSolution(value: string, host: string, minBits: number, nowS
   if (bits < minBits) return 'too-easy';
   if (expiry <= nowSeconds) return 'expired';
   if (!sameMac(value.slice(dot3 + 1, colon), mac(`n|${host}|${value.slice(0, dot3)}`))) return 'forged';
-  return hasLeadingZeroBits(createHash('sha256').update(value).digest(), bits) ? 'ok' : 'wrong';
+  return hasLeadingZeroBits(hash('sha256', value, 'buffer'), bits) ? 'ok' : 'wrong';
 }
 
 export function hasLeadingZeroBits(digest: Uint8Array, bits: number): boolean {

@@ -2,7 +2,7 @@
 // own SHA-256 (the one browsers run on plain HTTP) against node:crypto.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import { runInNewContext } from 'node:vm';
 import { checkClearance, checkSolution, hasLeadingZeroBits, issueClearance, issueNonce, setChallengeKey } from '../../../src/challenge/tokens.ts';
 import { cookieValue } from '../../../src/challenge/cookies.ts';
@@ -54,6 +54,14 @@ describe('challenge tokens', () => {
     setChallengeKey(Buffer.alloc(32, 1));
     assert.equal(checkClearance(c, 'shop.test', NOW), true);
     assert.throws(() => setChallengeKey(Buffer.alloc(8)), /at least 16 bytes/);
+  });
+
+  test('the signatures are HMAC-SHA256 as RFC 2104 defines it (short and long keys)', () => {
+    for (const key of [Buffer.alloc(32, 3), Buffer.alloc(100, 4)]) {
+      setChallengeKey(key);
+      const expected = createHmac('sha256', key).update(`c|shop.test|${NOW}`).digest().subarray(0, 16).toString('base64url');
+      assert.equal(issueClearance('shop.test', NOW), `${NOW}.${expected}`);
+    }
   });
 
   test('leading zero bits', () => {
