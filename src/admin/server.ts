@@ -46,6 +46,11 @@ export function createAdminServer(options: AdminServerOptions): http.Server {
   const { holder, registry } = options;
   const isAlive = options.isAlive ?? (() => true);
   const routesJson = new RoutesJsonCache();
+  const dashboardState = new Recent(async () => {
+    const table = holder.current;
+    const metrics = await (options.metricsJson ?? (() => registry.getMetricsAsJSON() as Promise<MetricJson[]>))();
+    return `${JSON.stringify({ version: table.version, time: Date.now(), listeners: options.listeners?.() ?? {}, hosts: hostTotals(metrics, table.config) })}\n`;
+  });
 
   const server = http.createServer((req, res) => {
     const method = req.method ?? 'GET';
@@ -102,9 +107,8 @@ export function createAdminServer(options: AdminServerOptions): http.Server {
       }
       case '/dashboard/state': {
         if (!allowed()) return;
-        const table = holder.current;
-        (options.metricsJson ?? (() => registry.getMetricsAsJSON() as Promise<MetricJson[]>))().then(
-          (metrics) => send(req, res, 200, JSON_TYPE, `${JSON.stringify({ version: table.version, time: Date.now(), listeners: options.listeners?.() ?? {}, hosts: hostTotals(metrics, table.config) })}\n`),
+        dashboardState.get().then(
+          (body) => send(req, res, 200, JSON_TYPE, body),
           (err: unknown) => send(req, res, 500, TEXT, `cannot collect metrics: ${err instanceof Error ? err.message : String(err)}\n`),
         );
         return;
@@ -143,6 +147,34 @@ function send(
   res.writeHead(status, { 'content-type': contentType, 'content-length': length, 'cache-control': 'no-store', ...extraHeaders });
   if (req.method === 'HEAD') res.end();
   else res.end(body);
+}
+
+/**
+ * A value computed at most once a second, shared by the requests of that second: each
+ * open dashboard polls /dashboard/state, and with --workers every computation asks
+ * every worker for its metrics.
+ */
+class Recent<T> {
+  private value: Promise<T> | undefined;
+  private at = 0;
+  private readonly compute: () => Promise<T>;
+
+  constructor(compute: () => Promise<T>) {
+    this.compute = compute;
+  }
+
+  get(): Promise<T> {
+    const now = Date.now();
+    if (this.value === undefined || now - this.at >= 1000) {
+      const value = this.compute();
+      this.value = value;
+      this.at = now;
+      value.catch(() => {
+        if (this.value === value) this.value = undefined;
+      });
+    }
+    return this.value;
+  }
 }
 
 /**

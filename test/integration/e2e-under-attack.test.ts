@@ -46,6 +46,11 @@ describe('under-attack through the CLI', () => {
     for (let i = 0; i < 20; i++) assert.equal((await get(portico.http, 'guarded.local', `/${i}`, { headers: { cookie } })).status, 200);
     const pids = () => new Set(portico.logs.filter((l) => l.kind === 'access' && l.host === 'guarded.local' && l.status === 200).map((l) => l.pid));
     await eventually(async () => pids().size === 2, 5000, 'both workers let the clearance through');
+    // The dashboard's figures add up the workers' series.
+    await eventually(async () => {
+      const state = (await get(portico.admin, 'admin', '/dashboard/state')).json<{ hosts: Record<string, { requests: number }> }>();
+      return (state.hosts['guarded.local']?.requests ?? 0) >= 20;
+    }, 5000, 'dashboard totals from both workers');
   });
 
   test("the workers sign with the Secret's key: a clearance another replica made is valid here", async () => {
