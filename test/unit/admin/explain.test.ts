@@ -99,6 +99,29 @@ describe('explain', () => {
     }
   });
 
+  test('Gateway listener ports: rules with conditions match with the method and headers given', () => {
+    const app = backend('shop', 'app', '80', [{ host: '10.0.0.1', port: 8080 }]);
+    const v2 = backend('shop', 'v2', '80', [{ host: '10.0.0.2', port: 8080 }]);
+    const base = route('shop/app', 'gw.test', '/', 'Prefix', app);
+    const gw: RoutingConfig = {
+      ...config(),
+      routes: [
+        { ...base, id: 'HTTPRoute/shop/r|8081|gw.test|0|0', source: { kind: 'HTTPRoute', namespace: 'shop', name: 'r' }, port: 8081, listenerHost: '', rank: '1' },
+        { ...route('shop/app', 'gw.test', '/', 'Prefix', v2), id: 'HTTPRoute/shop/r|8081|gw.test|1|0', source: { kind: 'HTTPRoute', namespace: 'shop', name: 'r' }, port: 8081, listenerHost: '', rank: '0', conditions: { method: 'POST', headers: [{ name: 'version', type: 'Exact', value: 'two' }], query: [] } },
+      ],
+      listeners: new Map([[8081, { port: 8081, protocol: 'HTTP' as const, certificates: new Map() }]]),
+    };
+    const t = buildRouteTable(3, gw, compileForTest);
+    const plain = explain({ url: 'http://gw.test:8081/x' }, { table: t });
+    assert.equal(plain.listenerPort, 8081);
+    assert.equal(plain.route?.backends[0]?.service, 'shop/app');
+    const two = explain({ url: 'http://gw.test:8081/x', method: 'post', headers: [['version', 'two']] }, { table: t });
+    assert.equal(two.route?.backends[0]?.service, 'shop/v2');
+    assert.equal(two.route?.kind, 'HTTPRoute');
+    assert.equal(explain({ url: 'http://other.test:8081/x' }, { table: t }).reason, 'no-host');
+    assert.equal(explain({ url: 'http://gw.test/x' }, { table: t }).reason, 'no-host', 'the Ingress listeners do not serve Gateway routes');
+  });
+
   test('host coverage', () => {
     assert.equal(hostCovers('*.a.test', 'x.a.test', false), true);
     assert.equal(hostCovers('*.a.test', 'a.test', false), false);
