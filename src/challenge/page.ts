@@ -56,6 +56,18 @@ export function challengePage(host: string, nonce: string, bits: number, secure:
     status.textContent = 'This check needs Web Workers and cookies, which this browser does not allow here. Allow cookies for this site (or use another browser) and reload.';
     return;
   }
+  // Solved, yet challenged again and again within a minute: the cookie does not come back.
+  try {
+    var seen = JSON.parse(sessionStorage.getItem('portico-challenge') || '{"n":0,"t":0}');
+    if (Date.now() - seen.t > 60000) seen = { n: 0, t: Date.now() };
+    seen.n++;
+    sessionStorage.setItem('portico-challenge', JSON.stringify(seen));
+    if (seen.n > 3) {
+      sessionStorage.removeItem('portico-challenge');
+      status.textContent = 'The check was solved, but this browser did not send its cookie back. Allow cookies for this site, then reload the page.';
+      return;
+    }
+  } catch (e) { /* no sessionStorage here: no loop guard */ }
   var source = URL.createObjectURL(new Blob([${JSON.stringify(CHALLENGE_WORKER_SOURCE)}], { type: 'text/javascript' }));
   var count = Math.max(1, Math.min(4, navigator.hardwareConcurrency || 1));
   var workers = [], done = false, started = performance.now();
