@@ -23,6 +23,7 @@ import { acceptProxyProtocol } from './proxy/proxy-protocol.ts';
 import { configureRedirectPort } from './middleware/tls-redirect.ts';
 import { configureHsts } from './middleware/hsts.ts';
 import { SharedStateMap } from './middleware/registry.ts';
+import { registerChallengeMetrics } from './challenge/metrics.ts';
 import { WakeGates, type WakeSignals } from './scale-to-zero/gates.ts';
 import type { Forwarder } from './proxy/forward.ts';
 
@@ -77,6 +78,7 @@ export async function startDataPlane(options: Options, log: Logger, metrics: Met
   configureClientIp({ trustedProxies: options.trustedProxies, log });
   configureEndpointLimit(options.maxRequestsPerEndpoint);
   configureRedirectPort(options.httpsRedirectPort > 0 ? options.httpsRedirectPort : options.httpsPort);
+  registerChallengeMetrics(metrics.registry);
   configureHsts({ enabled: options.hsts, maxAge: options.hstsMaxAge, includeSubdomains: options.hstsIncludeSubdomains, preload: options.hstsPreload });
 
   const upstreams = new UpstreamPools({

@@ -31,6 +31,8 @@ import { createMetrics } from './admin/metrics.ts';
 import { createAdminServer } from './admin/server.ts';
 import { CidrSet, parseCidrList } from './middleware/cidr.ts';
 import { configureRateLimitWorkers } from './middleware/rate-limit.ts';
+import { setChallengeKey } from './challenge/tokens.ts';
+import { loadChallengeKey } from './challenge/secret-key.ts';
 import { listen, startDataPlane, type DataPlane } from './data-plane.ts';
 import { WorkerPool } from './workers/pool.ts';
 import { ConfigReplica, type ToPrimary, type ToWorker } from './workers/protocol.ts';
@@ -134,6 +136,9 @@ async function startWorker(options: Options, log: Logger): Promise<Portico> {
         log.debug({ version: table.version, routes: table.size }, 'route table installed from the primary');
         break;
       }
+      case 'challenge-key':
+        setChallengeKey(Buffer.from(message.key, 'base64'));
+        break;
       case 'metrics':
         void metrics.registry.getMetricsAsJSON().then((json) => send({ t: 'metrics', id: message.id, metrics: json }));
         break;
@@ -168,6 +173,9 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
     timedOut: (service, count) => sleep?.timedOut(service, count),
   };
 
+  /** The under-attack signing key (base64) the workers get; set once the sources are known. */
+  let challengeKey: string | undefined;
+
   // ---- where tables go: this process' listeners, or the workers ----
   let data: DataPlane | undefined;
   let pool: WorkerPool | undefined;
@@ -190,6 +198,7 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
     const pems = options.defaultCertificate === undefined && options.defaultKey === undefined ? await generateSelfSigned() : undefined;
     pool = new WorkerPool({
       count: options.workers,
+      challengeKey: () => challengeKey,
       log,
       env: pems !== undefined ? { [WORKER_CERT]: pems.cert, [WORKER_KEY]: pems.key } : undefined,
       // A Gateway port a worker could not bind shows in the Gateway's status.
@@ -238,6 +247,11 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
       onConnected: (up) => metrics.setApiConnected(up),
     });
   }
+  // Before the workers start: each gets this key before its first config.
+  const key = await loadChallengeKey({ ref: options.challengeSecret, manifests: options.manifests, kube, log });
+  setChallengeKey(key);
+  challengeKey = key.toString('base64');
+
   const bindFailures = () => (pool !== undefined ? pool.bindFailures() : data!.gatewayListeners.failures);
 
   // ---- status and events (cluster mode, leader only) ----
@@ -369,18 +383,23 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
     const routesAllowed = parseCidrList(options.adminRoutesAllow).valid;
     const allowed = routesAllowed.length > 0 ? new CidrSet(routesAllowed) : undefined;
     // With workers, /metrics adds up theirs (traffic) and the primary's (translation, API).
-    const metricsText = pool === undefined
+    const aggregated = pool === undefined
       ? undefined
       : async () => {
           const all = [await metrics.registry.getMetricsAsJSON(), ...(await pool!.metrics())];
-          return AggregatorRegistry.aggregate(all as Parameters<typeof AggregatorRegistry.aggregate>[0]).metrics();
+          return AggregatorRegistry.aggregate(all as Parameters<typeof AggregatorRegistry.aggregate>[0]);
         };
+    const metricsText = aggregated && (async () => (await aggregated()).metrics());
+    const metricsJson = aggregated && (async () => (await aggregated()).getMetricsAsJSON());
     admin = createAdminServer({
       holder,
       registry: metrics.registry,
       metricsText,
       routesAllowed: allowed && ((ip) => allowed.has(ip)),
       sleepView: () => sleepManager.view(),
+      metricsJson,
+      listeners: () => ({ ...(data?.ports ?? pool!.ports), admin: ports.admin }),
+      ingressHosts: (key) => (store.ingresses.get(key)?.spec?.rules ?? []).map((r) => r.host ?? ''),
     });
     ports.admin = await listen(admin, options.adminPort, options.adminBind, '--admin-port');
     ingressPorts.set(ports.admin, '--admin-port');

@@ -5,6 +5,9 @@ import type { Registry } from 'prom-client';
 import type { RouteTable, RouteTableHolder } from '../routing/table.ts';
 import { serializeRoutesView } from './routes-view.ts';
 import { canonicalIp } from '../middleware/cidr.ts';
+import { explain } from './explain.ts';
+import { hostTotals, type MetricJson } from './host-stats.ts';
+import { dashboardFiles, DASHBOARD_CSP } from './dashboard-files.ts';
 
 export interface AdminServerOptions {
   readonly holder: RouteTableHolder;
@@ -22,6 +25,12 @@ export interface AdminServerOptions {
   readonly routesAllowed?: (ip: string) => boolean;
   /** The sleepable Services' state (scale-to-zero), appended to /routes as "scaleToZero"; it changes without a new table. */
   readonly sleepView?: () => unknown[];
+  /** The metrics as prom-client JSON when they are not just `registry`'s (the primary adds up its workers'), for the dashboard. */
+  readonly metricsJson?: () => Promise<MetricJson[]>;
+  /** The ports portico listens on, shown on the dashboard. */
+  readonly listeners?: () => { http?: number; https?: number; admin?: number };
+  /** The hosts of an Ingress ("ns/name") from the object store: explain says which ignored Ingress names a host. */
+  readonly ingressHosts?: (key: string) => readonly string[];
 }
 
 /** 127.0.0.0/8 or ::1 (canonicalIp has turned ::ffff:127.x into 127.x). */
@@ -30,12 +39,18 @@ function isLoopback(ip: string): boolean {
 }
 
 const TEXT = 'text/plain; charset=utf-8';
+const JSON_TYPE = 'application/json; charset=utf-8';
 
 /** Creates (but does not start) the admin server; the caller listens. */
 export function createAdminServer(options: AdminServerOptions): http.Server {
   const { holder, registry } = options;
   const isAlive = options.isAlive ?? (() => true);
   const routesJson = new RoutesJsonCache();
+  const dashboardState = new Recent(async () => {
+    const table = holder.current;
+    const metrics = await (options.metricsJson ?? (() => registry.getMetricsAsJSON() as Promise<MetricJson[]>))();
+    return `${JSON.stringify({ version: table.version, time: Date.now(), listeners: options.listeners?.() ?? {}, hosts: hostTotals(metrics, table.config) })}\n`;
+  });
 
   const server = http.createServer((req, res) => {
     const method = req.method ?? 'GET';
@@ -46,6 +61,18 @@ export function createAdminServer(options: AdminServerOptions): http.Server {
     const url = req.url ?? '/';
     const query = url.indexOf('?');
     const path = query === -1 ? url : url.slice(0, query);
+    /** /routes, the dashboard and explain show hosts, pod addresses and Secret names: loopback and --admin-routes-allow only. */
+    const allowed = (): boolean => {
+      const peer = canonicalIp(req.socket.remoteAddress ?? '');
+      if (isLoopback(peer) || options.routesAllowed?.(peer) === true) return true;
+      send(req, res, 403, TEXT, `forbidden: ${path} is served to loopback and --admin-routes-allow only\n`);
+      return false;
+    };
+    const file = dashboardFiles.get(path === '/' ? '/index.html' : path);
+    if (file !== undefined) {
+      if (allowed()) send(req, res, 200, file.type, file.body, { 'content-security-policy': DASHBOARD_CSP, 'x-frame-options': 'DENY', 'x-content-type-options': 'nosniff' });
+      return;
+    }
     switch (path) {
       case '/healthz':
         if (isAlive()) send(req, res, 200, TEXT, 'ok\n');
@@ -61,20 +88,41 @@ export function createAdminServer(options: AdminServerOptions): http.Server {
           (err: unknown) => send(req, res, 500, TEXT, `cannot collect metrics: ${err instanceof Error ? err.message : String(err)}\n`),
         );
         return;
-      case '/routes': {
-        const peer = canonicalIp(req.socket.remoteAddress ?? '');
-        if (!isLoopback(peer) && options.routesAllowed?.(peer) !== true) {
-          send(req, res, 403, TEXT, 'forbidden: /routes is served to loopback and --admin-routes-allow only\n');
+      case '/routes/explain': {
+        if (!allowed()) return;
+        const params = new URLSearchParams(query === -1 ? '' : url.slice(query + 1));
+        const target = params.get('url');
+        if (target === null || target === '') {
+          send(req, res, 400, TEXT, 'missing url: /routes/explain?url=http://host/path[&method=GET][&header=name:value...]\n');
           return;
         }
+        const headers: [string, string][] = [];
+        for (const h of params.getAll('header')) {
+          const colon = h.indexOf(':');
+          if (colon > 0) headers.push([h.slice(0, colon).trim().toLowerCase(), h.slice(colon + 1).trim()]);
+        }
+        const result = explain({ url: target, method: params.get('method') ?? 'GET', headers }, { table: holder.current, ingressHosts: options.ingressHosts });
+        send(req, res, 200, JSON_TYPE, `${JSON.stringify(result)}\n`);
+        return;
+      }
+      case '/dashboard/state': {
+        if (!allowed()) return;
+        dashboardState.get().then(
+          (body) => send(req, res, 200, JSON_TYPE, body),
+          (err: unknown) => send(req, res, 500, TEXT, `cannot collect metrics: ${err instanceof Error ? err.message : String(err)}\n`),
+        );
+        return;
+      }
+      case '/routes': {
+        if (!allowed()) return;
         routesJson.get(holder.current).then(
-          (body) => send(req, res, 200, 'application/json; charset=utf-8', withSleepView(body, options.sleepView)),
+          (body) => send(req, res, 200, JSON_TYPE, withSleepView(body, options.sleepView)),
           (err: unknown) => send(req, res, 500, TEXT, `cannot describe routes: ${err instanceof Error ? err.message : String(err)}\n`),
         );
         return;
       }
       default:
-        send(req, res, 404, TEXT, 'not found: try /healthz, /readyz, /metrics or /routes\n');
+        send(req, res, 404, TEXT, 'not found: try / (the dashboard), /healthz, /readyz, /metrics, /routes or /routes/explain?url=...\n');
     }
   });
   return server;
@@ -99,6 +147,34 @@ function send(
   res.writeHead(status, { 'content-type': contentType, 'content-length': length, 'cache-control': 'no-store', ...extraHeaders });
   if (req.method === 'HEAD') res.end();
   else res.end(body);
+}
+
+/**
+ * A value computed at most once a second, shared by the requests of that second: each
+ * open dashboard polls /dashboard/state, and with --workers every computation asks
+ * every worker for its metrics.
+ */
+class Recent<T> {
+  private value: Promise<T> | undefined;
+  private at = 0;
+  private readonly compute: () => Promise<T>;
+
+  constructor(compute: () => Promise<T>) {
+    this.compute = compute;
+  }
+
+  get(): Promise<T> {
+    const now = Date.now();
+    if (this.value === undefined || now - this.at >= 1000) {
+      const value = this.compute();
+      this.value = value;
+      this.at = now;
+      value.catch(() => {
+        if (this.value === value) this.value = undefined;
+      });
+    }
+    return this.value;
+  }
 }
 
 /**

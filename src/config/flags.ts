@@ -16,6 +16,7 @@ export interface Options {
   adminPort: number;
   adminBind: string;
   adminRoutesAllow: string;
+  challengeSecret: string | undefined;
   ingressClass: string;
   gatewayControllerName: string;
   workers: number;
@@ -78,9 +79,10 @@ const FLAGS: FlagSpec[] = [
   { flag: 'http-port', key: 'httpPort', kind: 'port', default: '8080', help: 'plain HTTP listener port (0: any free port; off: no listener)' },
   { flag: 'https-port', key: 'httpsPort', kind: 'port', default: '8443', help: 'HTTPS listener port (0: any free port; off: no listener)' },
   { flag: 'bind', key: 'bind', kind: 'address', default: '::', help: 'address the HTTP and HTTPS listeners bind to (:: is IPv6 and IPv4, or IPv4 alone on a host without IPv6; 0.0.0.0 is IPv4 only)' },
-  { flag: 'admin-port', key: 'adminPort', kind: 'port', default: '9090', help: 'admin listener: /healthz /readyz /metrics /routes (0: any free port; off: no listener)' },
+  { flag: 'admin-port', key: 'adminPort', kind: 'port', default: '9090', help: 'admin listener: the dashboard (/), /healthz /readyz /metrics /routes (0: any free port; off: no listener)' },
   { flag: 'admin-bind', key: 'adminBind', kind: 'address', default: '127.0.0.1', help: 'address the admin listener binds to' },
-  { flag: 'admin-routes-allow', key: 'adminRoutesAllow', kind: 'cidrs', default: '', help: 'CIDR list of peers besides loopback that may read /routes (probes and /metrics are open to any peer)' },
+  { flag: 'admin-routes-allow', key: 'adminRoutesAllow', kind: 'cidrs', default: '', help: 'CIDR list of peers besides loopback that may read /routes, /routes/explain and the dashboard (probes and /metrics are open to any peer)' },
+  { flag: 'challenge-secret', key: 'challengeSecret', kind: 'string', default: undefined, help: 'ns/name of a Secret whose "key" signs under-attack challenges and clearances (share it between replicas; default: a key generated at start)' },
   { flag: 'ingress-class', key: 'ingressClass', kind: 'string', default: 'portico', help: 'IngressClass name served (its spec.controller must be portico.dev/ingress-controller)' },
   { flag: 'gateway-controller-name', key: 'gatewayControllerName', kind: 'string', default: 'portico.dev/gateway-controller', help: 'GatewayClass spec.controllerName served (Gateway API)' },
   { flag: 'allow-external-name', key: 'allowExternalName', kind: 'bool', default: 'false', help: 'route to ExternalName Services (off: an Ingress could send traffic outside the cluster)' },

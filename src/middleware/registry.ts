@@ -21,6 +21,7 @@ import { rewriteTargetPolicy } from './rewrite-target.ts';
 import { timeoutsPolicy } from './timeouts.ts';
 import { tlsRedirectPolicy } from './tls-redirect.ts';
 import { upstreamProtocolPolicy } from './upstream-protocol.ts';
+import { underAttackPolicy } from './under-attack.ts';
 
 export const ANNOTATION_PREFIX = 'portico.dev/';
 
@@ -30,6 +31,7 @@ export const POLICIES: readonly PolicyDefinition<any>[] = [
   ipDenyPolicy,
   ipAllowPolicy,
   rateLimitPolicy,
+  underAttackPolicy,
   tlsRedirectPolicy,
   requestRedirectPolicy,
   hstsPolicy,

@@ -27,6 +27,8 @@ export interface WorkerPoolOptions {
   readonly onInstalled?: (serial: number) => void;
   /** Extra environment of the workers. */
   readonly env?: NodeJS.ProcessEnv;
+  /** The under-attack signing key (base64), sent to each worker before its first config. */
+  readonly challengeKey?: () => string | undefined;
   /** Scale-to-zero messages of a worker (its id, and what it said). */
   readonly onSleepMessage?: (worker: number, message: SleepMessage) => void;
 }
@@ -77,6 +79,8 @@ export class WorkerPool {
         // A new worker, or one that missed a delta: it gets the whole config.
         member.greeted = true;
         member.shipped = undefined;
+        const key = this.o.challengeKey?.();
+        if (key !== undefined && member.worker.isConnected()) member.worker.send({ t: 'challenge-key', key } satisfies ToWorker);
         if (this.current !== undefined) this.send(member, this.current);
         break;
       case 'installed':

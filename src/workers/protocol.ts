@@ -26,7 +26,11 @@ export interface ConfigMessage {
   readonly certificates?: ReadonlyMap<string, CertificateConfig>;
 }
 
-export type ToWorker = ConfigMessage | { readonly t: 'metrics'; readonly id: number } | { readonly t: 'stop'; readonly graceMs: number };
+export type ToWorker =
+  | ConfigMessage
+  /** The key that signs under-attack challenges (base64), sent before the first config: every worker signs with the primary's key. */
+  | { readonly t: 'challenge-key'; readonly key: string }
+  | { readonly t: 'metrics'; readonly id: number } | { readonly t: 'stop'; readonly graceMs: number };
 
 export type ToPrimary =
   /** A worker installed config `serial`; it serves on these ports, and could not bind these Gateway ports. */
