@@ -26,7 +26,7 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { canPin, run, startProcess, stopAll, type Managed } from './lib/processes.ts';
+import { canPin, cpuSeconds, rssBytes, run, startProcess, stopAll, type Managed } from './lib/processes.ts';
 import { porticoManifests, upstreamConfig, UPSTREAM_BODY } from './lib/nginx.ts';
 import { median } from './lib/wrk.ts';
 
@@ -43,7 +43,7 @@ const grpcMessage = (payload: string) => Buffer.concat([Buffer.from([0, 0, 0, 0,
 const GRPC_REQUEST = grpcMessage('hello');
 const GRPC_REPLY = grpcMessage('world');
 
-type Target = 'nginx' | 'portico';
+type Target = 'nginx' | 'portico' | 'portico-b';
 type Scenario = 'h2' | 'grpc';
 
 interface Options {
@@ -51,6 +51,10 @@ interface Options {
   rounds: number;
   clients: number;
   streams: number;
+  scenarios: Scenario[];
+  nodeArgs: string[];
+  variantEnv: string | undefined;
+  variantNodeArgs: string[];
 }
 
 function readOptions(): Options {
@@ -60,6 +64,13 @@ function readOptions(): Options {
       rounds: { type: 'string', default: process.env.BENCH_ROUNDS ?? '3' },
       clients: { type: 'string', default: process.env.BENCH_CLIENTS ?? '10' },
       streams: { type: 'string', default: process.env.BENCH_STREAMS ?? '10' },
+      scenario: { type: 'string', default: 'h2,grpc' },
+      // e.g. --node-args="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile portico under load
+      'node-args': { type: 'string', default: '' },
+      // A/B of portico itself: a second portico ("portico-b") with this extra environment
+      // (e.g. a PORTICO_EXPERIMENT switch while tuning), in the same interleaved rounds.
+      'variant-env': { type: 'string' },
+      'variant-node-args': { type: 'string', default: '' },
     },
   });
   const positive = (name: string, raw: string): number => {
@@ -67,7 +78,18 @@ function readOptions(): Options {
     if (!Number.isInteger(n) || n < 1) throw new Error(`--${name}: expected a positive integer, got ${JSON.stringify(raw)}`);
     return n;
   };
-  return { durationS: positive('duration', values.duration), rounds: positive('rounds', values.rounds), clients: positive('clients', values.clients), streams: positive('streams', values.streams) };
+  const scenarios = values.scenario.split(',').map((x) => x.trim());
+  for (const x of scenarios) if (x !== 'h2' && x !== 'grpc') throw new Error(`--scenario: expected h2, grpc or both (h2,grpc), got ${JSON.stringify(x)}`);
+  return {
+    durationS: positive('duration', values.duration),
+    rounds: positive('rounds', values.rounds),
+    clients: positive('clients', values.clients),
+    streams: positive('streams', values.streams),
+    scenarios: scenarios as Scenario[],
+    nodeArgs: values['node-args'].split(' ').filter((x) => x !== ''),
+    variantEnv: values['variant-env'],
+    variantNodeArgs: values['variant-node-args'].split(' ').filter((x) => x !== ''),
+  };
 }
 
 function have(command: string): boolean {
@@ -294,16 +316,23 @@ interface Result {
   p50Ms: number;
   p99Ms: number;
   failed: number;
+  /** CPU time (user + system) of the proxy's processes per successful request. */
+  cpuUsPerRequest?: number;
+  /** Resident memory of the proxy's processes right after the load (MB). */
+  rssMB?: number;
 }
 
-async function h2load(dir: string, scenario: Scenario, port: number, seconds: number, o: Options, log: boolean): Promise<Result> {
+async function h2load(dir: string, scenario: Scenario, port: number, seconds: number, o: Options, log: boolean, proxyPid?: number): Promise<Result> {
   const logFile = join(dir, 'h2load.log');
   const args = ['-t1', `-c${o.clients}`, `-m${o.streams}`, `-D${seconds}`];
   if (log) args.push(`--log-file=${logFile}`);
   if (scenario === 'h2') args.push('-H', `:authority: ${HOST}`, `https://127.0.0.1:${port}/`);
   else args.push('-H', `:authority: ${GRPC_HOST}`, '-H', 'content-type: application/grpc', '-H', 'te: trailers', '-d', join(dir, 'grpc-request.bin'), `http://127.0.0.1:${port}${GRPC_PATH}`);
   writeFileSync(logFile, '');
+  const cpuBefore = proxyPid === undefined ? undefined : cpuSeconds(proxyPid);
   const r = await run('h2load', args, LOAD_CORE);
+  const cpuAfter = proxyPid === undefined ? undefined : cpuSeconds(proxyPid);
+  const rss = proxyPid === undefined ? undefined : rssBytes(proxyPid);
   if (r.code !== 0) throw new Error(`h2load exited with ${r.code}: ${r.stderr || r.stdout}`);
   const rps = /finished in [\d.]+s, ([\d.]+) req\/s/.exec(r.stdout);
   const counts = /requests: \d+ total, \d+ started, \d+ done, (\d+) succeeded, (\d+) failed, (\d+) errored/.exec(r.stdout);
@@ -324,11 +353,13 @@ async function h2load(dir: string, scenario: Scenario, port: number, seconds: nu
     p50Ms = at(0.5);
     p99Ms = at(0.99);
   }
-  return { requestsPerSec: Number(rps[1]), p50Ms, p99Ms, failed };
+  const done = Number(counts[1]);
+  const cpuUsPerRequest = cpuBefore !== undefined && cpuAfter !== undefined && done > 0 ? ((cpuAfter - cpuBefore) * 1e6) / done : undefined;
+  return { requestsPerSec: Number(rps[1]), p50Ms, p99Ms, failed, cpuUsPerRequest, rssMB: rss === undefined ? undefined : rss / 1e6 };
 }
 
 const fmt = (label: string, target: string, r: Result) =>
-  `${label.padEnd(10)} ${target.padEnd(8)} ${Math.round(r.requestsPerSec).toLocaleString('en-US').padStart(10)} req/s   p50 ${r.p50Ms.toFixed(2).padStart(7)}ms   p99 ${r.p99Ms.toFixed(2).padStart(7)}ms${r.failed ? `   (${r.failed} failed)` : ''}`;
+  `${label.padEnd(10)} ${target.padEnd(9)} ${Math.round(r.requestsPerSec).toLocaleString('en-US').padStart(10)} req/s   p50 ${r.p50Ms.toFixed(2).padStart(7)}ms   p99 ${r.p99Ms.toFixed(2).padStart(7)}ms${r.cpuUsPerRequest !== undefined ? `   cpu ${r.cpuUsPerRequest.toFixed(1).padStart(6)}µs/req` : ''}${r.rssMB !== undefined ? `   rss ${r.rssMB.toFixed(0).padStart(4)} MB` : ''}${r.failed ? `   (${r.failed} failed)` : ''}`;
 
 async function main(): Promise<void> {
   const o = readOptions();
@@ -357,42 +388,61 @@ async function main(): Promise<void> {
       startProcess(name, 'nginx', ['-p', dir, '-c', join(dir, `${name}.conf`), '-e', join(dir, `${name}-error.log`)], { core: LOAD_CORE, logFile: join(dir, `${name}.log`) });
     }
     const nginx = startProcess('nginx', 'nginx', ['-p', dir, '-c', join(dir, 'proxy.conf'), '-e', join(dir, 'proxy-error.log')], { core: PROXY_CORE, logFile: join(dir, 'nginx.log') });
-    const portico = startProcess(
-      'portico',
-      process.execPath,
-      [PORTICO_BIN, '--manifests', join(dir, 'manifests'), '--http-port', String(porticoHttp), '--https-port', String(porticoHttps), '--bind', '127.0.0.1', '--admin-port', '0', '--access-log=false', '--log-level', 'warn', '--workers', '1', '--hsts=false'],
-      { core: PROXY_CORE, logFile: join(dir, 'portico.log') },
-    );
-    const ports: Record<Scenario, Record<Target, number>> = { h2: { nginx: nginxTls, portico: porticoHttps }, grpc: { nginx: nginxGrpc, portico: porticoHttp } };
-    for (const scenario of ['h2', 'grpc'] as const) {
-      await waitServing('nginx', scenario, ports[scenario].nginx, nginx);
-      await waitServing('portico', scenario, ports[scenario].portico, portico);
-    }
+    const [porticoBHttp, porticoBHttps] = [await freePort(), await freePort()];
+    const porticoArgs = (http: number, https: number) => [PORTICO_BIN, '--manifests', join(dir, 'manifests'), '--http-port', String(http), '--https-port', String(https), '--bind', '127.0.0.1', '--admin-port', '0', '--access-log=false', '--log-level', 'warn', '--workers', '1', '--hsts=false'];
+    const portico = startProcess('portico', process.execPath, [...o.nodeArgs, ...porticoArgs(porticoHttp, porticoHttps)], { core: PROXY_CORE, logFile: join(dir, 'portico.log') });
+    const withVariant = o.variantEnv !== undefined || o.variantNodeArgs.length > 0;
+    const variantEnv = Object.fromEntries((o.variantEnv ?? '').split(',').filter((x) => x.includes('=')).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+    const porticoB = withVariant
+      ? startProcess('portico-b', process.execPath, [...o.variantNodeArgs, ...porticoArgs(porticoBHttp, porticoBHttps)], { core: PROXY_CORE, logFile: join(dir, 'portico-b.log'), env: { ...process.env, ...variantEnv } })
+      : undefined;
+    const targets: Target[] = withVariant ? ['nginx', 'portico', 'portico-b'] : ['nginx', 'portico'];
+    const proc: Record<Target, Managed | undefined> = { nginx, portico, 'portico-b': porticoB };
+    const ports: Record<Scenario, Record<Target, number>> = { h2: { nginx: nginxTls, portico: porticoHttps, 'portico-b': porticoBHttps }, grpc: { nginx: nginxGrpc, portico: porticoHttp, 'portico-b': porticoBHttp } };
+    for (const scenario of o.scenarios) for (const target of targets) await waitServing(target, scenario, ports[scenario][target], proc[target]!);
     const nginxVersion = spawnSync('nginx', ['-v'], { encoding: 'utf8' }).stderr.trim().replace(/^nginx version: /, '');
     console.log(`portico vs ${nginxVersion}, HTTP/2: ${o.rounds} rounds x ${o.durationS}s per proxy and scenario, h2load -c${o.clients} -m${o.streams}, ${pin ? `proxies on core ${PROXY_CORE}, h2load + upstreams on core ${LOAD_CORE}` : 'unpinned'}\n`);
-    for (const scenario of ['h2', 'grpc'] as const) for (const target of ['nginx', 'portico'] as const) await h2load(dir, scenario, ports[scenario][target], 2, o, false);
+    for (const scenario of o.scenarios) for (const target of targets) await h2load(dir, scenario, ports[scenario][target], 2, o, false);
 
-    const results: Record<Scenario, Record<Target, Result[]>> = { h2: { nginx: [], portico: [] }, grpc: { nginx: [], portico: [] } };
+    const results: Record<Scenario, Record<Target, Result[]>> = { h2: { nginx: [], portico: [], 'portico-b': [] }, grpc: { nginx: [], portico: [], 'portico-b': [] } };
     for (let round = 1; round <= o.rounds; round++) {
-      for (const scenario of ['h2', 'grpc'] as const) {
-        for (const target of ['nginx', 'portico'] as const) {
-          const r = await h2load(dir, scenario, ports[scenario][target], o.durationS, o, true);
+      for (const scenario of o.scenarios) {
+        for (const target of targets) {
+          const r = await h2load(dir, scenario, ports[scenario][target], o.durationS, o, true, proc[target]!.child.pid);
           results[scenario][target].push(r);
           console.log(fmt(`${scenario} r${round}`, target, r));
         }
       }
     }
-    const summary = (rs: Result[]): Result => ({ requestsPerSec: median(rs.map((r) => r.requestsPerSec)), p50Ms: median(rs.map((r) => r.p50Ms)), p99Ms: median(rs.map((r) => r.p99Ms)), failed: rs.reduce((n, r) => n + r.failed, 0) });
+    const cpuOf = (rs: Result[]) => rs.flatMap((r) => (r.cpuUsPerRequest === undefined ? [] : [r.cpuUsPerRequest]));
+    const summary = (rs: Result[]): Result => ({
+      requestsPerSec: median(rs.map((r) => r.requestsPerSec)),
+      p50Ms: median(rs.map((r) => r.p50Ms)),
+      p99Ms: median(rs.map((r) => r.p99Ms)),
+      failed: rs.reduce((n, r) => n + r.failed, 0),
+      cpuUsPerRequest: cpuOf(rs).length > 0 ? median(cpuOf(rs)) : undefined,
+      rssMB: Math.max(...rs.map((r) => r.rssMB ?? 0)) || undefined,
+    });
     const report: Record<string, unknown> = { date: new Date().toISOString(), options: o, environment: { node: process.version, nginx: nginxVersion, cpu: cpus()[0]?.model ?? 'unknown', cpus: cpus().length, pinned: pin }, rounds: results };
     console.log('');
-    for (const scenario of ['h2', 'grpc'] as const) {
+    for (const scenario of o.scenarios) {
       const n = summary(results[scenario].nginx);
       const p = summary(results[scenario].portico);
       console.log(fmt(`${scenario} median`, 'nginx', n));
       console.log(fmt(`${scenario} median`, 'portico', p));
-      const ratio = { requestsPerSec: p.requestsPerSec / n.requestsPerSec, p50: p.p50Ms / n.p50Ms, p99: p.p99Ms / n.p99Ms };
-      console.log(`${scenario}: portico/nginx throughput ${ratio.requestsPerSec.toFixed(2)}x, p50 ${ratio.p50.toFixed(2)}x, p99 ${ratio.p99.toFixed(2)}x\n`);
+      // Requests per CPU-second, portico over nginx: what the throughput ratio would be on
+      // an otherwise idle core (the machine's other load barely changes it).
+      const perCpu = p.cpuUsPerRequest !== undefined && n.cpuUsPerRequest !== undefined ? n.cpuUsPerRequest / p.cpuUsPerRequest : undefined;
+      const ratio = { requestsPerSec: p.requestsPerSec / n.requestsPerSec, requestsPerCpuSecond: perCpu, p50: p.p50Ms / n.p50Ms, p99: p.p99Ms / n.p99Ms };
+      console.log(`${scenario}: portico/nginx throughput ${ratio.requestsPerSec.toFixed(2)}x${perCpu !== undefined ? `, requests per CPU-second ${perCpu.toFixed(2)}x` : ''}, p50 ${ratio.p50.toFixed(2)}x, p99 ${ratio.p99.toFixed(2)}x\n`);
       report[scenario] = { medians: { nginx: n, portico: p }, ratio };
+      if (withVariant) {
+        const b = summary(results[scenario]['portico-b']);
+        console.log(fmt(`${scenario} median`, 'portico-b', b));
+        const perCpuB = p.cpuUsPerRequest !== undefined && b.cpuUsPerRequest !== undefined ? p.cpuUsPerRequest / b.cpuUsPerRequest : undefined;
+        console.log(`${scenario}: portico-b/portico throughput ${(b.requestsPerSec / p.requestsPerSec).toFixed(2)}x${perCpuB !== undefined ? `, requests per CPU-second ${perCpuB.toFixed(2)}x` : ''}\n`);
+        report[scenario] = { medians: { nginx: n, portico: p, 'portico-b': b }, ratio };
+      }
     }
     mkdirSync(RESULTS_DIR, { recursive: true });
     const file = join(RESULTS_DIR, `h2-compare-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);

@@ -1,7 +1,7 @@
 // Child processes the bench starts, optionally pinned to a CPU core, all stopped
 // at the end (or on Ctrl-C) whatever happened in between.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { appendFileSync, closeSync, openSync } from 'node:fs';
+import { appendFileSync, closeSync, existsSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 
 export interface Managed {
@@ -107,4 +107,71 @@ export async function stopProcess(m: Managed, graceMs = 3000): Promise<void> {
 export async function stopAll(): Promise<void> {
   stopping = true;
   await Promise.all([...running].map((m) => stopProcess(m)));
+}
+
+/**
+ * CPU seconds (user + system) used so far by a process and all its descendants (nginx's
+ * workers, portico's), from /proc; undefined where /proc is not there. CPU per request is
+ * steadier than req/s on a shared machine: other load slows a proxy down, but it does
+ * not make each request cost more cycles (much).
+ */
+export function cpuSeconds(pid: number): number | undefined {
+  const ticksPerSecond = 100; // USER_HZ, 100 on every Linux architecture that matters here
+  const visit = (p: number): number => {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${p}/stat`, 'utf8');
+    } catch {
+      return 0;
+    }
+    // Fields after the command name (which may hold spaces) in parentheses.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const own = Number(fields[11]) + Number(fields[12]); // utime, stime
+    let children = 0;
+    for (const task of safeReaddir(`/proc/${p}/task`)) {
+      let list = '';
+      try {
+        list = readFileSync(`/proc/${p}/task/${task}/children`, 'utf8');
+      } catch {
+        continue;
+      }
+      for (const child of list.split(' ')) if (child !== '') children += visit(Number(child));
+    }
+    return own / ticksPerSecond + children;
+  };
+  if (!existsSync(`/proc/${pid}/stat`)) return undefined;
+  return visit(pid);
+}
+
+function safeReaddir(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
+  }
+}
+
+/** Resident memory (bytes) of a process and its descendants, from /proc; undefined without /proc. */
+export function rssBytes(pid: number): number | undefined {
+  const visit = (p: number): number => {
+    let status: string;
+    try {
+      status = readFileSync(`/proc/${p}/status`, 'utf8');
+    } catch {
+      return 0;
+    }
+    const own = Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * 1024;
+    let children = 0;
+    for (const task of safeReaddir(`/proc/${p}/task`)) {
+      let list = '';
+      try {
+        list = readFileSync(`/proc/${p}/task/${task}/children`, 'utf8');
+      } catch {
+        continue;
+      }
+      for (const child of list.split(' ')) if (child !== '') children += visit(Number(child));
+    }
+    return own + children;
+  };
+  return existsSync(`/proc/${pid}/status`) ? visit(pid) : undefined;
 }
