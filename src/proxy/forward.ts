@@ -113,7 +113,9 @@ export class Forwarder {
     this.h2cByAppProtocol = backend.appProtocol === 'kubernetes.io/h2c';
     this.gate = backend.sleep !== undefined && backend.error === undefined && gates !== undefined ? gates.gate(service, backend.sleep) : undefined;
     this.unavailableKind = 'service_unavailable';
-    // Gateway API: a rule whose backend does not resolve answers 500, as the spec says.
+    // Gateway API: an HTTPRoute rule whose backend does not resolve answers 500, as the
+    // spec says. A GRPCRoute's must answer UNAVAILABLE: the 503 below, which a gRPC
+    // request gets as grpc-status 14.
     this.unavailableStatus = config.source.kind === 'HTTPRoute' && backend.error !== undefined && backend.error !== 'NoEndpoints' ? 500 : 503;
     switch (backend.error) {
       case undefined:
@@ -136,7 +138,7 @@ export class Forwarder {
         this.unavailable = `service ${service} is an ExternalName service, which portico does not route to (--allow-external-name)`;
         break;
       case 'InvalidBackend':
-        this.unavailable = config.source.kind === 'HTTPRoute' ? `this rule has no usable backend (${backend.service})` : `the backend of this route (service ${service} port ${backend.port}) is invalid`;
+        this.unavailable = config.source.kind !== 'Ingress' ? `this rule has no usable backend (${backend.service})` : `the backend of this route (service ${service} port ${backend.port}) is invalid`;
         break;
       case 'BackendNotFound':
       case 'RefNotPermitted':
