@@ -48,6 +48,7 @@ interface BenchOptions {
   warmupS: number;
   accessLog: boolean;
   workers: number;
+  nodeArgs: string[];
 }
 
 function readOptions(): BenchOptions {
@@ -59,6 +60,8 @@ function readOptions(): BenchOptions {
       warmup: { type: 'string', default: process.env.BENCH_WARMUP ?? '3' },
       'access-log': { type: 'boolean', default: process.env.BENCH_ACCESS_LOG === '1' },
       workers: { type: 'string', default: process.env.BENCH_WORKERS ?? '1' },
+      // Node options for portico, e.g. --node-args="--cpu-prof --cpu-prof-dir=/tmp/prof"
+      'node-args': { type: 'string', default: '' },
     },
   });
   const positive = (name: string, raw: string): number => {
@@ -73,6 +76,7 @@ function readOptions(): BenchOptions {
     warmupS: positive('warmup', values.warmup),
     accessLog: values['access-log'] === true,
     workers: positive('workers', values.workers),
+    nodeArgs: values['node-args'].split(' ').filter((x) => x !== ''),
   };
 }
 
@@ -195,6 +199,7 @@ async function main(): Promise<void> {
       logFile: join(dir, 'nginx.log'),
     });
     const porticoArgs = [
+      ...options.nodeArgs,
       PORTICO_BIN,
       '--manifests', manifests,
       '--http-port', String(porticoPort),
