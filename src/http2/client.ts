@@ -290,14 +290,64 @@ class Session {
   }
 }
 
+// The stream and the request body point back at their request, so their listeners are
+// shared functions rather than closures made for every request (less garbage per call).
+const kRequest = Symbol('portico.h2request');
+type OwnedStream = http2.ClientHttp2Stream & { [kRequest]?: Http2Request };
+type OwnedBody = Readable & { [kRequest]?: Http2Request };
+
+function onStreamResponse(this: OwnedStream, headers: http2.IncomingHttpHeaders & http2.IncomingHttpStatusHeader): void {
+  this[kRequest]!.response(headers);
+}
+function onStreamInformational(this: OwnedStream, headers: http2.IncomingHttpHeaders & http2.IncomingHttpStatusHeader): void {
+  this[kRequest]!.informational(headers);
+}
+function onStreamData(this: OwnedStream, chunk: Buffer): void {
+  this[kRequest]!.data(chunk);
+}
+function onStreamTrailers(this: OwnedStream, trailers: http2.IncomingHttpHeaders): void {
+  // Kept until 'end': DATA buffered while paused is still to be delivered.
+  this[kRequest]!.trailers = withoutPseudo(trailers);
+}
+function onStreamEnd(this: OwnedStream): void {
+  this[kRequest]!.ended();
+}
+function onStreamError(this: OwnedStream, err: Error): void {
+  this[kRequest]!.fail(clientError('UND_ERR_SOCKET', `HTTP/2 stream to the pod failed: ${err.message}`));
+}
+function onStreamClose(this: OwnedStream): void {
+  this[kRequest]!.closed();
+}
+function onStreamTimeout(this: OwnedStream): void {
+  // Armed with setTimeout(bodyTimeout) once the response starts (not while paused).
+  this[kRequest]!.fail(clientError('UND_ERR_BODY_TIMEOUT', 'body timeout'));
+}
+function onStreamDrain(this: OwnedStream): void {
+  this[kRequest]!.body?.resume();
+}
+function onHeadersTimeout(request: Http2Request): void {
+  request.fail(clientError('UND_ERR_HEADERS_TIMEOUT', 'headers timeout'));
+}
+function onBodyData(this: OwnedBody, chunk: Buffer): void {
+  this[kRequest]!.sendChunk(chunk);
+}
+function onBodyEnd(this: OwnedBody): void {
+  this[kRequest]!.bodyEnded();
+}
+function onBodyError(this: OwnedBody, err: Error): void {
+  this[kRequest]!.fail(Object.assign(err, { code: (err as { code?: string }).code ?? 'UND_ERR_ABORTED' }));
+}
+
 /** One request: its stream, and the dispatch controller the handler holds. */
 class Http2Request {
   private readonly handler: Dispatcher.DispatchHandler;
   private readonly options: Http2DispatchOptions;
   session: Session | undefined = undefined;
-  private stream: http2.ClientHttp2Stream | undefined = undefined;
+  private stream: OwnedStream | undefined = undefined;
+  /** The request body being sent, while it is. */
+  body: OwnedBody | undefined = undefined;
   private headersTimer: NodeJS.Timeout | undefined = undefined;
-  private trailers: Record<string, string | string[] | undefined> | undefined = undefined;
+  trailers: Record<string, string | string[] | undefined> | undefined = undefined;
   private bodyTimeout = 0;
   done = false;
   aborted = false;
@@ -351,7 +401,7 @@ class Http2Request {
     const options = this.options;
     const headers = h2Headers(options, pool);
     const body = options.body ?? null;
-    let stream: http2.ClientHttp2Stream;
+    let stream: OwnedStream;
     try {
       stream = session.request(headers, { endStream: body === null });
     } catch (err) {
@@ -360,104 +410,99 @@ class Http2Request {
       return;
     }
     this.stream = stream;
-    stream.on('response', this.onResponse);
-    stream.on('headers', this.onInformational);
-    stream.on('data', this.onData);
-    stream.on('trailers', this.onTrailers);
-    stream.on('end', this.onEnd);
-    stream.on('error', this.onStreamError);
-    stream.on('close', this.onClose);
-    // Armed with setTimeout(bodyTimeout) once the response starts (not while paused).
-    stream.on('timeout', this.onBodyTimeout);
+    stream[kRequest] = this;
+    stream.on('response', onStreamResponse);
+    stream.on('headers', onStreamInformational);
+    stream.on('data', onStreamData);
+    stream.on('trailers', onStreamTrailers);
+    stream.on('end', onStreamEnd);
+    stream.on('error', onStreamError);
+    stream.on('close', onStreamClose);
+    stream.on('timeout', onStreamTimeout);
     const headersTimeout = options.headersTimeout ?? 300_000;
-    if (headersTimeout > 0) this.headersTimer = setTimeout(this.onHeadersTimeout, headersTimeout);
+    if (headersTimeout > 0) this.headersTimer = setTimeout(onHeadersTimeout, headersTimeout, this);
     this.bodyTimeout = options.bodyTimeout ?? 300_000;
     if (body !== null) this.sendBody(stream, body);
   }
 
-  private sendBody(stream: http2.ClientHttp2Stream, body: Readable | Buffer): void {
+  private sendBody(stream: OwnedStream, body: Readable | Buffer): void {
     if (Buffer.isBuffer(body)) {
       this.handler.onBodySent?.(body);
       stream.end(body);
       return;
     }
-    const onDrain = (): void => {
-      body.resume();
-    };
-    const onData = (chunk: Buffer): void => {
-      if (this.done) return;
-      this.handler.onBodySent?.(chunk);
-      if (this.done) return;
-      if (!stream.write(chunk)) body.pause();
-    };
-    const onEnd = (): void => {
-      if (!this.done) stream.end();
-    };
-    const onError = (err: Error): void => {
-      this.fail(Object.assign(err, { code: (err as { code?: string }).code ?? 'UND_ERR_ABORTED' }));
-    };
-    body.on('data', onData);
-    body.once('end', onEnd);
-    body.once('error', onError);
-    stream.on('drain', onDrain);
-    stream.once('close', () => {
-      body.off('data', onData);
-      body.off('end', onEnd);
-      body.off('error', onError);
-    });
+    const source = body as OwnedBody;
+    this.body = source;
+    source[kRequest] = this;
+    source.on('data', onBodyData);
+    source.once('end', onBodyEnd);
+    source.once('error', onBodyError);
+    stream.on('drain', onStreamDrain);
   }
 
-  private readonly onResponse = (headers: http2.IncomingHttpHeaders & http2.IncomingHttpStatusHeader): void => {
+  /** @internal a chunk of the request body */
+  sendChunk(chunk: Buffer): void {
+    if (this.done) return;
+    this.handler.onBodySent?.(chunk);
+    if (this.done) return;
+    if (!this.stream!.write(chunk)) this.body!.pause();
+  }
+
+  /** @internal the request body is complete */
+  bodyEnded(): void {
+    this.detachBody();
+    if (!this.done) this.stream!.end();
+  }
+
+  private detachBody(): void {
+    const body = this.body;
+    if (body === undefined) return;
+    this.body = undefined;
+    body.off('data', onBodyData);
+    body.off('end', onBodyEnd);
+    body.off('error', onBodyError);
+    body[kRequest] = undefined;
+  }
+
+  /** @internal */
+  response(headers: http2.IncomingHttpHeaders & http2.IncomingHttpStatusHeader): void {
     if (this.done) return;
     clearTimeout(this.headersTimer);
     this.headersTimer = undefined;
     if (this.bodyTimeout > 0 && !this.paused) this.stream!.setTimeout(this.bodyTimeout);
     this.handler.onResponseStart?.(this, headers[':status'] ?? 502, withoutPseudo(headers), '');
-  };
+  }
 
-  private readonly onInformational = (headers: http2.IncomingHttpHeaders & http2.IncomingHttpStatusHeader): void => {
+  /** @internal a 1xx head */
+  informational(headers: http2.IncomingHttpHeaders & http2.IncomingHttpStatusHeader): void {
     const status = headers[':status'];
     if (this.done || status === undefined || status >= 200) return;
     this.handler.onResponseStart?.(this, status, withoutPseudo(headers), '');
-  };
+  }
 
-  private readonly onData = (chunk: Buffer): void => {
+  /** @internal */
+  data(chunk: Buffer): void {
     if (this.done) return;
     this.handler.onResponseData?.(this, chunk);
-  };
+  }
 
-  private readonly onTrailers = (trailers: http2.IncomingHttpHeaders): void => {
-    // Kept until 'end': DATA buffered while paused is still to be delivered.
-    this.trailers = withoutPseudo(trailers);
-  };
-
-  private readonly onEnd = (): void => {
+  /** @internal the response is complete */
+  ended(): void {
     if (this.done) return;
     this.done = true;
     this.finish();
     this.handler.onResponseEnd?.(this, this.trailers ?? {});
-  };
+  }
 
-  private readonly onStreamError = (err: Error): void => {
-    this.fail(clientError('UND_ERR_SOCKET', `HTTP/2 stream to the pod failed: ${err.message}`));
-  };
-
-  private readonly onClose = (): void => {
+  /** @internal the stream closed */
+  closed(): void {
     if (this.done) {
       this.finish();
       return;
     }
     const code = this.stream?.rstCode;
     this.fail(clientError('UND_ERR_SOCKET', code === undefined || code === 0 ? 'the pod closed the stream before the response ended' : `the pod reset the stream (HTTP/2 error code ${code})`));
-  };
-
-  private readonly onHeadersTimeout = (): void => {
-    this.fail(clientError('UND_ERR_HEADERS_TIMEOUT', 'headers timeout'));
-  };
-
-  private readonly onBodyTimeout = (): void => {
-    this.fail(clientError('UND_ERR_BODY_TIMEOUT', 'body timeout'));
-  };
+  }
 
   /** Fails the request once: the stream is cancelled (RST_STREAM CANCEL reaches the pod). */
   fail(err: Error): void {
@@ -467,31 +512,28 @@ class Http2Request {
     this.handler.onResponseError?.(this, err);
   }
 
-  /** Frees the stream's timers and its place on the session. */
+  /**
+   * Frees the stream's timers and, once the stream is closed, its place on the session.
+   * Called when the request is done and again at the stream's 'close'.
+   */
   private finish(): void {
     clearTimeout(this.headersTimer);
     this.headersTimer = undefined;
+    this.detachBody();
     const stream = this.stream;
     if (stream !== undefined) {
       stream.setTimeout(0);
       // Unless both directions are complete, RST_STREAM CANCEL tells the pod to stop (a client's cancel reaches it).
       if (!stream.closed && !(stream.readableEnded && stream.writableEnded)) stream.close(NGHTTP2_CANCEL);
     }
-    if (!this.released && this.session !== undefined) {
-      // A stream counts until it is closed; a request that never opened one leaves the wait list.
-      if (stream === undefined) {
-        this.released = true;
-        this.session.release(this, false);
-      } else if (stream.closed) {
-        this.released = true;
-        this.session.release(this, true);
-      } else {
-        stream.once('close', () => {
-          if (this.released) return;
-          this.released = true;
-          this.session!.release(this, true);
-        });
-      }
+    if (this.released || this.session === undefined) return;
+    // A stream counts until it is closed (its 'close' calls finish again); a request that never opened one leaves the wait list.
+    if (stream === undefined) {
+      this.released = true;
+      this.session.release(this, false);
+    } else if (stream.closed) {
+      this.released = true;
+      this.session.release(this, true);
     }
   }
 }
