@@ -100,7 +100,7 @@ describe('under-attack challenge in Chromium', () => {
         await page.goto(url);
         assert.equal((await backendContent(page)).path, '/again');
       });
-      assert.deepEqual(statuses, [403, 303, 200], value);
+      assert.deepEqual(statuses, [403, 303, 200], `with the clearance ${value === forged ? 'forged' : 'expired'} (${value}): document statuses ${statuses.join(',')}`);
     }
     await page.close();
   });
@@ -128,6 +128,39 @@ describe('under-attack challenge in Chromium', () => {
     const text = (await page.evaluate('document.body.innerText')) as string;
     assert.match(text, /This check needs JavaScript/);
     assert.match(text, /Turn JavaScript on for guarded\.test/);
+    await page.close();
+  });
+
+  test('a browser that never sends the cookie back is told so, instead of reloading for ever', async () => {
+    await browser.deleteCookie(...(await browser.cookies()));
+    const page = await browser.newPage();
+    // The cookie jar is emptied before every request leaves, as in a browser that keeps no
+    // cookies (Chromium adds the Cookie header after interception, so it is the jar that goes).
+    await page.setRequestInterception(true);
+    const sentCookies: string[] = [];
+    page.on('request', (request) => {
+      void (async () => {
+        const jar = await browser.cookies();
+        sentCookies.push(...jar.map((c) => c.name));
+        if (jar.length > 0) await browser.deleteCookie(...jar);
+        await request.continue();
+      })();
+    });
+    const statuses = await documentStatuses(page, async () => {
+      await page.goto(`http://${HOST}:${portico.http}/loop`);
+      await page
+        .waitForFunction(`document.body !== null && document.body.innerText.includes('did not send its cookie back')`, { timeout: 30_000 })
+        .catch((err: unknown) => {
+          throw new Error(`${(err as Error).message}; cookies sent: ${sentCookies.join(' | ')}`);
+        });
+    }).catch(async (err: unknown) => {
+      throw new Error(`${(err as Error).message}; page: ${String(await page.evaluate('document.body && document.body.innerText'))}`);
+    });
+    assert.ok(sentCookies.length > 0, 'the page did solve and set its cookie (which was then dropped)');
+    assert.ok(statuses.length >= 3 && statuses.length <= 5, `a few challenges, then it stops: ${statuses.join(',')}`);
+    assert.ok(statuses.every((s) => s === 403), `never past the challenge: ${statuses.join(',')}`);
+    const text = (await page.evaluate('document.body.innerText')) as string;
+    assert.match(text, /Allow cookies for this site/);
     await page.close();
   });
 });
