@@ -6,6 +6,7 @@
 //   POST/PATCH events: src/status/events.ts
 //   GET/POST/PUT leases: src/kube/leader.ts
 //   GET/PATCH deployments, statefulsets and their scale; GET/POST/PATCH leases: src/scale-to-zero/
+//   list/watch/DELETE cacheinvalidations, PUT cacheinvalidations/status: src/cache/invalidation-controller.ts
 //
 // Helm is not a project dependency, so the templates are read without it: control
 // lines ({{- if }}, {{- end }}) are dropped and helper includes expanded, which
@@ -61,6 +62,8 @@ const NAMESPACED: Record<string, string[]> = {
   'apps/deployments/scale': ['get', 'patch'],
   'apps/statefulsets/scale': ['get', 'patch'],
   'coordination.k8s.io/leases': ['create', 'get', 'patch'],
+  'portico.dev/cacheinvalidations': ['delete', 'get', 'list', 'watch'],
+  'portico.dev/cacheinvalidations/status': ['patch', 'update'],
 };
 const LEADER_ELECTION: Record<string, string[]> = {
   'coordination.k8s.io/leases': ['create', 'get', 'update'],
