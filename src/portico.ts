@@ -38,6 +38,9 @@ import { WorkerPool } from './workers/pool.ts';
 import { ConfigReplica, type ToPrimary, type ToWorker } from './workers/protocol.ts';
 import type { WakeSignals } from './scale-to-zero/gates.ts';
 import type { SleepManager } from './scale-to-zero/manager.ts';
+import type { Invalidate } from './cache/invalidation.ts';
+import { invalidateWithoutCache } from './cache/cache-off.ts';
+import type { InvalidationController } from './cache/invalidation-controller.ts';
 
 /** Cluster mode: what scale-to-zero needs of the API (loaded with the client). */
 async function clusterScaling(kube: KubeClient, identity: string) {
@@ -173,6 +176,9 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
     timedOut: (service, count) => sleep?.timedOut(service, count),
   };
 
+  /** Applies a purge or ban to this replica's cache (every worker's); the cache replaces it when on. */
+  const invalidate: Invalidate = invalidateWithoutCache;
+
   /** The under-attack signing key (base64) the workers get; set once the sources are known. */
   let challengeKey: string | undefined;
 
@@ -259,6 +265,7 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
   let gatewayStatus: GatewayStatusWriter | undefined;
   let events: EventRecorder | undefined;
   let elector: LeaderElector | undefined;
+  let invalidations: InvalidationController | undefined;
   const identity = `${process.env.POD_NAME ?? hostname()}-${process.pid}`;
   if (kube) {
     const { IngressStatusWriter } = await import('./status/ingress-status.ts');
@@ -308,6 +315,21 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
         gatewayStatus!.active = false;
         events!.active = false;
       },
+    });
+    const { InvalidationController } = await import('./cache/invalidation-controller.ts');
+    const leader = elector;
+    invalidations = new InvalidationController({
+      client: kube,
+      log,
+      // The pod name, as status.replicas[] shows it (one entry per pod, kept across restarts).
+      replica: process.env.POD_NAME ?? hostname(),
+      invalidate,
+      namespace: options.watchNamespace,
+      resyncMs: options.resync,
+      defaultTtlMs: options.cacheInvalidationTtl,
+      isLeader: () => leader.isLeader,
+      replicasService: options.publishService,
+      events,
     });
   }
 
@@ -413,6 +435,7 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
   if (clusterSource) {
     clusterSource.start();
     elector!.start();
+    invalidations?.start();
     await clusterSource.synced;
   }
   sleepManager.start();
@@ -441,6 +464,7 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
       sleepManager.stop();
       standalone?.stop();
       clusterSource?.stop();
+      invalidations?.stop();
       await elector?.stop();
       admin?.close();
       await Promise.all([data?.drain(graceMs), pool?.stop(graceMs)]);

@@ -58,6 +58,7 @@ export interface Options {
   leaseDuration: number;
   renewDeadline: number;
   retryPeriod: number;
+  cacheInvalidationTtl: number;
   help: boolean;
 }
 
@@ -122,6 +123,7 @@ const FLAGS: FlagSpec[] = [
   { flag: 'lease-duration', key: 'leaseDuration', kind: 'duration', default: '15s', help: 'cluster mode: how long a lease holds without renewal' },
   { flag: 'renew-deadline', key: 'renewDeadline', kind: 'duration', default: '10s', help: 'cluster mode: a leader that cannot renew for this long stops writing' },
   { flag: 'retry-period', key: 'retryPeriod', kind: 'duration', default: '2s', help: 'cluster mode: how often to try to acquire or renew the lease' },
+  { flag: 'cache-invalidation-ttl', key: 'cacheInvalidationTtl', kind: 'duration', default: '1h', help: 'cluster mode: how long a Complete or Failed CacheInvalidation stays before the leader deletes it (its spec.ttl wins)' },
   { flag: 'help', key: 'help', kind: 'bool', default: 'false', help: 'print this help and exit' },
 ];
 
