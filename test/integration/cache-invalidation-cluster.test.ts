@@ -1,0 +1,154 @@
+// Black-box: the CacheInvalidation custom resource in cluster mode, two portico
+// replicas (the real CLI, POD_NAME replica-a and replica-b) against the test API
+// server. Each replica applies each object once and writes its own entry in
+// status.replicas[] (the two write the same object at about the same time: neither
+// entry may be lost); the phase follows; the leader deletes finished objects after
+// their TTL. The replicas are the ready pods behind --publish-service's EndpointSlices.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import { FakeKubeApiServer } from '../support/kube-apiserver/index.ts';
+import { eventually, startPortico, type PorticoProcess } from '../support/portico-process.ts';
+import type { Obj } from '../support/objects.ts';
+import type { CacheInvalidation } from '../../src/cache/invalidation-resource.ts';
+
+const GROUP = { group: 'portico.dev', version: 'v1alpha1', plural: 'cacheinvalidations', namespace: 'default' };
+const FLAGS = ['--publish-service', 'default/portico', '--cache-invalidation-ttl', '2s', '--lease-duration', '2s', '--renew-deadline', '1500ms', '--retry-period', '250ms'];
+
+/** portico's own Service, its pods listed (ready) in an EndpointSlice as the EndpointSlice controller would. */
+function porticoService(pods: string[]): Obj[] {
+  return [
+    { apiVersion: 'v1', kind: 'Service', metadata: { name: 'portico', namespace: 'default' }, spec: { ports: [{ name: 'http', port: 80 }] } },
+    {
+      apiVersion: 'discovery.k8s.io/v1',
+      kind: 'EndpointSlice',
+      metadata: { name: 'portico-1', namespace: 'default', labels: { 'kubernetes.io/service-name': 'portico' } },
+      addressType: 'IPv4',
+      ports: [{ name: 'http', port: 8080 }],
+      endpoints: pods.map((pod, i) => ({ addresses: [`10.0.0.${i + 1}`], conditions: { ready: true }, targetRef: { kind: 'Pod', namespace: 'default', name: pod } })),
+    },
+  ];
+}
+
+function invalidation(name: string, spec: Record<string, unknown>): Obj {
+  return { apiVersion: 'portico.dev/v1alpha1', kind: 'CacheInvalidation', metadata: { name, namespace: 'default' }, spec };
+}
+
+describe('CacheInvalidation in a cluster, two replicas', () => {
+  let api: FakeKubeApiServer;
+  let dir: string;
+  let custom: CustomObjectsApi;
+  const replicas: PorticoProcess[] = [];
+
+  const read = async (name: string): Promise<CacheInvalidation | undefined> => {
+    try {
+      return (await custom.getNamespacedCustomObject({ ...GROUP, name })) as CacheInvalidation;
+    } catch (err) {
+      if ((err as { code?: number }).code === 404) return undefined;
+      throw err;
+    }
+  };
+  const create = (obj: Obj) => custom.createNamespacedCustomObject({ ...GROUP, body: obj });
+  /** Waits for the phase and returns the object as it was then. */
+  const phaseOf = async (name: string, phase: string, timeoutMs = 10_000): Promise<CacheInvalidation> => {
+    let seen: CacheInvalidation | undefined;
+    await eventually(async () => (seen = await read(name))?.status?.phase === phase, timeoutMs, `${name} ${phase} (last seen: ${JSON.stringify(seen?.status)})`);
+    return seen!;
+  };
+  const appliedLines = (name: string) => replicas.map((r) => r.logs.filter((l) => l.msg === `CacheInvalidation default/${name} applied: the cache is off in this replica: nothing to remove`).length);
+
+  before(async () => {
+    api = await FakeKubeApiServer.start({ token: 't', tls: true, bookmarkIntervalMs: 500 });
+    dir = mkdtempSync(join(tmpdir(), 'portico-cacheinv-'));
+    const kubeconfig = api.writeKubeconfig(dir);
+    const kc = new KubeConfig();
+    kc.loadFromFile(kubeconfig);
+    custom = kc.makeApiClient(CustomObjectsApi);
+    for (const obj of porticoService(['replica-a', 'replica-b'])) api.apply(obj);
+    replicas.push(
+      ...(await Promise.all([
+        startPortico(['--kubeconfig', kubeconfig, ...FLAGS], { POD_NAME: 'replica-a' }),
+        startPortico(['--kubeconfig', kubeconfig, ...FLAGS], { POD_NAME: 'replica-b' }),
+      ])),
+    );
+  });
+
+  after(async () => {
+    await Promise.all(replicas.map((r) => r.stop()));
+    await api?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('a Purge: both replicas record their entry, the phase is Complete, and the leader deletes it after the TTL (spec.ttl wins)', async () => {
+    await create(invalidation('purge-home', { host: 'shop.local', type: 'Purge', paths: ['/', '/index.html'] }));
+    await create(invalidation('purge-kept', { host: 'shop.local', type: 'Purge', paths: ['/a'], ttl: '1h' }));
+    const done = await phaseOf('purge-home', 'Complete');
+    assert.deepEqual(
+      done.status!.replicas!.map(({ name, phase, message, removed, observedGeneration }) => ({ name, phase, message, removed, observedGeneration })),
+      ['replica-a', 'replica-b'].map((name) => ({ name, phase: 'Complete', message: 'the cache is off in this replica: nothing to remove', removed: 0, observedGeneration: 1 })),
+    );
+    for (const e of done.status!.replicas!) assert.ok(Date.now() - Date.parse(e.time) < 30_000, `a recent time: ${e.time}`);
+    await phaseOf('purge-kept', 'Complete');
+
+    // Deleted by the leader once 2 s (--cache-invalidation-ttl) have passed; the one with ttl: 1h stays.
+    await eventually(async () => (await read('purge-home')) === undefined, 8_000, 'purge-home deleted');
+    const deletions = replicas.map((r) => r.logs.filter((l) => l.msg === 'CacheInvalidation default/purge-home deleted: Complete and past its TTL').length);
+    assert.deepEqual([...deletions].sort(), [0, 1], 'deleted by one replica (the leader)');
+    assert.equal((await read('purge-kept'))?.status?.phase, 'Complete');
+  });
+
+  test('applied once per replica: a re-list after the watch history is compacted applies nothing again', async () => {
+    await create(invalidation('ban-once', { host: 'shop.local', type: 'Ban', pattern: '^/img/', ttl: '1h' }));
+    await phaseOf('ban-once', 'Complete');
+    assert.deepEqual(appliedLines('ban-once'), [1, 1]);
+    const lists = () => api.requests.filter((r) => r.resource === 'cacheinvalidations' && r.verb === 'list').length;
+    const before = lists();
+    // A write the watches miss, then its history compacted away: resuming is 410 Gone, so each replica re-lists.
+    api.dropWatches();
+    api.compact();
+    await create(invalidation('ban-twice', { host: 'shop.local', type: 'Ban', pattern: '^/css/', ttl: '1h' }));
+    api.compact();
+    api.dropWatches();
+    await eventually(async () => lists() >= before + 2, 10_000, 'both replicas re-listed');
+    await phaseOf('ban-twice', 'Complete');
+    await new Promise((r) => setTimeout(r, 300));
+    assert.deepEqual(appliedLines('ban-once'), [1, 1]);
+    assert.deepEqual(appliedLines('ban-twice'), [1, 1]);
+  });
+
+  test('a Ban whose pattern is not a regular expression: Failed with the message from each replica, and a Warning Event', async () => {
+    await create(invalidation('bad-ban', { host: 'shop.local', type: 'Ban', pattern: '/img/(', ttl: '1h' }));
+    const failed = await phaseOf('bad-ban', 'Failed');
+    await eventually(async () => (await read('bad-ban'))?.status?.replicas?.length === 2, 5_000, 'both entries');
+    const message = 'spec.pattern: "/img/(" is not a valid regular expression: Invalid regular expression: //img/(/: Unterminated group';
+    const entries = (await read('bad-ban'))!.status!.replicas!;
+    assert.deepEqual(entries.map((e) => [e.name, e.phase, e.message]), [['replica-a', 'Failed', message], ['replica-b', 'Failed', message]]);
+    assert.ok(failed.status!.replicas!.length >= 1);
+    await eventually(async () => api.list('Event', 'default').some((e) => (e as { reason?: string }).reason === 'InvalidationFailed'), 5_000, 'a Warning Event');
+    const event = api.list('Event', 'default').find((e) => (e as { reason?: string }).reason === 'InvalidationFailed') as unknown as {
+      type: string;
+      message: string;
+      involvedObject: { kind: string; name: string; apiVersion: string; uid: string };
+    };
+    assert.equal(event.type, 'Warning');
+    assert.match(event.message, /^replica-[ab]: spec\.pattern: "\/img\/\(" is not a valid regular expression/);
+    assert.deepEqual([event.involvedObject.kind, event.involvedObject.name, event.involvedObject.apiVersion], ['CacheInvalidation', 'bad-ban', 'portico.dev/v1alpha1']);
+    assert.equal(event.involvedObject.uid, failed.metadata.uid);
+    // Nothing else is affected: the next object is applied as usual.
+    await create(invalidation('after-bad', { host: 'shop.local', type: 'Purge', paths: ['/x'], ttl: '1h' }));
+    await phaseOf('after-bad', 'Complete');
+  });
+
+  test('Pending while a replica behind the Service has not applied it; Complete once that pod leaves the Service', async () => {
+    for (const obj of porticoService(['replica-a', 'replica-b', 'replica-c'])) api.apply(obj);
+    await create(invalidation('three', { host: 'shop.local', type: 'Ban', pattern: '.', ttl: '1h' }));
+    await eventually(async () => (await read('three'))?.status?.replicas?.length === 2, 10_000, 'both running replicas applied it');
+    await new Promise((r) => setTimeout(r, 700)); // a leader sweep or two
+    assert.equal((await read('three'))?.status?.phase, 'Pending', 'replica-c (not running) has not applied it');
+    for (const obj of porticoService(['replica-a', 'replica-b'])) api.apply(obj);
+    await phaseOf('three', 'Complete');
+  });
+});
