@@ -38,8 +38,9 @@ import { WorkerPool } from './workers/pool.ts';
 import { ConfigReplica, type ToPrimary, type ToWorker } from './workers/protocol.ts';
 import type { WakeSignals } from './scale-to-zero/gates.ts';
 import type { SleepManager } from './scale-to-zero/manager.ts';
-import type { Invalidate } from './cache/invalidation.ts';
-import { invalidateWithoutCache } from './cache/cache-off.ts';
+import { validatingInvalidate, type Invalidate, type InvalidationResult } from './cache/invalidation.ts';
+import { invalidateLocal, invalidateThisProcess } from './cache/runtime.ts';
+import { sayingWhenCacheOff } from './cache/cache-off.ts';
 import type { InvalidationController } from './cache/invalidation-controller.ts';
 
 /** Cluster mode: what scale-to-zero needs of the API (loaded with the client). */
@@ -54,6 +55,11 @@ export interface Portico {
   holder: RouteTableHolder;
   /** Bound ports (useful with port 0). */
   ports: { http?: number; https?: number; admin?: number };
+  /**
+   * Applies a cache invalidation to every cache of this replica (each worker's), as the
+   * admin POST /cache/purge and /cache/ban do; for the CacheInvalidation resource.
+   */
+  invalidate: Invalidate;
   stop(graceMs: number): Promise<void>;
 }
 
@@ -108,7 +114,23 @@ async function startWorker(options: Options, log: Logger): Promise<Portico> {
   const send = (message: ToPrimary) => {
     if (process.connected) process.send!(message);
   };
+  // PURGE/BAN on this worker's listeners: the primary applies it to every worker.
+  let nextInvalidation = 0;
+  const invalidations = new Map<number, (result: InvalidationResult) => void>();
+  const invalidate: Invalidate = validatingInvalidate(
+    (request) =>
+      new Promise((resolve) => {
+        if (!process.connected) {
+          resolve({ ok: false, message: 'the primary process is gone; nothing was invalidated' });
+          return;
+        }
+        const id = ++nextInvalidation;
+        invalidations.set(id, resolve);
+        send({ t: 'invalidate-all', id, request });
+      }),
+  );
   const data = await startDataPlane(options, log, metrics, {
+    invalidate,
     accessLogWriteBytes: stdoutIsPipe() ? 2048 : undefined,
     defaultPems: cert !== undefined && key !== undefined ? { cert, key } : undefined,
     // Scale-to-zero is decided in the primary: wakes go there, and activity twice a second.
@@ -142,6 +164,15 @@ async function startWorker(options: Options, log: Logger): Promise<Portico> {
       case 'challenge-key':
         setChallengeKey(Buffer.from(message.key, 'base64'));
         break;
+      case 'invalidate':
+        send({ t: 'invalidated', id: message.id, result: invalidateLocal(message.request) });
+        break;
+      case 'invalidated-all': {
+        const resolve = invalidations.get(message.id);
+        invalidations.delete(message.id);
+        resolve?.(message.result);
+        break;
+      }
       case 'metrics':
         void metrics.registry.getMetricsAsJSON().then((json) => send({ t: 'metrics', id: message.id, metrics: json }));
         break;
@@ -159,6 +190,7 @@ async function startWorker(options: Options, log: Logger): Promise<Portico> {
     log,
     holder: data.holder,
     ports: data.ports,
+    invalidate,
     async stop(graceMs) {
       await (stopping ??= data.drain(graceMs));
     },
@@ -175,9 +207,6 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
     wake: (service) => sleep?.wake(service),
     timedOut: (service, count) => sleep?.timedOut(service, count),
   };
-
-  /** Applies a purge or ban to this replica's cache (every worker's); the cache replaces it when on. */
-  const invalidate: Invalidate = invalidateWithoutCache;
 
   /** The under-attack signing key (base64) the workers get; set once the sources are known. */
   let challengeKey: string | undefined;
@@ -323,7 +352,8 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
       log,
       // The pod name, as status.replicas[] shows it (one entry per pod, kept across restarts).
       replica: process.env.POD_NAME ?? hostname(),
-      invalidate,
+      // Set below, with the data plane's caches; called only once started.
+      invalidate: sayingWhenCacheOff((request) => invalidate(request), () => holder.current.config.routes.some((r) => r.policies.some((p) => p.name === 'cache'))),
       namespace: options.watchNamespace,
       resyncMs: options.resync,
       defaultTtlMs: options.cacheInvalidationTtl,
@@ -398,6 +428,9 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
     });
   }
 
+  // ---- cache invalidation: this process' cache, or every worker's ----
+  const invalidate: Invalidate = pool !== undefined ? validatingInvalidate((request) => pool!.invalidate(request)) : invalidateThisProcess;
+
   // ---- admin ----
   const ports: Portico['ports'] = {};
   let admin: http.Server | undefined;
@@ -422,6 +455,7 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
       metricsJson,
       listeners: () => ({ ...(data?.ports ?? pool!.ports), admin: ports.admin }),
       ingressHosts: (key) => (store.ingresses.get(key)?.spec?.rules ?? []).map((r) => r.host ?? ''),
+      invalidate,
     });
     ports.admin = await listen(admin, options.adminPort, options.adminBind, '--admin-port');
     ingressPorts.set(ports.admin, '--admin-port');
@@ -458,6 +492,7 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
     log,
     holder,
     ports,
+    invalidate,
     async stop(graceMs: number) {
       holder.ready = false;
       controller.stop();

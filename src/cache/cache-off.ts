@@ -1,6 +1,12 @@
-// The Invalidate of a replica that caches nothing (no route has portico.dev/cache): an
-// invalidation succeeds there, removes nothing, and says why, so a CacheInvalidation
-// does not stay Pending or turn Failed because one replica has no cache.
+// A replica where no route has portico.dev/cache still applies an invalidation (entries
+// left from a route that cached before are removed too) and it succeeds, but its result
+// says the cache is off, so a CacheInvalidation's status does not suggest more.
 import type { Invalidate } from './invalidation.ts';
 
-export const invalidateWithoutCache: Invalidate = async () => ({ ok: true, removed: 0, message: 'the cache is off in this replica: nothing to remove' });
+export function sayingWhenCacheOff(invalidate: Invalidate, anyRouteCaches: () => boolean): Invalidate {
+  return async (request) => {
+    const result = await invalidate(request);
+    if (!result.ok || anyRouteCaches()) return result;
+    return { ...result, message: `the cache is off in this replica (no route has portico.dev/cache): ${result.message}` };
+  };
+}

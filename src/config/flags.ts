@@ -33,6 +33,8 @@ export interface Options {
   tlsMinVersion: 'TLSv1.2' | 'TLSv1.3';
   maxBodySize: number;
   maxClientConnections: number;
+  cacheSize: number;
+  cachePurgeAllow: string;
   hsts: boolean;
   hstsMaxAge: number;
   hstsIncludeSubdomains: boolean;
@@ -100,6 +102,8 @@ const FLAGS: FlagSpec[] = [
   { flag: 'max-body-size', key: 'maxBodySize', kind: 'size', default: '1m', help: 'largest request body, unless an Ingress sets portico.dev/max-body-size (0: no limit; as nginx client_max_body_size)' },
   { flag: 'max-requests-per-endpoint', key: 'maxRequestsPerEndpoint', kind: 'int', default: '1000', help: 'requests in flight to one pod, per process; past it another pod is chosen, or 503 with Retry-After when all are that busy (0: no limit)' },
   { flag: 'max-client-connections', key: 'maxClientConnections', kind: 'int', default: '16384', help: 'client connections each proxy listener accepts at once; more are closed at once, and logged (0: no limit)' },
+  { flag: 'cache-size', key: 'cacheSize', kind: 'size', default: '128MiB', help: 'memory for cached responses (portico.dev/cache), per worker process: each worker has its own cache; least recently used entries are evicted (headers and bodies counted)' },
+  { flag: 'cache-purge-allow', key: 'cachePurgeAllow', kind: 'cidrs', default: '', help: 'CIDR list of clients that may send PURGE and BAN to the proxy listeners (others get 405; the admin POST /cache/purge and /cache/ban are always there)' },
   { flag: 'hsts', key: 'hsts', kind: 'bool', default: 'true', help: 'send Strict-Transport-Security on HTTPS answers of hosts with a certificate' },
   { flag: 'hsts-max-age', key: 'hstsMaxAge', kind: 'int', default: '15724800', help: 'max-age of Strict-Transport-Security, in seconds (182 days, as ingress-nginx)' },
   { flag: 'hsts-include-subdomains', key: 'hstsIncludeSubdomains', kind: 'bool', default: 'false', help: 'add includeSubDomains to Strict-Transport-Security' },

@@ -4,15 +4,20 @@
 // status.replicas[] (the two write the same object at about the same time: neither
 // entry may be lost); the phase follows; the leader deletes finished objects after
 // their TTL. The replicas are the ready pods behind --publish-service's EndpointSlices.
+// An Ingress with portico.dev/cache shows the effect a user sees: an answer that was a
+// HIT on both replicas is a MISS (fetched from the pod again) once the object is Complete.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { FakeKubeApiServer } from '../support/kube-apiserver/index.ts';
 import { eventually, startPortico, type PorticoProcess } from '../support/portico-process.ts';
-import type { Obj } from '../support/objects.ts';
+import { ingress, ingressClass, serviceWithEndpoints, type Obj } from '../support/objects.ts';
+import { get } from '../support/http.ts';
 import type { CacheInvalidation } from '../../src/cache/invalidation-resource.ts';
 
 const GROUP = { group: 'portico.dev', version: 'v1alpha1', plural: 'cacheinvalidations', namespace: 'default' };
@@ -33,6 +38,22 @@ function porticoService(pods: string[]): Obj[] {
   ];
 }
 
+/** A pod whose answers may be cached for 5 minutes; counts the requests that reach it, by path. */
+async function cacheableOrigin(): Promise<{ port: number; hits: Map<string, number>; close(): Promise<void> }> {
+  const hits = new Map<string, number>();
+  const server = http.createServer((req, res) => {
+    hits.set(req.url!, (hits.get(req.url!) ?? 0) + 1);
+    res.writeHead(200, { 'content-type': 'text/plain', 'cache-control': 'public, max-age=300' });
+    res.end(`${req.url} #${hits.get(req.url!)}`);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    port: (server.address() as AddressInfo).port,
+    hits,
+    close: () => new Promise((r) => server.close(() => r())),
+  };
+}
+
 function invalidation(name: string, spec: Record<string, unknown>): Obj {
   return { apiVersion: 'portico.dev/v1alpha1', kind: 'CacheInvalidation', metadata: { name, namespace: 'default' }, spec };
 }
@@ -42,6 +63,9 @@ describe('CacheInvalidation in a cluster, two replicas', () => {
   let dir: string;
   let custom: CustomObjectsApi;
   const replicas: PorticoProcess[] = [];
+  let origin: Awaited<ReturnType<typeof cacheableOrigin>>;
+  /** X-Cache of GET path on each replica. */
+  const xCache = (path: string) => Promise.all(replicas.map(async (r) => (await get(r.http, 'shop.local', path)).headers['x-cache']));
 
   const read = async (name: string): Promise<CacheInvalidation | undefined> => {
     try {
@@ -58,7 +82,7 @@ describe('CacheInvalidation in a cluster, two replicas', () => {
     await eventually(async () => (seen = await read(name))?.status?.phase === phase, timeoutMs, `${name} ${phase} (last seen: ${JSON.stringify(seen?.status)})`);
     return seen!;
   };
-  const appliedLines = (name: string) => replicas.map((r) => r.logs.filter((l) => l.msg === `CacheInvalidation default/${name} applied: the cache is off in this replica: nothing to remove`).length);
+  const appliedLines = (name: string) => replicas.map((r) => r.logs.filter((l) => typeof l.msg === 'string' && l.msg.startsWith(`CacheInvalidation default/${name} applied: `)).length);
 
   before(async () => {
     api = await FakeKubeApiServer.start({ token: 't', tls: true, bookmarkIntervalMs: 500 });
@@ -68,6 +92,10 @@ describe('CacheInvalidation in a cluster, two replicas', () => {
     kc.loadFromFile(kubeconfig);
     custom = kc.makeApiClient(CustomObjectsApi);
     for (const obj of porticoService(['replica-a', 'replica-b'])) api.apply(obj);
+    origin = await cacheableOrigin();
+    api.apply(ingressClass('portico'));
+    api.apply(ingress('shop', { rules: [{ host: 'shop.local', paths: [{ path: '/', service: 'shop' }] }] }, { annotations: { 'portico.dev/cache': 'true' } }));
+    for (const obj of serviceWithEndpoints('shop', [origin.port])) api.apply(obj);
     replicas.push(
       ...(await Promise.all([
         startPortico(['--kubeconfig', kubeconfig, ...FLAGS], { POD_NAME: 'replica-a' }),
@@ -78,19 +106,26 @@ describe('CacheInvalidation in a cluster, two replicas', () => {
 
   after(async () => {
     await Promise.all(replicas.map((r) => r.stop()));
+    await origin?.close();
     await api?.stop();
     rmSync(dir, { recursive: true, force: true });
   });
 
-  test('a Purge: both replicas record their entry, the phase is Complete, and the leader deletes it after the TTL (spec.ttl wins)', async () => {
+  test('a Purge: both replicas record their entry, the phase is Complete, the purged answer is a MISS on both, and the leader deletes the object after the TTL (spec.ttl wins)', async () => {
+    await xCache('/index.html');
+    assert.deepEqual(await xCache('/index.html'), ['HIT', 'HIT']);
+    assert.equal(origin.hits.get('/index.html'), 2, 'one fill per replica');
     await create(invalidation('purge-home', { host: 'shop.local', type: 'Purge', paths: ['/', '/index.html'] }));
     await create(invalidation('purge-kept', { host: 'shop.local', type: 'Purge', paths: ['/a'], ttl: '1h' }));
     const done = await phaseOf('purge-home', 'Complete');
     assert.deepEqual(
       done.status!.replicas!.map(({ name, phase, message, removed, observedGeneration }) => ({ name, phase, message, removed, observedGeneration })),
-      ['replica-a', 'replica-b'].map((name) => ({ name, phase: 'Complete', message: 'the cache is off in this replica: nothing to remove', removed: 0, observedGeneration: 1 })),
+      ['replica-a', 'replica-b'].map((name) => ({ name, phase: 'Complete', message: 'purged 1 entry of shop.local', removed: 1, observedGeneration: 1 })),
     );
     for (const e of done.status!.replicas!) assert.ok(Date.now() - Date.parse(e.time) < 30_000, `a recent time: ${e.time}`);
+    assert.deepEqual(await xCache('/index.html'), ['MISS', 'MISS']);
+    assert.equal(origin.hits.get('/index.html'), 4, 'fetched from the pod again by each replica');
+    assert.deepEqual(await xCache('/index.html'), ['HIT', 'HIT'], 'and cached again');
     await phaseOf('purge-kept', 'Complete');
 
     // Deleted by the leader once 2 s (--cache-invalidation-ttl) have passed; the one with ttl: 1h stays.
@@ -100,9 +135,14 @@ describe('CacheInvalidation in a cluster, two replicas', () => {
     assert.equal((await read('purge-kept'))?.status?.phase, 'Complete');
   });
 
-  test('applied once per replica: a re-list after the watch history is compacted applies nothing again', async () => {
+  test('a Ban: what matches is a MISS on both replicas, the rest still a HIT; applied once per replica, also across a re-list after the watch history is compacted', async () => {
+    await xCache('/img/a.png');
+    await xCache('/css/site.css');
+    assert.deepEqual(await xCache('/img/a.png'), ['HIT', 'HIT']);
     await create(invalidation('ban-once', { host: 'shop.local', type: 'Ban', pattern: '^/img/', ttl: '1h' }));
     await phaseOf('ban-once', 'Complete');
+    assert.deepEqual(await xCache('/img/a.png'), ['MISS', 'MISS']);
+    assert.deepEqual(await xCache('/css/site.css'), ['HIT', 'HIT']);
     assert.deepEqual(appliedLines('ban-once'), [1, 1]);
     const lists = () => api.requests.filter((r) => r.resource === 'cacheinvalidations' && r.verb === 'list').length;
     const before = lists();
