@@ -255,6 +255,9 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
     if (options.httpsPort > 0) ingressPorts.set(options.httpsPort, '--https-port');
   }
 
+  /** Whether a route of the live table has portico.dev/cache (else an invalidation says the cache is off). */
+  const anyRouteCaches = () => holder.current.config.routes.some((r) => r.policies.some((p) => p.name === 'cache'));
+
   // ---- sources ----
   let fileProblems: readonly Problem[] = [];
   let standalone: ManifestDirectorySource | undefined;
@@ -263,10 +266,19 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
   if (options.manifests) {
     // Loaded only in standalone mode (and not by workers): the YAML parser is a few MB.
     const { ManifestDirectorySource } = await import('./sources/standalone.ts');
-    standalone = new ManifestDirectorySource({ dir: options.manifests, store, log, onProblems: (p: readonly Problem[]) => {
+    const { ManifestInvalidations } = await import('./cache/manifest-invalidations.ts');
+    // `invalidate` is set below; files are read only once started.
+    const manifestInvalidations = new ManifestInvalidations(sayingWhenCacheOff((request) => invalidate(request), anyRouteCaches), log);
+    standalone = new ManifestDirectorySource({
+      dir: options.manifests,
+      store,
+      log,
+      onProblems: (p: readonly Problem[]) => {
         fileProblems = p;
         controller.changed('problems');
-      } });
+      },
+      onCacheInvalidations: (file, objects) => manifestInvalidations.fileRead(file, objects),
+    });
   } else {
     // Loaded only in cluster mode: @kubernetes/client-node alone costs about 90 MB.
     const { KubeClient, loadKubeConfig } = await import('./kube/client.ts');
@@ -353,7 +365,7 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
       // The pod name, as status.replicas[] shows it (one entry per pod, kept across restarts).
       replica: process.env.POD_NAME ?? hostname(),
       // Set below, with the data plane's caches; called only once started.
-      invalidate: sayingWhenCacheOff((request) => invalidate(request), () => holder.current.config.routes.some((r) => r.policies.some((p) => p.name === 'cache'))),
+      invalidate: sayingWhenCacheOff((request) => invalidate(request), anyRouteCaches),
       namespace: options.watchNamespace,
       resyncMs: options.resync,
       defaultTtlMs: options.cacheInvalidationTtl,

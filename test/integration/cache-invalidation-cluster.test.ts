@@ -9,8 +9,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
@@ -18,6 +16,7 @@ import { FakeKubeApiServer } from '../support/kube-apiserver/index.ts';
 import { eventually, startPortico, type PorticoProcess } from '../support/portico-process.ts';
 import { ingress, ingressClass, serviceWithEndpoints, type Obj } from '../support/objects.ts';
 import { get } from '../support/http.ts';
+import { startCacheableOrigin, type CacheableOrigin } from '../support/cacheable-origin.ts';
 import type { CacheInvalidation } from '../../src/cache/invalidation-resource.ts';
 
 const GROUP = { group: 'portico.dev', version: 'v1alpha1', plural: 'cacheinvalidations', namespace: 'default' };
@@ -38,22 +37,6 @@ function porticoService(pods: string[]): Obj[] {
   ];
 }
 
-/** A pod whose answers may be cached for 5 minutes; counts the requests that reach it, by path. */
-async function cacheableOrigin(): Promise<{ port: number; hits: Map<string, number>; close(): Promise<void> }> {
-  const hits = new Map<string, number>();
-  const server = http.createServer((req, res) => {
-    hits.set(req.url!, (hits.get(req.url!) ?? 0) + 1);
-    res.writeHead(200, { 'content-type': 'text/plain', 'cache-control': 'public, max-age=300' });
-    res.end(`${req.url} #${hits.get(req.url!)}`);
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    port: (server.address() as AddressInfo).port,
-    hits,
-    close: () => new Promise((r) => server.close(() => r())),
-  };
-}
-
 function invalidation(name: string, spec: Record<string, unknown>): Obj {
   return { apiVersion: 'portico.dev/v1alpha1', kind: 'CacheInvalidation', metadata: { name, namespace: 'default' }, spec };
 }
@@ -63,7 +46,7 @@ describe('CacheInvalidation in a cluster, two replicas', () => {
   let dir: string;
   let custom: CustomObjectsApi;
   const replicas: PorticoProcess[] = [];
-  let origin: Awaited<ReturnType<typeof cacheableOrigin>>;
+  let origin: CacheableOrigin;
   /** X-Cache of GET path on each replica. */
   const xCache = (path: string) => Promise.all(replicas.map(async (r) => (await get(r.http, 'shop.local', path)).headers['x-cache']));
 
@@ -92,7 +75,7 @@ describe('CacheInvalidation in a cluster, two replicas', () => {
     kc.loadFromFile(kubeconfig);
     custom = kc.makeApiClient(CustomObjectsApi);
     for (const obj of porticoService(['replica-a', 'replica-b'])) api.apply(obj);
-    origin = await cacheableOrigin();
+    origin = await startCacheableOrigin();
     api.apply(ingressClass('portico'));
     api.apply(ingress('shop', { rules: [{ host: 'shop.local', paths: [{ path: '/', service: 'shop' }] }] }, { annotations: { 'portico.dev/cache': 'true' } }));
     for (const obj of serviceWithEndpoints('shop', [origin.port])) api.apply(obj);

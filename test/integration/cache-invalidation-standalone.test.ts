@@ -1,0 +1,75 @@
+// Black-box, standalone mode: a CacheInvalidation written into the manifest directory
+// is applied to the cache once when it appears and again when its spec changes, and
+// its result is logged with the file and line (there is no status to write). A bad one
+// is logged and skipped; everything else keeps serving.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { utimesSync } from 'node:fs';
+import { join } from 'node:path';
+import { eventually, startPortico, type PorticoProcess } from '../support/portico-process.ts';
+import { ManifestDir, ingress, ingressClass, serviceWithEndpoints, type Obj } from '../support/objects.ts';
+import { get } from '../support/http.ts';
+import { startCacheableOrigin, type CacheableOrigin } from '../support/cacheable-origin.ts';
+
+function invalidation(name: string, spec: Record<string, unknown>): Obj {
+  return { apiVersion: 'portico.dev/v1alpha1', kind: 'CacheInvalidation', metadata: { name, namespace: 'default' }, spec };
+}
+
+describe('CacheInvalidation in standalone mode', () => {
+  const dir = new ManifestDir();
+  let portico: PorticoProcess;
+  let origin: CacheableOrigin;
+  const xCache = async (path: string) => (await get(portico.http, 'shop.local', path)).headers['x-cache'];
+  const lines = (prefix: string) => portico.logs.filter((l) => typeof l.msg === 'string' && l.msg.startsWith(prefix));
+
+  before(async () => {
+    origin = await startCacheableOrigin();
+    dir.write('shop.yaml', [
+      ingressClass('portico'),
+      ingress('shop', { rules: [{ host: 'shop.local', paths: [{ path: '/', service: 'shop' }] }] }, { annotations: { 'portico.dev/cache': 'true' } }),
+      ...serviceWithEndpoints('shop', [origin.port]),
+    ]);
+    portico = await startPortico(['--manifests', dir.path]);
+  });
+
+  after(async () => {
+    await portico?.stop();
+    await origin?.close();
+    dir.cleanup();
+  });
+
+  test('a Purge file is applied once when it appears: the purged answer is a MISS, and re-reading the file applies nothing', async () => {
+    await xCache('/page');
+    assert.equal(await xCache('/page'), 'HIT');
+    dir.write('purge.yaml', [invalidation('purge-page', { host: 'shop.local', type: 'Purge', paths: ['/page'] })]);
+    const applied = 'purge.yaml:1: CacheInvalidation default/purge-page applied: ';
+    await eventually(async () => lines(applied).length === 1, 5_000, 'the purge applied');
+    assert.equal(lines(applied)[0]!.msg, `${applied}purged 1 entry of shop.local`);
+    assert.equal(await xCache('/page'), 'MISS');
+    assert.equal(origin.hits.get('/page'), 2);
+
+    // The same content written again (and its mtime changed): nothing is applied again.
+    dir.write('purge.yaml', [invalidation('purge-page', { host: 'shop.local', type: 'Purge', paths: ['/page'] })]);
+    utimesSync(join(dir.path, 'purge.yaml'), new Date(), new Date(Date.now() + 5_000));
+    await new Promise((r) => setTimeout(r, 600));
+    assert.equal(lines(applied).length, 1);
+    assert.equal(await xCache('/page'), 'HIT');
+  });
+
+  test('an edited spec is applied again', async () => {
+    await xCache('/other');
+    assert.equal(await xCache('/other'), 'HIT');
+    dir.write('purge.yaml', [invalidation('purge-page', { host: 'shop.local', type: 'Purge', paths: ['/page', '/other'] })]);
+    const applied = 'purge.yaml:1: CacheInvalidation default/purge-page applied: ';
+    await eventually(async () => lines(applied).length === 2, 5_000, 'the edited purge applied');
+    assert.equal(await xCache('/other'), 'MISS');
+  });
+
+  test('a Ban whose pattern is not a regular expression is logged with its file and line and skipped; serving goes on', async () => {
+    dir.write('ban.yaml', `# a ban\n${JSON.stringify(invalidation('bad-ban', { host: 'shop.local', type: 'Ban', pattern: '/img/(' }))}\n`);
+    const warned = await portico.waitForLog((l) => typeof l.msg === 'string' && l.msg.startsWith('ban.yaml:2: CacheInvalidation default/bad-ban not applied'), 5_000);
+    assert.equal(warned.msg, 'ban.yaml:2: CacheInvalidation default/bad-ban not applied: spec.pattern: "/img/(" is not a valid regular expression: Invalid regular expression: //img/(/: Unterminated group');
+    assert.equal(warned.level, 'warn');
+    assert.equal((await get(portico.http, 'shop.local', '/page')).status, 200);
+  });
+});
