@@ -247,7 +247,7 @@ export class InvalidationController {
           return;
         }
         if (!(err instanceof KubeApiError && err.status === 409)) {
-          this.o.log.warn({ object: describeInvalidation(cached), err: (err as Error).message }, 'could not write CacheInvalidation status; trying again at the next resync');
+          this.o.log.warn({ object: describeInvalidation(cached), err: (err as Error).message }, 'could not write CacheInvalidation status; trying again shortly');
           return;
         }
         await new Promise((r) => setTimeout(r, Math.random() * 50 * (attempt + 1)));

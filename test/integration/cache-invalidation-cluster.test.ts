@@ -20,7 +20,7 @@ import { startCacheableOrigin, type CacheableOrigin } from '../support/cacheable
 import type { CacheInvalidation } from '../../src/cache/invalidation-resource.ts';
 
 const GROUP = { group: 'portico.dev', version: 'v1alpha1', plural: 'cacheinvalidations', namespace: 'default' };
-const FLAGS = ['--publish-service', 'default/portico', '--cache-invalidation-ttl', '2s', '--lease-duration', '2s', '--renew-deadline', '1500ms', '--retry-period', '250ms'];
+const FLAGS = ['--publish-service', 'default/portico', '--cache-invalidation-ttl', '2s', '--lease-duration', '2s', '--renew-deadline', '1500ms', '--retry-period', '250ms', '--shutdown-grace', '1s'];
 
 /** portico's own Service, its pods listed (ready) in an EndpointSlice as the EndpointSlice controller would. */
 function porticoService(pods: string[]): Obj[] {
@@ -44,6 +44,7 @@ function invalidation(name: string, spec: Record<string, unknown>): Obj {
 describe('CacheInvalidation in a cluster, two replicas', () => {
   let api: FakeKubeApiServer;
   let dir: string;
+  let kubeconfig: string;
   let custom: CustomObjectsApi;
   const replicas: PorticoProcess[] = [];
   let origin: CacheableOrigin;
@@ -70,7 +71,7 @@ describe('CacheInvalidation in a cluster, two replicas', () => {
   before(async () => {
     api = await FakeKubeApiServer.start({ token: 't', tls: true, bookmarkIntervalMs: 500 });
     dir = mkdtempSync(join(tmpdir(), 'portico-cacheinv-'));
-    const kubeconfig = api.writeKubeconfig(dir);
+    kubeconfig = api.writeKubeconfig(dir);
     const kc = new KubeConfig();
     kc.loadFromFile(kubeconfig);
     custom = kc.makeApiClient(CustomObjectsApi);
@@ -163,6 +164,34 @@ describe('CacheInvalidation in a cluster, two replicas', () => {
     // Nothing else is affected: the next object is applied as usual.
     await create(invalidation('after-bad', { host: 'shop.local', type: 'Purge', paths: ['/x'], ttl: '1h' }));
     await phaseOf('after-bad', 'Complete');
+  });
+
+  test('an object without a host is Failed with the field named (a server without the CRD schema lets it in)', async () => {
+    await create(invalidation('no-host', { type: 'Purge', paths: ['/'], ttl: '1h' }));
+    const failed = await phaseOf('no-host', 'Failed');
+    assert.equal(failed.status!.replicas![0]!.message, 'spec.host is required: the Host the cached responses were served for');
+  });
+
+  test('a status write the API refuses (503) is written again later: both entries land', async () => {
+    api.failNext(2, 503, (r) => r.resource === 'cacheinvalidations' && r.subresource === 'status');
+    await create(invalidation('after-503', { host: 'shop.local', type: 'Ban', pattern: '^/tmp/', ttl: '1h' }));
+    const done = await phaseOf('after-503', 'Complete', 15_000);
+    assert.deepEqual(done.status!.replicas!.map((e) => e.name), ['replica-a', 'replica-b']);
+    assert.deepEqual(appliedLines('after-503'), [1, 1], 'the write is retried, not the invalidation');
+    const refused = api.requests.filter((r) => r.resource === 'cacheinvalidations' && r.subresource === 'status' && r.status === 503);
+    assert.equal(refused.length, 2);
+    assert.ok(replicas.some((r) => r.logs.some((l) => l.msg === 'could not write CacheInvalidation status; trying again shortly')));
+  });
+
+  test('a restarted replica applies nothing it applied before (its entries in the status say so), and applies what is new', async () => {
+    const old = replicas.pop()!;
+    await old.stop();
+    const restarted = await startPortico(['--kubeconfig', kubeconfig, ...FLAGS], { POD_NAME: 'replica-b' });
+    replicas.push(restarted);
+    await create(invalidation('after-restart', { host: 'shop.local', type: 'Purge', paths: ['/r'], ttl: '1h' }));
+    await phaseOf('after-restart', 'Complete');
+    const applied = restarted.logs.filter((l) => typeof l.msg === 'string' && / applied: | failed: /.test(l.msg)).map((l) => l.msg);
+    assert.deepEqual(applied, ['CacheInvalidation default/after-restart applied: purged 0 entries of shop.local']);
   });
 
   test('Pending while a replica behind the Service has not applied it; Complete once that pod leaves the Service', async () => {
