@@ -226,6 +226,20 @@ describe('the HTTP cache through the CLI', () => {
     assert.equal(stale.headers['x-cache'], 'STALE');
     assert.equal(stale.text, 'sie 1\n');
     assert.equal(origin.count('/sie'), 2);
+    // The pod is down (connection refused): the same.
+    const down = await startCacheOrigin();
+    dir.write('down.yaml', [
+      ingress('down', { rules: [{ host: 'down.local', paths: [{ path: '/', service: 'down' }] }] }, { annotations: { 'portico.dev/cache': 'true' } }),
+      ...serviceWithEndpoints('down', [down.port]),
+    ]);
+    down.on('/sie', { headers: { 'cache-control': 'max-age=1, stale-if-error=60' }, body: 'kept\n' });
+    await eventually(async () => (await get(portico.http, 'down.local', '/sie')).text === 'kept\n', 5000, 'the down Ingress served');
+    await down.close();
+    await sleep(2100);
+    const kept = await get(portico.http, 'down.local', '/sie');
+    assert.equal(kept.status, 200);
+    assert.equal(kept.headers['x-cache'], 'STALE');
+    assert.equal(kept.text, 'kept\n');
     // Without stale-if-error the 503 goes through.
     origin.on('/no-sie', (_r, n) => (n === 1 ? { headers: { 'cache-control': 'max-age=1' }, body: 'ok\n' } : { status: 503, body: 'pod trouble\n' }));
     await get(portico.http, HOST, '/no-sie');
