@@ -191,11 +191,11 @@ export class CacheFill extends EventEmitter implements ProxyResponse {
       case 'store': {
         const stored = this.storeEntry();
         if (!this.forwardBody) ctx.responseBytes = 0;
+        this.finish(stored);
         if (client !== undefined) {
           ctx.res = client;
           client.end();
         }
-        this.finish(stored);
         break;
       }
       case 'revalidated': {
@@ -219,11 +219,11 @@ export class CacheFill extends EventEmitter implements ProxyResponse {
         break;
       }
       default:
+        this.finish(false);
         if (client !== undefined) {
           ctx.res = client;
           client.end();
         }
-        this.finish(false);
     }
     return this;
   }

@@ -27,7 +27,8 @@ export function notStorableReason(input: StorableInput): string | undefined {
   const vary = headers.vary;
   if (vary !== undefined && varyNames(vary) === '*') return 'vary *';
   // RFC 9111 section 3.5: a response to an authenticated request needs an explicit permission.
-  if (input.requestHadAuthorization && !cc.public && cc.sMaxAge < 0 && !cc.mustRevalidate) return 'authorization';
+  // must-revalidate would be one too; portico asks for public or s-maxage, the ones that say "shared".
+  if (input.requestHadAuthorization && !cc.public && cc.sMaxAge < 0) return 'authorization';
   const explicit = cc.sMaxAge >= 0 || cc.maxAge >= 0 || headers.expires !== undefined;
   if (cc.noCache) return headers.etag !== undefined || headers['last-modified'] !== undefined ? undefined : 'no-cache without a validator';
   if (explicit) return undefined;

@@ -1,3 +1,5 @@
+import { normalizeHost, normalizePath } from '../routing/request-target.ts';
+
 // The invalidation API shared by the admin endpoints, the PURGE/BAN methods on the public
 // listeners and the CacheInvalidation resource: one request shape, one validation, one
 // function that applies it everywhere (every worker's cache when there are several).
@@ -43,12 +45,16 @@ export function validateInvalidation(request: unknown): string | undefined {
   return undefined;
 }
 
-/** Host as the cache keys it: lower case, without a port. */
+/** Host as the cache keys it (as the proxy normalises Host): lower case, without a port or trailing dot. */
 export function normaliseCacheHost(host: string): string {
-  const h = host.trim().toLowerCase();
-  if (h.startsWith('[')) return h.slice(0, h.indexOf(']') + 1);
-  const colon = h.indexOf(':');
-  return colon === -1 ? h : h.slice(0, colon);
+  return normalizeHost(host.trim());
+}
+
+/** A path (with its query) as the proxy normalises request paths, so "/%61" purges what "/a" stored. */
+export function normaliseCachePath(path: string): string {
+  const q = path.indexOf('?');
+  const p = q === -1 ? path : path.slice(0, q);
+  return (normalizePath(p) ?? p) + (q === -1 ? '' : path.slice(q));
 }
 
 /** An Invalidate that validates first, then calls `apply` (one cache, or the worker fan-out). */

@@ -3,7 +3,7 @@
 // every cache of this replica (set by the data plane: local, or through the primary).
 import { CidrSet, parseCidrList } from '../middleware/cidr.ts';
 import { CacheStore } from './store.ts';
-import { normaliseCacheHost, validatingInvalidate, type Invalidate, type InvalidationRequest, type InvalidationResult } from './invalidation.ts';
+import { normaliseCacheHost, normaliseCachePath, validatingInvalidate, type Invalidate, type InvalidationRequest, type InvalidationResult } from './invalidation.ts';
 
 export const DEFAULT_CACHE_BYTES = 128 * 1024 * 1024;
 
@@ -42,7 +42,7 @@ export function invalidateLocal(request: InvalidationRequest): InvalidationResul
   const host = normaliseCacheHost(request.host);
   const s = cacheStore();
   if (request.type === 'Purge') {
-    const removed = s.purge(host, request.paths);
+    const removed = s.purge(host, request.paths.map(normaliseCachePath));
     return { ok: true, message: `purged ${removed} entr${removed === 1 ? 'y' : 'ies'} of ${host}`, removed };
   }
   s.ban(host, new RegExp(request.pattern));
