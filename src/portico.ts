@@ -481,11 +481,12 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
   if (clusterSource) {
     clusterSource.start();
     elector!.start();
-    invalidations?.start();
     await clusterSource.synced;
   }
   sleepManager.start();
   controller.start();
+  // After the first table: a result's "the cache is off" speaks of the routes served.
+  invalidations?.start();
   if (pool !== undefined) {
     await new Promise<void>((resolve) => {
       const check = () => (pool!.allInstalled() ? resolve() : setTimeout(check, 20));

@@ -114,7 +114,9 @@ describe('CacheInvalidation in a cluster, two replicas', () => {
 
     // Deleted by the leader once 2 s (--cache-invalidation-ttl) have passed; the one with ttl: 1h stays.
     await eventually(async () => (await read('purge-home')) === undefined, 8_000, 'purge-home deleted');
-    const deletions = replicas.map((r) => r.logs.filter((l) => l.msg === 'CacheInvalidation default/purge-home deleted: Complete and past its TTL').length);
+    const deleted = (l: Record<string, unknown>) => l.msg === 'CacheInvalidation default/purge-home deleted: Complete and past its TTL';
+    await Promise.any(replicas.map((r) => r.waitForLog(deleted, 5_000)));
+    const deletions = replicas.map((r) => r.logs.filter(deleted).length);
     assert.deepEqual([...deletions].sort(), [0, 1], 'deleted by one replica (the leader)');
     assert.equal((await read('purge-kept'))?.status?.phase, 'Complete');
   });
@@ -168,17 +170,19 @@ describe('CacheInvalidation in a cluster, two replicas', () => {
 
   test('an object without a host is Failed with the field named (a server without the CRD schema lets it in)', async () => {
     await create(invalidation('no-host', { type: 'Purge', paths: ['/'], ttl: '1h' }));
-    const failed = await phaseOf('no-host', 'Failed');
-    assert.equal(failed.status!.replicas![0]!.message, 'spec.host is required: the Host the cached responses were served for');
+    await phaseOf('no-host', 'Failed');
+    await eventually(async () => (await read('no-host'))?.status?.replicas?.length === 2, 5_000, 'both entries');
+    const entries = (await read('no-host'))!.status!.replicas!;
+    assert.deepEqual(entries.map((e) => e.message), Array(2).fill('spec.host is required: the Host the cached responses were served for'));
   });
 
   test('a status write the API refuses (503) is written again later: both entries land', async () => {
-    api.failNext(2, 503, (r) => r.resource === 'cacheinvalidations' && r.subresource === 'status');
+    api.failNext(2, 503, (r) => r.name === 'after-503' && r.subresource === 'status');
     await create(invalidation('after-503', { host: 'shop.local', type: 'Ban', pattern: '^/tmp/', ttl: '1h' }));
     const done = await phaseOf('after-503', 'Complete', 15_000);
     assert.deepEqual(done.status!.replicas!.map((e) => e.name), ['replica-a', 'replica-b']);
     assert.deepEqual(appliedLines('after-503'), [1, 1], 'the write is retried, not the invalidation');
-    const refused = api.requests.filter((r) => r.resource === 'cacheinvalidations' && r.subresource === 'status' && r.status === 503);
+    const refused = api.requests.filter((r) => r.name === 'after-503' && r.subresource === 'status' && r.status === 503);
     assert.equal(refused.length, 2);
     assert.ok(replicas.some((r) => r.logs.some((l) => l.msg === 'could not write CacheInvalidation status; trying again shortly')));
   });
