@@ -316,7 +316,11 @@ export class InvalidationController {
           this.o.log.info({ object: what, phase: obj.status?.phase }, `${what} deleted: ${obj.status?.phase} and past its TTL`);
           continue;
         }
-        if ((obj.status?.replicas ?? []).length === 0) continue;
+        if ((obj.status?.replicas ?? []).length === 0) {
+          // Not applied anywhere yet (a replica may be slow, or not watching yet): say so.
+          if (obj.status?.phase === undefined) await this.putStatus(obj, { ...obj.status, phase: 'Pending' });
+          continue;
+        }
         if (expected === null) expected = await this.expectedReplicas();
         const phase = overallPhase(obj, expected);
         if (phase !== obj.status?.phase) await this.putStatus(obj, { ...obj.status, phase });
