@@ -16,8 +16,8 @@
 // - How many replicas exist: with --publish-service (the Helm chart sets it to its own
 //   Service), the ready pods in that Service's EndpointSlices are the replicas that
 //   must apply an object before it is Complete. Without it, Complete means every
-//   replica that ran it succeeded. The leader re-evaluates the phase as pods come and
-//   go, so a replica that left does not keep an object Pending.
+//   replica that ran it succeeded. The leader re-evaluates Pending objects as pods come
+//   and go, so a replica that left does not keep one Pending.
 import type { Logger } from 'pino';
 import type { KubeObject } from '../model/k8s.ts';
 import { KubeApiError, type KubeClient } from '../kube/client.ts';
@@ -158,6 +158,9 @@ export class InvalidationController {
 
   private changed(obj: CacheInvalidation): void {
     const key = keyOf(obj);
+    const before = this.objects.get(key);
+    // Deleted and made again while the watch was away: the old one's memory goes.
+    if (before?.metadata.uid && before.metadata.uid !== obj.metadata.uid) this.applied.delete(before.metadata.uid);
     this.objects.set(key, obj);
     this.queue.add(key);
     this.kick();
@@ -321,6 +324,9 @@ export class InvalidationController {
           if (obj.status?.phase === undefined) await this.putStatus(obj, { ...obj.status, phase: 'Pending' });
           continue;
         }
+        // Only Pending moves here (a replica left): a finished object stays finished (a pod
+        // that joins later starts with an empty cache), so its TTL runs.
+        if (obj.status?.phase !== 'Pending') continue;
         if (expected === null) expected = await this.expectedReplicas();
         const phase = overallPhase(obj, expected);
         if (phase !== obj.status?.phase) await this.putStatus(obj, { ...obj.status, phase });
