@@ -75,3 +75,53 @@ describe('CacheInvalidation in standalone mode', () => {
     assert.equal((await get(portico.http, 'shop.local', '/page')).status, 200);
   });
 });
+
+describe('CacheInvalidation in standalone mode, --workers 2', () => {
+  const dir = new ManifestDir();
+  let portico: PorticoProcess;
+  let origin: CacheableOrigin;
+  const shop = (cache: boolean) => [
+    ingressClass('portico'),
+    ingress('shop', { rules: [{ host: 'shop.local', paths: [{ path: '/', service: 'shop' }] }] }, cache ? { annotations: { 'portico.dev/cache': 'true' } } : {}),
+    ...serviceWithEndpoints('shop', [origin.port]),
+  ];
+  const applied = (name: string) => portico.logs.filter((l) => typeof l.msg === 'string' && l.msg.startsWith(`purge.yaml:1: CacheInvalidation default/${name} applied: `));
+
+  before(async () => {
+    origin = await startCacheableOrigin();
+    dir.write('shop.yaml', shop(false));
+    portico = await startPortico(['--manifests', dir.path, '--workers', '2', '--access-log=false']);
+  });
+
+  after(async () => {
+    await portico?.stop();
+    await origin?.close();
+    dir.cleanup();
+  });
+
+  test('with no route caching, it succeeds and says the cache is off', async () => {
+    dir.write('purge.yaml', [invalidation('early', { host: 'shop.local', type: 'Purge', paths: ['/both'] })]);
+    await eventually(async () => applied('early').length === 1, 10_000, 'applied');
+    assert.equal(applied('early')[0]!.msg, 'purge.yaml:1: CacheInvalidation default/early applied: the cache is off in this replica (no route has portico.dev/cache): purged 0 entries of shop.local in 2 workers');
+  });
+
+  test('it reaches the cache of both workers', async () => {
+    dir.write('shop.yaml', shop(true));
+    // Both workers have the caching route once consecutive requests (spread over both) all say X-Cache.
+    await eventually(async () => {
+      for (let i = 0; i < 4; i++) if ((await get(portico.http, 'shop.local', '/probe')).headers['x-cache'] === undefined) return false;
+      return true;
+    }, 10_000, 'the caching route on both workers');
+    // A new connection per request: node:cluster spreads them over both workers, each fills its own cache.
+    await eventually(async () => {
+      await get(portico.http, 'shop.local', '/both');
+      return origin.hits.get('/both') === 2;
+    }, 10_000, 'both workers cached /both');
+    for (let i = 0; i < 6; i++) assert.equal((await get(portico.http, 'shop.local', '/both')).headers['x-cache'], 'HIT');
+    dir.write('purge.yaml', [invalidation('both', { host: 'shop.local', type: 'Purge', paths: ['/both'] })]);
+    await eventually(async () => applied('both').length === 1, 10_000, 'applied');
+    assert.equal(applied('both')[0]!.msg, 'purge.yaml:1: CacheInvalidation default/both applied: purged 2 entries of shop.local in 2 workers');
+    for (let i = 0; i < 6; i++) await get(portico.http, 'shop.local', '/both');
+    assert.equal(origin.hits.get('/both'), 4, 'each worker went to the pod once more');
+  });
+});
