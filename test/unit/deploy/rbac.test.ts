@@ -63,7 +63,7 @@ const NAMESPACED: Record<string, string[]> = {
   'apps/statefulsets/scale': ['get', 'patch'],
   'coordination.k8s.io/leases': ['create', 'get', 'patch'],
   'portico.dev/cacheinvalidations': ['delete', 'get', 'list', 'watch'],
-  'portico.dev/cacheinvalidations/status': ['patch', 'update'],
+  'portico.dev/cacheinvalidations/status': ['update'],
 };
 const LEADER_ELECTION: Record<string, string[]> = {
   'coordination.k8s.io/leases': ['create', 'get', 'update'],

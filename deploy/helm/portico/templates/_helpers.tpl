@@ -92,7 +92,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
   verbs: ["get", "list", "watch", "delete"]
 - apiGroups: ["portico.dev"]
   resources: ["cacheinvalidations/status"]
-  verbs: ["update", "patch"]
+  verbs: ["update"]
 {{- end }}
 
 {{/* Cluster-scoped: IngressClasses decide which Ingresses portico serves. */}}
