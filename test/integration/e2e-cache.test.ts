@@ -8,6 +8,7 @@ import { ManifestDir, ingress, ingressClass, serviceWithEndpoints } from '../sup
 import { get, send } from '../support/http.ts';
 import { h2Connect, h2Request } from '../support/h2.ts';
 import { startCacheOrigin, type CacheOrigin } from '../support/cache-origin.ts';
+import { freePort, gateway, gatewayClass, httpRoute } from '../support/gateway-objects.ts';
 
 const HOST = 'cache.local';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -142,6 +143,22 @@ describe('the HTTP cache through the CLI', () => {
     const hit = await get(portico.http, 'ttl.local', '/ttl');
     assert.equal(hit.headers['x-cache'], 'HIT');
     assert.equal(hit.text, 'ttl 1\n');
+  });
+
+  test('portico.dev/cache on an HTTPRoute caches its rules', async () => {
+    const port = await freePort();
+    const route = httpRoute('cached', { parentRefs: [{ name: 'gw' }], hostnames: ['gateway.local'], rules: [{ backendRefs: [{ name: 'web', port: 80 }] }] });
+    dir.write('gateway.yaml', [
+      gatewayClass(),
+      gateway('gw', [{ name: 'http', port, protocol: 'HTTP' }]),
+      { ...route, metadata: { ...(route.metadata as object), annotations: { 'portico.dev/cache': 'true' } } },
+    ]);
+    origin.on('/gw', (_r, n) => ({ headers: { 'cache-control': 'max-age=60' }, body: `gateway ${n}\n` }));
+    await eventually(async () => (await get(port, 'gateway.local', '/gw').catch(() => ({ status: 0 }))).status === 200, 5000, 'the Gateway listener serves');
+    const hit = await get(port, 'gateway.local', '/gw');
+    assert.equal(hit.headers['x-cache'], 'HIT');
+    assert.equal(hit.text, 'gateway 1\n');
+    assert.equal(origin.count('/gw'), 1);
   });
 
   test('a request with Authorization is served from the cache only when the answer said public or s-maxage', async () => {
