@@ -184,15 +184,20 @@ function conditionalHeaders(current: RequestContext['requestHeaders'], stale: Ca
   ]);
 }
 
-/** While `fill` runs, requests for `key` wait; when it is over they look again, without waiting twice. */
+/**
+ * While `fill` runs, requests for `key` wait. When the pod answered they look again
+ * without waiting twice (a HIT if it was stored; else each asks the pod). When there was
+ * no complete answer (its client left, the pod broke off), the first of them fetches
+ * and the others wait for it.
+ */
 function track(fill: CacheFill, key: string, config: CachePolicyConfig): void {
   inflight.set(key, fill);
   waiting.set(fill, []);
-  fill.onDone = () => {
+  fill.onDone = (outcome) => {
     if (inflight.get(key) === fill) inflight.delete(key);
     const waiters = waiting.get(fill)!;
     waiting.delete(fill);
-    for (const w of waiters) lookup(w.ctx, w.next, config, false);
+    for (const w of waiters) lookup(w.ctx, w.next, config, outcome === 'abandoned');
   };
 }
 

@@ -88,6 +88,17 @@ describe('the HTTP cache through the CLI', () => {
     assert.equal(replies.filter((r) => r.headers['x-cache'] === 'MISS').length, 1);
   });
 
+  test('when the client whose request went to the pod leaves, one of the waiters takes over: still one pod request at a time', async () => {
+    origin.on('/leader-left', (_r, n) => ({ headers: { 'cache-control': 'max-age=60' }, body: `attempt ${n}\n`, delayMs: 400 }));
+    const leader = send(portico.http, { host: HOST, path: '/leader-left', timeoutMs: 100 }).catch((err: Error) => err);
+    await eventually(async () => origin.count('/leader-left') === 1, 2000, 'the first request reached the pod');
+    const waiters = Promise.all(Array.from({ length: 10 }, () => get(portico.http, HOST, '/leader-left')));
+    assert.ok((await leader) instanceof Error, 'the first client gave up');
+    const replies = await waiters;
+    assert.deepEqual(new Set(replies.map((r) => r.text)), new Set(['attempt 2\n']));
+    assert.equal(origin.count('/leader-left'), 2);
+  });
+
   test('waiters on an answer that cannot be stored are released to ask the pod themselves', async () => {
     origin.on('/collapse-private', (_r, n) => ({ headers: { 'cache-control': 'private, max-age=60' }, body: `private ${n}\n`, delayMs: 200 }));
     const replies = await Promise.all(Array.from({ length: 20 }, () => get(portico.http, HOST, '/collapse-private')));
