@@ -92,8 +92,24 @@ export function cacheHandler(config: CachePolicyConfig, next: Handler): Handler 
     const method = ctx.req.method;
     if (method === 'GET' || method === 'HEAD') lookup(ctx, next, config, true);
     else if (method === 'PURGE' || method === 'BAN') invalidateFromListener(ctx, method);
-    else next(ctx);
+    else if (method === 'OPTIONS' || method === 'TRACE') next(ctx);
+    else unsafe(ctx, next);
   };
+}
+
+/**
+ * RFC 9111 section 4.4: a successful unsafe request (POST, PUT, DELETE...) invalidates
+ * what is stored for its URL, in this process' cache (other workers' copies expire or are
+ * purged as usual).
+ */
+function unsafe(ctx: RequestContext, next: Handler): void {
+  const res = ctx.res;
+  const host = ctx.host;
+  const path = ctx.query === '' ? ctx.path : ctx.path + ctx.query;
+  res.once('close', () => {
+    if (res.statusCode < 400 && res.writableFinished) cacheStore().purge(host, [path]);
+  });
+  next(ctx);
 }
 
 /** Passed straight to the pod (never stored): said with X-Cache: MISS. */

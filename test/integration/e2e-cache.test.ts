@@ -145,6 +145,18 @@ describe('the HTTP cache through the CLI', () => {
     assert.deepEqual(cookie.headers['set-cookie'], ['session=abc'], 'the client still gets its cookie');
   });
 
+  test('a successful POST, PUT or DELETE to a URL invalidates what is stored for it (RFC 9111 section 4.4)', async () => {
+    origin.on('/item', (req, n) => (req.method === 'GET' ? { headers: { 'cache-control': 'max-age=60' }, body: `item ${n}\n` } : { status: req.method === 'PUT' ? 500 : 204 }));
+    await get(portico.http, HOST, '/item');
+    assert.equal((await get(portico.http, HOST, '/item')).headers['x-cache'], 'HIT');
+    assert.equal((await send(portico.http, { method: 'PUT', host: HOST, path: '/item', body: 'x' })).status, 500);
+    assert.equal((await get(portico.http, HOST, '/item')).headers['x-cache'], 'HIT', 'an error invalidates nothing');
+    assert.equal((await send(portico.http, { method: 'POST', host: HOST, path: '/item', body: 'x' })).status, 204);
+    const after = await get(portico.http, HOST, '/item');
+    assert.equal(after.headers['x-cache'], 'MISS');
+    assert.equal(after.text, 'item 4\n');
+  });
+
   test('portico.dev/cache-ttl caches answers that carry no freshness information', async () => {
     dir.write('ttl.yaml', [
       ingress('ttl', { rules: [{ host: 'ttl.local', paths: [{ path: '/', service: 'web' }] }] }, { annotations: { 'portico.dev/cache': 'true', 'portico.dev/cache-ttl': '30s' } }),
