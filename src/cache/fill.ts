@@ -52,7 +52,7 @@ export class CacheFill extends EventEmitter implements ProxyResponse {
   readonly client: ProxyResponse | undefined;
   /** The request whose res this tee stands in for; set by attach(). */
   ctx!: RequestContext;
-  shouldKeepAliveOwn = true;
+  private keepAliveOwn = true;
   headersChecked = false;
   trailersExpected = false;
   headersSent = false;
@@ -113,11 +113,11 @@ export class CacheFill extends EventEmitter implements ProxyResponse {
     this.status = value;
   }
   get shouldKeepAlive(): boolean {
-    return this.client?.shouldKeepAlive ?? this.shouldKeepAliveOwn;
+    return this.client?.shouldKeepAlive ?? this.keepAliveOwn;
   }
   set shouldKeepAlive(value: boolean) {
     if (this.client !== undefined) this.client.shouldKeepAlive = value;
-    else this.shouldKeepAliveOwn = value;
+    else this.keepAliveOwn = value;
   }
   get writableFinished(): boolean {
     return this.client?.writableFinished ?? this.writableEnded;
