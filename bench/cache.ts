@@ -223,6 +223,14 @@ async function main(): Promise<void> {
     );
     console.log(`\nresults written to ${file}`);
     await Promise.all([stopProcess(portico), stopProcess(nginx), stopProcess(upstream)]);
+  } catch (err) {
+    // A proxy that died mid-run: its last words before the directory goes.
+    for (const name of ['portico.log', 'proxy-error.log']) {
+      try {
+        console.error(`--- ${name} (last lines) ---\n${readFileSync(join(dir, name), 'utf8').split('\n').slice(-30).join('\n')}`);
+      } catch {}
+    }
+    throw err;
   } finally {
     await cleanup();
   }

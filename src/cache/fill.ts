@@ -39,6 +39,8 @@ export interface FillTarget {
   readonly variantKey: (names: string) => string;
 }
 
+export type FillOutcome = 'stored' | 'answered' | 'abandoned';
+
 type Mode = 'pending' | 'store' | 'pass' | 'revalidated' | 'stale-error' | 'done';
 
 /** Response headers that a 304 does not update in the stored ones (RFC 9111 section 3.2). */
@@ -50,7 +52,7 @@ export class CacheFill extends EventEmitter implements ProxyResponse {
   readonly client: ProxyResponse | undefined;
   /** The request whose res this tee stands in for; set by attach(). */
   ctx!: RequestContext;
-  shouldKeepAliveOwn = true;
+  private keepAliveOwn = true;
   headersChecked = false;
   trailersExpected = false;
   headersSent = false;
@@ -69,8 +71,12 @@ export class CacheFill extends EventEmitter implements ProxyResponse {
   /** The policies' response headers for the client (the pod's stay pure for the store). */
   private extra: HeaderEntry[] | undefined;
   private ownClosed = false;
-  /** Called once when the fill is over, stored or not (collapsed requests wait for it). */
-  onDone: ((stored: boolean) => void) | undefined;
+  /**
+   * Called once when the fill is over (collapsed requests wait for it): "stored", or
+   * "answered" (the pod's answer was not stored), or "abandoned" (no complete answer: the
+   * client left, the pod broke off).
+   */
+  onDone: ((outcome: FillOutcome) => void) | undefined;
   private finished = false;
 
   constructor(req: ProxyRequest, client: ProxyResponse | undefined, store: CacheStore, target: FillTarget) {
@@ -83,7 +89,7 @@ export class CacheFill extends EventEmitter implements ProxyResponse {
       client.on('drain', () => this.emit('drain'));
       client.on('close', () => {
         // The client left before the answer was complete: nothing is stored.
-        if (!this.finished) this.finish(false);
+        if (!this.finished) this.finish('abandoned');
         this.emit('close');
       });
     }
@@ -107,11 +113,11 @@ export class CacheFill extends EventEmitter implements ProxyResponse {
     this.status = value;
   }
   get shouldKeepAlive(): boolean {
-    return this.client?.shouldKeepAlive ?? this.shouldKeepAliveOwn;
+    return this.client?.shouldKeepAlive ?? this.keepAliveOwn;
   }
   set shouldKeepAlive(value: boolean) {
     if (this.client !== undefined) this.client.shouldKeepAlive = value;
-    else this.shouldKeepAliveOwn = value;
+    else this.keepAliveOwn = value;
   }
   get writableFinished(): boolean {
     return this.client?.writableFinished ?? this.writableEnded;
@@ -133,6 +139,8 @@ export class CacheFill extends EventEmitter implements ProxyResponse {
     if (typeof reasonOrHeaders === 'string') this.reason = reasonOrHeaders;
     else headers = reasonOrHeaders;
     this.headers = toObject(headers);
+    // A cache behind portico says what it did; the client is told what portico did.
+    delete this.headers['x-cache'];
     const stale = this.target.stale;
     if (status === 304 && stale !== undefined) {
       this.mode = 'revalidated';
@@ -191,7 +199,7 @@ export class CacheFill extends EventEmitter implements ProxyResponse {
       case 'store': {
         const stored = this.storeEntry();
         if (!this.forwardBody) ctx.responseBytes = 0;
-        this.finish(stored);
+        this.finish(stored ? 'stored' : 'answered');
         if (client !== undefined) {
           ctx.res = client;
           client.end();
@@ -201,25 +209,25 @@ export class CacheFill extends EventEmitter implements ProxyResponse {
       case 'revalidated': {
         const entry = this.freshen(this.target.stale!);
         cacheCounts.revalidated++;
+        this.finish('stored');
         if (client !== undefined) {
           ctx.res = client;
           ctx.error = '';
           serveEntry(ctx, client, entry, 'REVALIDATED', this.target.conditionals);
         }
-        this.finish(true);
         break;
       }
       case 'stale-error': {
         cacheCounts.stale++;
+        this.finish('answered');
         ctx.res = client!;
         // The access log keeps the pod's failure in `error`; the client gets the stale copy.
         ctx.error = ctx.error === '' ? 'served stale (stale-if-error)' : `${ctx.error}; served stale (stale-if-error)`;
         serveEntry(ctx, client!, this.target.stale!, 'STALE', this.target.conditionals);
-        this.finish(false);
         break;
       }
       default:
-        this.finish(false);
+        this.finish('answered');
         if (client !== undefined) {
           ctx.res = client;
           client.end();
@@ -237,7 +245,7 @@ export class CacheFill extends EventEmitter implements ProxyResponse {
       this.ctx.res = client;
       client.endWithTrailers(trailers);
     }
-    this.finish(false);
+    this.finish('answered');
   }
 
   destroy(): void {
@@ -250,7 +258,7 @@ export class CacheFill extends EventEmitter implements ProxyResponse {
       this.ownClosed = true;
       process.nextTick(() => this.emit('close'));
     }
-    this.finish(false);
+    this.finish('abandoned');
   }
 
   // ---- storing ----
@@ -322,13 +330,13 @@ export class CacheFill extends EventEmitter implements ProxyResponse {
     return entry;
   }
 
-  private finish(stored: boolean): void {
+  private finish(outcome: FillOutcome): void {
     if (this.finished) return;
     this.finished = true;
     this.mode = 'done';
     const done = this.onDone;
     this.onDone = undefined;
-    done?.(stored);
+    done?.(outcome);
   }
 }
 

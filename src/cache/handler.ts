@@ -92,8 +92,24 @@ export function cacheHandler(config: CachePolicyConfig, next: Handler): Handler 
     const method = ctx.req.method;
     if (method === 'GET' || method === 'HEAD') lookup(ctx, next, config, true);
     else if (method === 'PURGE' || method === 'BAN') invalidateFromListener(ctx, method);
-    else next(ctx);
+    else if (method === 'OPTIONS' || method === 'TRACE') next(ctx);
+    else unsafe(ctx, next);
   };
+}
+
+/**
+ * RFC 9111 section 4.4: a successful unsafe request (POST, PUT, DELETE...) invalidates
+ * what is stored for its URL, in this process' cache (other workers' copies expire or are
+ * purged as usual).
+ */
+function unsafe(ctx: RequestContext, next: Handler): void {
+  const res = ctx.res;
+  const host = ctx.host;
+  const path = ctx.query === '' ? ctx.path : ctx.path + ctx.query;
+  res.once('close', () => {
+    if (res.statusCode < 400 && res.writableFinished) cacheStore().purge(host, [path]);
+  });
+  next(ctx);
 }
 
 /** Passed straight to the pod (never stored): said with X-Cache: MISS. */
@@ -184,15 +200,20 @@ function conditionalHeaders(current: RequestContext['requestHeaders'], stale: Ca
   ]);
 }
 
-/** While `fill` runs, requests for `key` wait; when it is over they look again, without waiting twice. */
+/**
+ * While `fill` runs, requests for `key` wait. When the pod answered they look again
+ * without waiting twice (a HIT if it was stored; else each asks the pod). When there was
+ * no complete answer (its client left, the pod broke off), the first of them fetches
+ * and the others wait for it.
+ */
 function track(fill: CacheFill, key: string, config: CachePolicyConfig): void {
   inflight.set(key, fill);
   waiting.set(fill, []);
-  fill.onDone = () => {
+  fill.onDone = (outcome) => {
     if (inflight.get(key) === fill) inflight.delete(key);
     const waiters = waiting.get(fill)!;
     waiting.delete(fill);
-    for (const w of waiters) lookup(w.ctx, w.next, config, false);
+    for (const w of waiters) lookup(w.ctx, w.next, config, outcome === 'abandoned');
   };
 }
 

@@ -171,7 +171,8 @@ function convert(spec: FlagSpec, raw: string, source: string): unknown {
     }
     case 'size': {
       const bytes = parseSize(raw);
-      return bytes !== undefined ? bytes : fail('a size such as 512k, 10m or 1g (0: no limit)');
+      if (bytes !== undefined) return bytes;
+      return fail(spec.key === 'cacheSize' ? 'a size such as 64MiB, 512m or 1g' : 'a size such as 512k, 10m or 1g (0: no limit)');
     }
     case 'workers': {
       if (raw === 'auto') return availableCpus();

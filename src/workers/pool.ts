@@ -59,6 +59,8 @@ export class WorkerPool {
     cluster.on('exit', (worker, code, signal) => {
       const member = this.members.get(worker.id);
       this.members.delete(worker.id);
+      // An invalidation waiting for this worker waits no more: it failed there.
+      for (const id of [...this.invalidationWaiters.keys()]) this.invalidationAnswered(worker.id, id, { ok: false, message: `worker ${worker.process.pid} exited before confirming`, removed: 0 });
       if (this.stopping || member === undefined) return;
       // A worker that keeps dying at start is restarted less and less often.
       const lived = Date.now() - member.startedAt;

@@ -8,6 +8,7 @@ import { ManifestDir, ingress, ingressClass, serviceWithEndpoints } from '../sup
 import { get, send } from '../support/http.ts';
 import { h2Connect, h2Request } from '../support/h2.ts';
 import { startCacheOrigin, type CacheOrigin } from '../support/cache-origin.ts';
+import { freePort, gateway, gatewayClass, httpRoute } from '../support/gateway-objects.ts';
 
 const HOST = 'cache.local';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -87,6 +88,17 @@ describe('the HTTP cache through the CLI', () => {
     assert.equal(replies.filter((r) => r.headers['x-cache'] === 'MISS').length, 1);
   });
 
+  test('when the client whose request went to the pod leaves, one of the waiters takes over: still one pod request at a time', async () => {
+    origin.on('/leader-left', (_r, n) => ({ headers: { 'cache-control': 'max-age=60' }, body: `attempt ${n}\n`, delayMs: 400 }));
+    const leader = send(portico.http, { host: HOST, path: '/leader-left', timeoutMs: 100 }).catch((err: Error) => err);
+    await eventually(async () => origin.count('/leader-left') === 1, 2000, 'the first request reached the pod');
+    const waiters = Promise.all(Array.from({ length: 10 }, () => get(portico.http, HOST, '/leader-left')));
+    assert.ok((await leader) instanceof Error, 'the first client gave up');
+    const replies = await waiters;
+    assert.deepEqual(new Set(replies.map((r) => r.text)), new Set(['attempt 2\n']));
+    assert.equal(origin.count('/leader-left'), 2);
+  });
+
   test('waiters on an answer that cannot be stored are released to ask the pod themselves', async () => {
     origin.on('/collapse-private', (_r, n) => ({ headers: { 'cache-control': 'private, max-age=60' }, body: `private ${n}\n`, delayMs: 200 }));
     const replies = await Promise.all(Array.from({ length: 20 }, () => get(portico.http, HOST, '/collapse-private')));
@@ -133,6 +145,18 @@ describe('the HTTP cache through the CLI', () => {
     assert.deepEqual(cookie.headers['set-cookie'], ['session=abc'], 'the client still gets its cookie');
   });
 
+  test('a successful POST, PUT or DELETE to a URL invalidates what is stored for it (RFC 9111 section 4.4)', async () => {
+    origin.on('/item', (req, n) => (req.method === 'GET' ? { headers: { 'cache-control': 'max-age=60' }, body: `item ${n}\n` } : { status: req.method === 'PUT' ? 500 : 204 }));
+    await get(portico.http, HOST, '/item');
+    assert.equal((await get(portico.http, HOST, '/item')).headers['x-cache'], 'HIT');
+    assert.equal((await send(portico.http, { method: 'PUT', host: HOST, path: '/item', body: 'x' })).status, 500);
+    assert.equal((await get(portico.http, HOST, '/item')).headers['x-cache'], 'HIT', 'an error invalidates nothing');
+    assert.equal((await send(portico.http, { method: 'POST', host: HOST, path: '/item', body: 'x' })).status, 204);
+    const after = await get(portico.http, HOST, '/item');
+    assert.equal(after.headers['x-cache'], 'MISS');
+    assert.equal(after.text, 'item 4\n');
+  });
+
   test('portico.dev/cache-ttl caches answers that carry no freshness information', async () => {
     dir.write('ttl.yaml', [
       ingress('ttl', { rules: [{ host: 'ttl.local', paths: [{ path: '/', service: 'web' }] }] }, { annotations: { 'portico.dev/cache': 'true', 'portico.dev/cache-ttl': '30s' } }),
@@ -142,6 +166,22 @@ describe('the HTTP cache through the CLI', () => {
     const hit = await get(portico.http, 'ttl.local', '/ttl');
     assert.equal(hit.headers['x-cache'], 'HIT');
     assert.equal(hit.text, 'ttl 1\n');
+  });
+
+  test('portico.dev/cache on an HTTPRoute caches its rules', async () => {
+    const port = await freePort();
+    const route = httpRoute('cached', { parentRefs: [{ name: 'gw' }], hostnames: ['gateway.local'], rules: [{ backendRefs: [{ name: 'web', port: 80 }] }] });
+    dir.write('gateway.yaml', [
+      gatewayClass(),
+      gateway('gw', [{ name: 'http', port, protocol: 'HTTP' }]),
+      { ...route, metadata: { ...(route.metadata as object), annotations: { 'portico.dev/cache': 'true' } } },
+    ]);
+    origin.on('/gw', (_r, n) => ({ headers: { 'cache-control': 'max-age=60' }, body: `gateway ${n}\n` }));
+    await eventually(async () => (await get(port, 'gateway.local', '/gw').catch(() => ({ status: 0 }))).status === 200, 5000, 'the Gateway listener serves');
+    const hit = await get(port, 'gateway.local', '/gw');
+    assert.equal(hit.headers['x-cache'], 'HIT');
+    assert.equal(hit.text, 'gateway 1\n');
+    assert.equal(origin.count('/gw'), 1);
   });
 
   test('a request with Authorization is served from the cache only when the answer said public or s-maxage', async () => {
