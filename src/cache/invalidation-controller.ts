@@ -6,13 +6,9 @@
 //   resyncs and status writes (which come back as MODIFIED) apply nothing again; after
 //   a restart, this replica's entry for the current generation in status.replicas[]
 //   says it was applied already (a restarted replica's cache is empty anyway).
-// - Writing status: two replicas write the same object at about the same time. A JSON
-//   merge patch replaces a list as a whole (a custom resource has no strategic merge),
-//   so it could drop the other replica's entry; instead each write is a PUT of the
-//   whole status with the resourceVersion read (optimistic concurrency): a 409 means
-//   another replica wrote in between, so the object is read again and this replica's
-//   entry put into the fresh list. The phase is computed in the same write, from the
-//   same list, so it never disagrees with the entries.
+// - Writing status (src/status/cache-invalidation-status.ts): a PUT of the whole status
+//   with the resourceVersion read, retried on 409, so two replicas writing at once keep
+//   both entries.
 // - How many replicas exist: with --publish-service (the Helm chart sets it to its own
 //   Service), the ready pods in that Service's EndpointSlices are the replicas that
 //   must apply an object before it is Complete. Without it, Complete means every
@@ -21,9 +17,10 @@
 import type { Logger } from 'pino';
 import type { KubeObject } from '../model/k8s.ts';
 import { KubeApiError, type KubeClient } from '../kube/client.ts';
-import { objectPath, type ResourceInfo } from '../kube/resources.ts';
 import { Reflector } from '../sources/kube/reflector.ts';
 import type { EventRecorder } from '../status/events.ts';
+import { CACHE_INVALIDATIONS } from '../kube/resources.ts';
+import { CacheInvalidationStatusWriter } from '../status/cache-invalidation-status.ts';
 import type { Invalidate, InvalidationResult } from './invalidation.ts';
 import {
   CACHE_INVALIDATION_API_VERSION,
@@ -36,20 +33,11 @@ import {
   overallPhase,
   requestOf,
   ttlOf,
-  withEntry,
   type CacheInvalidation,
-  type CacheInvalidationStatus,
   type ReplicaEntry,
 } from './invalidation-resource.ts';
 
 type Kind = typeof CACHE_INVALIDATION_KIND;
-
-export const CACHE_INVALIDATIONS: ResourceInfo<Kind> = {
-  kind: CACHE_INVALIDATION_KIND,
-  base: `/apis/${CACHE_INVALIDATION_API_VERSION}`,
-  plural: 'cacheinvalidations',
-  namespaced: true,
-};
 
 export interface InvalidationControllerOptions {
   client: KubeClient;
@@ -70,11 +58,9 @@ export interface InvalidationControllerOptions {
   discoveryMs?: number;
 }
 
-/** Attempts at a status write that keeps meeting other replicas' writes (409). */
-const WRITE_ATTEMPTS = 8;
-
 export class InvalidationController {
   private readonly o: InvalidationControllerOptions;
+  private readonly status: CacheInvalidationStatusWriter;
   private readonly objects = new Map<string, CacheInvalidation>();
   /** uid -> generation applied by this replica. */
   private readonly applied = new Map<string, number | undefined>();
@@ -90,6 +76,7 @@ export class InvalidationController {
 
   constructor(options: InvalidationControllerOptions) {
     this.o = options;
+    this.status = new CacheInvalidationStatusWriter(options.client, options.log, options.replicasService);
   }
 
   start(): void {
@@ -233,71 +220,10 @@ export class InvalidationController {
     }
   }
 
-  /** Puts this replica's entry into status.replicas[] (see the top of the file for why a PUT). */
-  private async writeEntry(key: string, cached: CacheInvalidation, entry: ReplicaEntry): Promise<void> {
+  /** Writes this replica's entry; kept until written, so the sweep tries again. */
+  private async writeEntry(key: string, obj: CacheInvalidation, entry: ReplicaEntry): Promise<void> {
     this.unwritten.set(key, entry);
-    const expected = await this.expectedReplicas();
-    let obj: CacheInvalidation | undefined = cached;
-    for (let attempt = 0; attempt < WRITE_ATTEMPTS && obj && !this.stopped; attempt++) {
-      if (obj.metadata.uid !== cached.metadata.uid) break; // deleted and made again: that one gets its own turn
-      try {
-        await this.putStatus(obj, withEntry(obj, entry, expected));
-        this.unwritten.delete(key);
-        return;
-      } catch (err) {
-        if (err instanceof KubeApiError && err.status === 404) {
-          this.unwritten.delete(key);
-          return;
-        }
-        if (!(err instanceof KubeApiError && err.status === 409)) {
-          this.o.log.warn({ object: describeInvalidation(cached), err: (err as Error).message }, 'could not write CacheInvalidation status; trying again shortly');
-          return;
-        }
-        await new Promise((r) => setTimeout(r, Math.random() * 50 * (attempt + 1)));
-        obj = await this.read(cached).catch(() => undefined);
-      }
-    }
-  }
-
-  private async read(obj: CacheInvalidation): Promise<CacheInvalidation | undefined> {
-    try {
-      return await this.o.client.request<CacheInvalidation>('GET', objectPath(CACHE_INVALIDATIONS, obj.metadata.namespace, obj.metadata.name));
-    } catch (err) {
-      if (err instanceof KubeApiError && err.status === 404) return undefined;
-      throw err;
-    }
-  }
-
-  private async putStatus(obj: CacheInvalidation, status: CacheInvalidationStatus): Promise<void> {
-    await this.o.client.request('PUT', objectPath(CACHE_INVALIDATIONS, obj.metadata.namespace, obj.metadata.name, 'status'), {
-      body: { apiVersion: CACHE_INVALIDATION_API_VERSION, kind: CACHE_INVALIDATION_KIND, metadata: obj.metadata, spec: obj.spec, status },
-    });
-  }
-
-  /**
-   * The ready pods behind --publish-service, by name; undefined when not configured or
-   * not readable (then Complete means: every replica that ran it succeeded).
-   */
-  private async expectedReplicas(): Promise<ReadonlySet<string> | undefined> {
-    const ref = this.o.replicasService;
-    if (!ref || !ref.includes('/')) return undefined;
-    const [namespace, name] = ref.split('/') as [string, string];
-    try {
-      const list = await this.o.client.request<{ items?: SliceLike[] }>('GET', `/apis/discovery.k8s.io/v1/namespaces/${namespace}/endpointslices`, {
-        query: { labelSelector: `kubernetes.io/service-name=${name}` },
-      });
-      const names = new Set<string>();
-      for (const slice of list.items ?? []) {
-        for (const ep of slice.endpoints ?? []) {
-          if (ep.conditions?.ready === false || ep.targetRef?.kind !== 'Pod' || !ep.targetRef.name) continue;
-          names.add(ep.targetRef.name);
-        }
-      }
-      return names.size > 0 ? names : undefined;
-    } catch (err) {
-      this.o.log.debug({ service: ref, err: (err as Error).message }, 'cannot read the replicas of the portico Service; a CacheInvalidation is Complete once every replica that ran it succeeded');
-      return undefined;
-    }
+    if ((await this.status.writeEntry(obj, entry)) === 'done') this.unwritten.delete(key);
   }
 
   /** The leader: re-evaluates phases as replicas come and go, and deletes finished objects past their TTL. */
@@ -313,23 +239,21 @@ export class InvalidationController {
       const what = describeInvalidation(obj);
       try {
         if (expired(obj, this.o.defaultTtlMs)) {
-          await this.o.client.request('DELETE', objectPath(CACHE_INVALIDATIONS, obj.metadata.namespace, obj.metadata.name), {
-            body: { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: obj.metadata.uid } },
-          });
+          await this.status.delete(obj);
           this.o.log.info({ object: what, phase: obj.status?.phase }, `${what} deleted: ${obj.status?.phase} and past its TTL`);
           continue;
         }
         if ((obj.status?.replicas ?? []).length === 0) {
           // Not applied anywhere yet (a replica may be slow, or not watching yet): say so.
-          if (obj.status?.phase === undefined) await this.putStatus(obj, { ...obj.status, phase: 'Pending' });
+          if (obj.status?.phase === undefined) await this.status.setPhase(obj, 'Pending');
           continue;
         }
         // Only Pending moves here (a replica left): a finished object stays finished (a pod
         // that joins later starts with an empty cache), so its TTL runs.
         if (obj.status?.phase !== 'Pending') continue;
-        if (expected === null) expected = await this.expectedReplicas();
+        if (expected === null) expected = await this.status.expectedReplicas();
         const phase = overallPhase(obj, expected);
-        if (phase !== obj.status?.phase) await this.putStatus(obj, { ...obj.status, phase });
+        if (phase !== obj.status?.phase) await this.status.setPhase(obj, phase);
       } catch (err) {
         // 404: gone already; 409: written meanwhile, the watch brings the new version.
         if (err instanceof KubeApiError && (err.status === 404 || err.status === 409)) continue;
@@ -337,10 +261,6 @@ export class InvalidationController {
       }
     }
   }
-}
-
-interface SliceLike {
-  endpoints?: { conditions?: { ready?: boolean }; targetRef?: { kind?: string; name?: string } }[];
 }
 
 function keyOf(obj: CacheInvalidation): string {

@@ -28,6 +28,14 @@ export const RESOURCES: Record<RoutingKind, ResourceInfo> = {
   Namespace: { kind: 'Namespace', base: '/api/v1', plural: 'namespaces', namespaced: false },
 };
 
+/** portico's own CacheInvalidation (deploy/helm/portico/crds/): not routing input, read the same way. */
+export const CACHE_INVALIDATIONS: ResourceInfo<'CacheInvalidation'> = {
+  kind: 'CacheInvalidation',
+  base: '/apis/portico.dev/v1alpha1',
+  plural: 'cacheinvalidations',
+  namespaced: true,
+};
+
 /** Collection path, across all namespaces or in one. */
 export function collectionPath(r: ResourceInfo<string>, namespace?: string): string {
   return r.namespaced && namespace ? `${r.base}/namespaces/${namespace}/${r.plural}` : `${r.base}/${r.plural}`;

@@ -6,7 +6,8 @@
 //   POST/PATCH events: src/status/events.ts
 //   GET/POST/PUT leases: src/kube/leader.ts
 //   GET/PATCH deployments, statefulsets and their scale; GET/POST/PATCH leases: src/scale-to-zero/
-//   list/watch/DELETE cacheinvalidations, PUT cacheinvalidations/status, list the own Service's endpointslices: src/cache/invalidation-controller.ts
+//   list/watch cacheinvalidations: src/cache/invalidation-controller.ts; DELETE them, PUT their status, list
+//   the own Service's endpointslices: src/status/cache-invalidation-status.ts, src/kube/service-pods.ts
 //
 // Helm is not a project dependency, so the templates are read without it: control
 // lines ({{- if }}, {{- end }}) are dropped and helper includes expanded, which
