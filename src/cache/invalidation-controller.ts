@@ -98,11 +98,6 @@ export class InvalidationController {
     this.reflector?.stop();
   }
 
-  /** Waits for the work queued so far (tests). */
-  async idle(): Promise<void> {
-    while (this.working) await this.working;
-  }
-
   /** Watches once the API serves the CRD; until then asks again every minute. */
   private async discover(first: boolean): Promise<void> {
     if (this.stopped) return;

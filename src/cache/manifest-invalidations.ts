@@ -36,11 +36,6 @@ export class ManifestInvalidations {
     else this.applied.delete(file);
   }
 
-  /** Resolves once everything handed over so far was applied (tests). */
-  idle(): Promise<void> {
-    return this.chain;
-  }
-
   private async apply(what: string, where: string, object: FileInvalidation['object']): Promise<void> {
     const read = requestOf(object);
     const ttl = ttlOf(object);
