@@ -1,7 +1,8 @@
 // The CacheInvalidation controller in-process against the test API server (real wire
-// protocol), for what the two-replica CLI test cannot stage: a replica whose cache has
-// not answered yet (the leader shows the object as Pending meanwhile), and a cluster
-// without the CRD (said once; nothing is watched).
+// protocol), for what the two-replica CLI test cannot stage for sure: replicas writing
+// their entries from the same version (the stale ones get 409 and keep the others'
+// entries), a replica whose cache has not answered yet (the leader shows the object as
+// Pending meanwhile), and a cluster without the CRD (said once; nothing is watched).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { KubeConfig } from '@kubernetes/client-node';
@@ -10,6 +11,8 @@ import { FakeKubeApiServer } from '../support/kube-apiserver/index.ts';
 import { eventually } from '../support/portico-process.ts';
 import { KubeClient } from '../../src/kube/client.ts';
 import { InvalidationController } from '../../src/cache/invalidation-controller.ts';
+import { CacheInvalidationStatusWriter } from '../../src/status/cache-invalidation-status.ts';
+import { entryFor } from '../../src/cache/invalidation-resource.ts';
 import type { CacheInvalidation } from '../../src/cache/invalidation-resource.ts';
 import type { InvalidationRequest } from '../../src/cache/invalidation.ts';
 
@@ -38,6 +41,21 @@ describe('CacheInvalidation controller', () => {
   after(async () => {
     for (const c of controllers) c.stop();
     await api.stop();
+  });
+
+  test('three replicas writing their entries from the same version: the stale writes get 409, read again, and every entry stays', async () => {
+    api.apply(invalidation('race', { host: 'shop.local', type: 'Ban', pattern: '.' }));
+    const seen = api.get('CacheInvalidation', 'default', 'race') as unknown as CacheInvalidation;
+    const { log } = recordingLog();
+    const writers = ['pod-a', 'pod-b', 'pod-c'].map((pod) => [pod, new CacheInvalidationStatusWriter(clientOf(api), log, undefined)] as const);
+    const results = await Promise.all(writers.map(([pod, w]) => w.writeEntry(seen, entryFor(pod, 1, { ok: true, message: `banned on ${pod}`, removed: 0 }))));
+    assert.deepEqual(results, ['done', 'done', 'done']);
+    const status = (api.get('CacheInvalidation', 'default', 'race') as unknown as CacheInvalidation).status!;
+    assert.deepEqual(status.replicas!.map((e) => [e.name, e.message]), [['pod-a', 'banned on pod-a'], ['pod-b', 'banned on pod-b'], ['pod-c', 'banned on pod-c']]);
+    assert.equal(status.phase, 'Complete');
+    const conflicts = api.requests.filter((r) => r.name === 'race' && r.subresource === 'status' && r.status === 409);
+    assert.ok(conflicts.length >= 2, `the stale writes were refused (${conflicts.length} conflicts)`);
+    api.remove('CacheInvalidation', 'default', 'race');
   });
 
   test('the leader marks an object no replica has applied yet as Pending; the entry then lands with the result', async () => {
