@@ -77,6 +77,20 @@ describe('the HTTP cache through the CLI', () => {
     assert.equal((await get(portico.http, HOST, '/fresh?x=1')).headers['x-cache'], 'HIT');
   });
 
+  test('Age counts what the answer already had: an Age header, a Date in the past', async () => {
+    origin.on('/aged', { headers: { 'cache-control': 'max-age=60', age: '30' }, body: 'aged\n' });
+    await get(portico.http, HOST, '/aged');
+    const hit = await get(portico.http, HOST, '/aged');
+    assert.equal(hit.headers['x-cache'], 'HIT');
+    assert.ok(Number(hit.headers.age) >= 30 && Number(hit.headers.age) < 40, `age ${hit.headers.age}`);
+    // Older than its max-age on arrival: stored, but never fresh.
+    origin.on('/too-old', (_r, n) => ({ headers: { 'cache-control': 'max-age=20', date: new Date(Date.now() - 30_000).toUTCString() }, body: `${n}\n` }));
+    await get(portico.http, HOST, '/too-old');
+    const again = await get(portico.http, HOST, '/too-old');
+    assert.equal(again.headers['x-cache'], 'MISS');
+    assert.equal(again.text, '2\n');
+  });
+
   test('50 concurrent misses for one URL make exactly one request to the pod, and all get its answer', async () => {
     origin.on('/collapse', (_r, n) => ({ headers: { 'cache-control': 'max-age=60' }, body: `collapsed ${n}\n`, delayMs: 300 }));
     const replies = await Promise.all(Array.from({ length: 50 }, () => get(portico.http, HOST, '/collapse')));
