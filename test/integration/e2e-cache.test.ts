@@ -238,6 +238,25 @@ describe('the HTTP cache through the CLI', () => {
     assert.equal(origin.count('/cond'), 1);
   });
 
+  test('a conditional miss: the pod is asked for the whole answer (stored), the client still gets its 304; HEAD and Range misses pass through', async () => {
+    origin.on('/cond-miss', { headers: { 'cache-control': 'max-age=60', etag: '"v1"' }, body: 'whole\n' });
+    const notModified = await get(portico.http, HOST, '/cond-miss', { headers: { 'if-none-match': '"v1"' } });
+    assert.equal(notModified.status, 304);
+    assert.equal(notModified.headers['x-cache'], 'MISS');
+    assert.equal(origin.lastHeaders('/cond-miss')?.['if-none-match'], undefined, "the client's validator was not sent to the pod");
+    const whole = await get(portico.http, HOST, '/cond-miss');
+    assert.equal(whole.headers['x-cache'], 'HIT');
+    assert.equal(whole.text, 'whole\n');
+
+    origin.on('/head-first', (_r, n) => ({ headers: { 'cache-control': 'max-age=60' }, body: `${n}\n` }));
+    const head = await send(portico.http, { method: 'HEAD', host: HOST, path: '/head-first' });
+    assert.equal(head.headers['x-cache'], 'MISS');
+    assert.equal((await get(portico.http, HOST, '/head-first')).headers['x-cache'], 'MISS', 'a HEAD answer is not stored');
+    const range = await get(portico.http, HOST, '/head-first', { headers: { range: 'bytes=0-0' } });
+    assert.equal(range.headers['x-cache'], 'MISS');
+    assert.equal(origin.count('/head-first'), 3);
+  });
+
   test('no-cache: every use is revalidated with the pod; a 304 refreshes the entry and the client gets it from memory', async () => {
     origin.on('/no-cache', (req, n) =>
       req.headers['if-none-match'] === '"v1"'
