@@ -285,6 +285,7 @@ export class CacheFill extends EventEmitter implements ProxyResponse {
     const body = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks, this.bytes);
     this.chunks = [];
     headers['content-length'] = String(body.length);
+    const age = ageValue(headers.age);
     delete headers.age;
     const responseTime = Date.now();
     const cc = parseCacheControl(headers['cache-control']);
@@ -301,7 +302,7 @@ export class CacheFill extends EventEmitter implements ProxyResponse {
       requestTime: this.requestTime,
       responseTime,
       dateValue: httpDate(headers.date),
-      ageValue: ageValue(this.headers.age),
+      ageValue: age,
       lifetime: freshnessLifetime(this.status, cc, headers, t.defaultTtl, responseTime),
       authorizedOk: cc.public || cc.sMaxAge >= 0,
       headersChecked: this.headersChecked,

@@ -77,6 +77,20 @@ describe('the HTTP cache through the CLI', () => {
     assert.equal((await get(portico.http, HOST, '/fresh?x=1')).headers['x-cache'], 'HIT');
   });
 
+  test('Age counts what the answer already had: an Age header, a Date in the past', async () => {
+    origin.on('/aged', { headers: { 'cache-control': 'max-age=60', age: '30' }, body: 'aged\n' });
+    await get(portico.http, HOST, '/aged');
+    const hit = await get(portico.http, HOST, '/aged');
+    assert.equal(hit.headers['x-cache'], 'HIT');
+    assert.ok(Number(hit.headers.age) >= 30 && Number(hit.headers.age) < 40, `age ${hit.headers.age}`);
+    // Older than its max-age on arrival: stored, but never fresh.
+    origin.on('/too-old', (_r, n) => ({ headers: { 'cache-control': 'max-age=20', date: new Date(Date.now() - 30_000).toUTCString() }, body: `${n}\n` }));
+    await get(portico.http, HOST, '/too-old');
+    const again = await get(portico.http, HOST, '/too-old');
+    assert.equal(again.headers['x-cache'], 'MISS');
+    assert.equal(again.text, '2\n');
+  });
+
   test('50 concurrent misses for one URL make exactly one request to the pod, and all get its answer', async () => {
     origin.on('/collapse', (_r, n) => ({ headers: { 'cache-control': 'max-age=60' }, body: `collapsed ${n}\n`, delayMs: 300 }));
     const replies = await Promise.all(Array.from({ length: 50 }, () => get(portico.http, HOST, '/collapse')));
@@ -222,6 +236,25 @@ describe('the HTTP cache through the CLI', () => {
     assert.equal(changed.status, 200);
     assert.equal(changed.text, 'conditional\n');
     assert.equal(origin.count('/cond'), 1);
+  });
+
+  test('a conditional miss: the pod is asked for the whole answer (stored), the client still gets its 304; HEAD and Range misses pass through', async () => {
+    origin.on('/cond-miss', { headers: { 'cache-control': 'max-age=60', etag: '"v1"' }, body: 'whole\n' });
+    const notModified = await get(portico.http, HOST, '/cond-miss', { headers: { 'if-none-match': '"v1"' } });
+    assert.equal(notModified.status, 304);
+    assert.equal(notModified.headers['x-cache'], 'MISS');
+    assert.equal(origin.lastHeaders('/cond-miss')?.['if-none-match'], undefined, "the client's validator was not sent to the pod");
+    const whole = await get(portico.http, HOST, '/cond-miss');
+    assert.equal(whole.headers['x-cache'], 'HIT');
+    assert.equal(whole.text, 'whole\n');
+
+    origin.on('/head-first', (_r, n) => ({ headers: { 'cache-control': 'max-age=60' }, body: `${n}\n` }));
+    const head = await send(portico.http, { method: 'HEAD', host: HOST, path: '/head-first' });
+    assert.equal(head.headers['x-cache'], 'MISS');
+    assert.equal((await get(portico.http, HOST, '/head-first')).headers['x-cache'], 'MISS', 'a HEAD answer is not stored');
+    const range = await get(portico.http, HOST, '/head-first', { headers: { range: 'bytes=0-0' } });
+    assert.equal(range.headers['x-cache'], 'MISS');
+    assert.equal(origin.count('/head-first'), 3);
   });
 
   test('no-cache: every use is revalidated with the pod; a 304 refreshes the entry and the client gets it from memory', async () => {
