@@ -201,10 +201,11 @@ function conditionalHeaders(current: RequestContext['requestHeaders'], stale: Ca
 }
 
 /**
- * While `fill` runs, requests for `key` wait. When the pod answered they look again
- * without waiting twice (a HIT if it was stored; else each asks the pod). When there was
- * no complete answer (its client left, the pod broke off), the first of them fetches
- * and the others wait for it.
+ * While `fill` runs, requests for `key` wait, then look again. When the answer was not
+ * stored, each then asks the pod itself (no second wait: an uncacheable URL must not
+ * queue its requests one behind the other). When it was stored, those of another
+ * variant (Vary) collapse again, one fetch per variant; when there was no complete
+ * answer (its client left, the pod broke off), the first of them fetches for the rest.
  */
 function track(fill: CacheFill, key: string, config: CachePolicyConfig): void {
   inflight.set(key, fill);
@@ -213,7 +214,7 @@ function track(fill: CacheFill, key: string, config: CachePolicyConfig): void {
     if (inflight.get(key) === fill) inflight.delete(key);
     const waiters = waiting.get(fill)!;
     waiting.delete(fill);
-    for (const w of waiters) lookup(w.ctx, w.next, config, outcome === 'abandoned');
+    for (const w of waiters) lookup(w.ctx, w.next, config, outcome !== 'answered');
   };
 }
 

@@ -135,6 +135,12 @@ describe('the HTTP cache through the CLI', () => {
     assert.equal(identityAgain.text, 'identity 2\n');
     assert.equal(origin.count('/vary'), 2);
 
+    // Concurrent first requests of two variants: one pod request per variant.
+    origin.on('/vary-collapse', (req, n) => ({ headers: { 'cache-control': 'max-age=60', vary: 'accept-encoding' }, body: `${req.headers['accept-encoding'] ?? 'identity'} ${n}\n`, delayMs: 200 }));
+    const mixed = await Promise.all(Array.from({ length: 20 }, (_, i) => get(portico.http, HOST, '/vary-collapse', i % 2 === 0 ? { headers: { 'accept-encoding': 'gzip' } } : {})));
+    assert.equal(origin.count('/vary-collapse'), 2);
+    mixed.forEach((r, i) => assert.match(r.text, i % 2 === 0 ? /^gzip \d\n$/ : /^identity \d\n$/));
+
     origin.on('/vary-star', (_r, n) => ({ headers: { 'cache-control': 'max-age=60', vary: '*' }, body: `${n}\n` }));
     await get(portico.http, HOST, '/vary-star');
     assert.equal((await get(portico.http, HOST, '/vary-star')).headers['x-cache'], 'MISS');
