@@ -26,6 +26,9 @@ import { SharedStateMap } from './middleware/registry.ts';
 import { registerChallengeMetrics } from './challenge/metrics.ts';
 import { WakeGates, type WakeSignals } from './scale-to-zero/gates.ts';
 import type { Forwarder } from './proxy/forward.ts';
+import { configureCache } from './cache/runtime.ts';
+import { registerCacheMetrics } from './cache/metrics.ts';
+import type { Invalidate } from './cache/invalidation.ts';
 
 export interface DataPlane {
   readonly holder: RouteTableHolder;
@@ -66,6 +69,8 @@ export interface DataPlaneOptions {
   readonly defaultPems?: { readonly cert: string; readonly key: string };
   /** Where requests for sleeping Services ask for a wake (the control plane, here or in the primary). */
   readonly wakeSignals?: WakeSignals;
+  /** What PURGE/BAN on the listeners apply: every worker's cache (through the primary); default: this process' cache. */
+  readonly invalidate?: Invalidate;
 }
 
 export async function startDataPlane(options: Options, log: Logger, metrics: Metrics, extra: DataPlaneOptions = {}): Promise<DataPlane> {
@@ -79,6 +84,8 @@ export async function startDataPlane(options: Options, log: Logger, metrics: Met
   configureEndpointLimit(options.maxRequestsPerEndpoint);
   configureRedirectPort(options.httpsRedirectPort > 0 ? options.httpsRedirectPort : options.httpsPort);
   registerChallengeMetrics(metrics.registry);
+  configureCache({ maxBytes: options.cacheSize, purgeAllow: options.cachePurgeAllow, invalidate: extra.invalidate });
+  registerCacheMetrics(metrics.registry);
   configureHsts({ enabled: options.hsts, maxAge: options.hstsMaxAge, includeSubdomains: options.hstsIncludeSubdomains, preload: options.hstsPreload });
 
   const upstreams = new UpstreamPools({

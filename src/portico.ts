@@ -38,6 +38,10 @@ import { WorkerPool } from './workers/pool.ts';
 import { ConfigReplica, type ToPrimary, type ToWorker } from './workers/protocol.ts';
 import type { WakeSignals } from './scale-to-zero/gates.ts';
 import type { SleepManager } from './scale-to-zero/manager.ts';
+import { validatingInvalidate, type Invalidate, type InvalidationResult } from './cache/invalidation.ts';
+import { invalidateLocal, invalidateThisProcess } from './cache/runtime.ts';
+import { sayingWhenCacheOff } from './cache/cache-off.ts';
+import type { InvalidationController } from './cache/invalidation-controller.ts';
 
 /** Cluster mode: what scale-to-zero needs of the API (loaded with the client). */
 async function clusterScaling(kube: KubeClient, identity: string) {
@@ -51,6 +55,11 @@ export interface Portico {
   holder: RouteTableHolder;
   /** Bound ports (useful with port 0). */
   ports: { http?: number; https?: number; admin?: number };
+  /**
+   * Applies a cache invalidation to every cache of this replica (each worker's), as the
+   * admin POST /cache/purge and /cache/ban do; for the CacheInvalidation resource.
+   */
+  invalidate: Invalidate;
   stop(graceMs: number): Promise<void>;
 }
 
@@ -105,7 +114,23 @@ async function startWorker(options: Options, log: Logger): Promise<Portico> {
   const send = (message: ToPrimary) => {
     if (process.connected) process.send!(message);
   };
+  // PURGE/BAN on this worker's listeners: the primary applies it to every worker.
+  let nextInvalidation = 0;
+  const invalidations = new Map<number, (result: InvalidationResult) => void>();
+  const invalidate: Invalidate = validatingInvalidate(
+    (request) =>
+      new Promise((resolve) => {
+        if (!process.connected) {
+          resolve({ ok: false, message: 'the primary process is gone; nothing was invalidated' });
+          return;
+        }
+        const id = ++nextInvalidation;
+        invalidations.set(id, resolve);
+        send({ t: 'invalidate-all', id, request });
+      }),
+  );
   const data = await startDataPlane(options, log, metrics, {
+    invalidate,
     accessLogWriteBytes: stdoutIsPipe() ? 2048 : undefined,
     defaultPems: cert !== undefined && key !== undefined ? { cert, key } : undefined,
     // Scale-to-zero is decided in the primary: wakes go there, and activity twice a second.
@@ -139,6 +164,15 @@ async function startWorker(options: Options, log: Logger): Promise<Portico> {
       case 'challenge-key':
         setChallengeKey(Buffer.from(message.key, 'base64'));
         break;
+      case 'invalidate':
+        send({ t: 'invalidated', id: message.id, result: invalidateLocal(message.request) });
+        break;
+      case 'invalidated-all': {
+        const resolve = invalidations.get(message.id);
+        invalidations.delete(message.id);
+        resolve?.(message.result);
+        break;
+      }
       case 'metrics':
         void metrics.registry.getMetricsAsJSON().then((json) => send({ t: 'metrics', id: message.id, metrics: json }));
         break;
@@ -156,6 +190,7 @@ async function startWorker(options: Options, log: Logger): Promise<Portico> {
     log,
     holder: data.holder,
     ports: data.ports,
+    invalidate,
     async stop(graceMs) {
       await (stopping ??= data.drain(graceMs));
     },
@@ -220,6 +255,9 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
     if (options.httpsPort > 0) ingressPorts.set(options.httpsPort, '--https-port');
   }
 
+  /** Whether a route of the live table has portico.dev/cache (else an invalidation says the cache is off). */
+  const anyRouteCaches = () => holder.current.config.routes.some((r) => r.policies.some((p) => p.name === 'cache'));
+
   // ---- sources ----
   let fileProblems: readonly Problem[] = [];
   let standalone: ManifestDirectorySource | undefined;
@@ -228,10 +266,19 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
   if (options.manifests) {
     // Loaded only in standalone mode (and not by workers): the YAML parser is a few MB.
     const { ManifestDirectorySource } = await import('./sources/standalone.ts');
-    standalone = new ManifestDirectorySource({ dir: options.manifests, store, log, onProblems: (p: readonly Problem[]) => {
+    const { ManifestInvalidations } = await import('./cache/manifest-invalidations.ts');
+    // `invalidate` is set below; files are read only once started.
+    const manifestInvalidations = new ManifestInvalidations(sayingWhenCacheOff((request) => invalidate(request), anyRouteCaches), log);
+    standalone = new ManifestDirectorySource({
+      dir: options.manifests,
+      store,
+      log,
+      onProblems: (p: readonly Problem[]) => {
         fileProblems = p;
         controller.changed('problems');
-      } });
+      },
+      onCacheInvalidations: (file, objects) => manifestInvalidations.fileRead(file, objects),
+    });
   } else {
     // Loaded only in cluster mode: @kubernetes/client-node alone costs about 90 MB.
     const { KubeClient, loadKubeConfig } = await import('./kube/client.ts');
@@ -259,6 +306,7 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
   let gatewayStatus: GatewayStatusWriter | undefined;
   let events: EventRecorder | undefined;
   let elector: LeaderElector | undefined;
+  let invalidations: InvalidationController | undefined;
   const identity = `${process.env.POD_NAME ?? hostname()}-${process.pid}`;
   if (kube) {
     const { IngressStatusWriter } = await import('./status/ingress-status.ts');
@@ -308,6 +356,22 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
         gatewayStatus!.active = false;
         events!.active = false;
       },
+    });
+    const { InvalidationController } = await import('./cache/invalidation-controller.ts');
+    const leader = elector;
+    invalidations = new InvalidationController({
+      client: kube,
+      log,
+      // The pod name, as status.replicas[] shows it (one entry per pod, kept across restarts).
+      replica: process.env.POD_NAME ?? hostname(),
+      // Set below, with the data plane's caches; called only once started.
+      invalidate: sayingWhenCacheOff((request) => invalidate(request), anyRouteCaches),
+      namespace: options.watchNamespace,
+      resyncMs: options.resync,
+      defaultTtlMs: options.cacheInvalidationTtl,
+      isLeader: () => leader.isLeader,
+      replicasService: options.publishService,
+      events,
     });
   }
 
@@ -376,6 +440,9 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
     });
   }
 
+  // ---- cache invalidation: this process' cache, or every worker's ----
+  const invalidate: Invalidate = pool !== undefined ? validatingInvalidate((request) => pool!.invalidate(request)) : invalidateThisProcess;
+
   // ---- admin ----
   const ports: Portico['ports'] = {};
   let admin: http.Server | undefined;
@@ -400,6 +467,7 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
       metricsJson,
       listeners: () => ({ ...(data?.ports ?? pool!.ports), admin: ports.admin }),
       ingressHosts: (key) => (store.ingresses.get(key)?.spec?.rules ?? []).map((r) => r.host ?? ''),
+      invalidate,
     });
     ports.admin = await listen(admin, options.adminPort, options.adminBind, '--admin-port');
     ingressPorts.set(ports.admin, '--admin-port');
@@ -417,6 +485,8 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
   }
   sleepManager.start();
   controller.start();
+  // After the first table: a result's "the cache is off" speaks of the routes served.
+  invalidations?.start();
   if (pool !== undefined) {
     await new Promise<void>((resolve) => {
       const check = () => (pool!.allInstalled() ? resolve() : setTimeout(check, 20));
@@ -435,12 +505,14 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
     log,
     holder,
     ports,
+    invalidate,
     async stop(graceMs: number) {
       holder.ready = false;
       controller.stop();
       sleepManager.stop();
       standalone?.stop();
       clusterSource?.stop();
+      invalidations?.stop();
       await elector?.stop();
       admin?.close();
       await Promise.all([data?.drain(graceMs), pool?.stop(graceMs)]);

@@ -131,3 +131,60 @@ endpoints:
       ready: true
 `;
 }
+
+// ---- the cache comparison (bench/cache.ts) ----
+
+/** The upstream of the cache bench: `body` with Cache-Control max-age=3600, so both caches keep it. */
+export function cachingUpstreamConfig(dir: string, port: number, body: string): string {
+  return `${common(dir, 'upstream')}
+http {
+  access_log off;
+${tempPaths(dir)}
+  keepalive_requests 10000000;
+  keepalive_timeout 300s;
+  server {
+    listen 127.0.0.1:${port} backlog=4096;
+    location / {
+      default_type text/plain;
+      add_header Cache-Control "max-age=3600" always;
+      return 200 ${JSON.stringify(body)};
+    }
+  }
+}
+`;
+}
+
+/**
+ * nginx as a caching reverse proxy: proxy_cache in memory-backed files (the OS page
+ * cache serves the hits), honouring the upstream's Cache-Control, with a lock so
+ * concurrent misses make one upstream request (as portico collapses them).
+ */
+export function proxyCacheConfig(dir: string, port: number, upstreamPort: number): string {
+  return `${common(dir, 'proxy')}
+http {
+  access_log off;
+${tempPaths(dir)}
+  keepalive_requests 10000000;
+  keepalive_timeout 300s;
+  proxy_cache_path ${join(dir, 'cache')} levels=1:2 keys_zone=bench:16m max_size=128m inactive=1h use_temp_path=off;
+  upstream bench_upstream {
+    server 127.0.0.1:${upstreamPort};
+    keepalive 64;
+  }
+  server {
+    listen 127.0.0.1:${port} backlog=4096;
+    server_name bench.local;
+    location / {
+      proxy_pass http://bench_upstream;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $host;
+      proxy_cache bench;
+      proxy_cache_lock on;
+      proxy_cache_key $scheme$host$request_uri;
+      add_header X-Cache $upstream_cache_status;
+    }
+  }
+}
+`;
+}

@@ -3,7 +3,7 @@
 //   node deploy/render/render-manifest.ts           write deploy/portico.yaml
 //   node deploy/render/render-manifest.ts --check   exit 1 if it is not current
 // test/unit/deploy/manifest.test.ts runs the check in CI.
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parse, parseAllDocuments } from 'yaml';
 import { Renderer } from './template.ts';
@@ -26,6 +26,12 @@ export function renderManifest(): string {
   const renderer = new Renderer();
   renderer.addHelpers(readFileSync(CHART + 'templates/_helpers.tpl', 'utf8'));
   const documents = [`apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ${NAMESPACE}\n`];
+  // crds/ is not templated (Helm installs those files as they are, before the templates).
+  for (const file of readdirSync(CHART + 'crds').filter((f) => f.endsWith('.yaml')).sort()) {
+    const text = readFileSync(CHART + 'crds/' + file, 'utf8');
+    for (const d of parseAllDocuments(text)) if (d.errors.length > 0) throw new Error(`crds/${file}: does not parse: ${d.errors[0]!.message}`);
+    documents.push(`# Source: portico/crds/${file}\n${text.replace(/^\n+/, '').replace(/\s+$/, '')}\n`);
+  }
   for (const file of TEMPLATES) {
     const text = renderer.render(readFileSync(CHART + 'templates/' + file, 'utf8'), root);
     for (const doc of text.split(/^---\s*$/m)) {

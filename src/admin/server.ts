@@ -8,6 +8,7 @@ import { canonicalIp } from '../middleware/cidr.ts';
 import { explain } from './explain.ts';
 import { hostTotals, type MetricJson } from './host-stats.ts';
 import { dashboardFiles, DASHBOARD_CSP } from './dashboard-files.ts';
+import type { Invalidate, InvalidationRequest } from '../cache/invalidation.ts';
 
 export interface AdminServerOptions {
   readonly holder: RouteTableHolder;
@@ -31,7 +32,12 @@ export interface AdminServerOptions {
   readonly listeners?: () => { http?: number; https?: number; admin?: number };
   /** The hosts of an Ingress ("ns/name") from the object store: explain says which ignored Ingress names a host. */
   readonly ingressHosts?: (key: string) => readonly string[];
+  /** Cache invalidation (every worker's cache) for POST /cache/purge and /cache/ban; absent: 404. */
+  readonly invalidate?: Invalidate;
 }
+
+/** Largest POST /cache/* body read. */
+const MAX_INVALIDATION_BODY = 64 * 1024;
 
 /** 127.0.0.0/8 or ::1 (canonicalIp has turned ::ffff:127.x into 127.x). */
 function isLoopback(ip: string): boolean {
@@ -54,13 +60,27 @@ export function createAdminServer(options: AdminServerOptions): http.Server {
 
   const server = http.createServer((req, res) => {
     const method = req.method ?? 'GET';
+    const url = req.url ?? '/';
+    const query = url.indexOf('?');
+    const path = query === -1 ? url : url.slice(0, query);
+    const invalidation = path === '/cache/purge' ? 'Purge' : path === '/cache/ban' ? 'Ban' : undefined;
+    if (invalidation !== undefined && options.invalidate !== undefined) {
+      if (method !== 'POST') {
+        send(req, res, 405, TEXT, `method not allowed: ${path} takes POST with a JSON body\n`, { allow: 'POST' });
+        return;
+      }
+      const peer = canonicalIp(req.socket.remoteAddress ?? '');
+      if (!isLoopback(peer) && options.routesAllowed?.(peer) !== true) {
+        send(req, res, 403, TEXT, `forbidden: ${path} is served to loopback and --admin-routes-allow only\n`);
+        return;
+      }
+      cacheInvalidation(req, res, invalidation, options.invalidate);
+      return;
+    }
     if (method !== 'GET' && method !== 'HEAD') {
       send(req, res, 405, TEXT, 'method not allowed\n', { allow: 'GET, HEAD' });
       return;
     }
-    const url = req.url ?? '/';
-    const query = url.indexOf('?');
-    const path = query === -1 ? url : url.slice(0, query);
     /** /routes, the dashboard and explain show hosts, pod addresses and Secret names: loopback and --admin-routes-allow only. */
     const allowed = (): boolean => {
       const peer = canonicalIp(req.socket.remoteAddress ?? '');
@@ -122,10 +142,45 @@ export function createAdminServer(options: AdminServerOptions): http.Server {
         return;
       }
       default:
-        send(req, res, 404, TEXT, 'not found: try / (the dashboard), /healthz, /readyz, /metrics, /routes or /routes/explain?url=...\n');
+        send(req, res, 404, TEXT, 'not found: try / (the dashboard), /healthz, /readyz, /metrics, /routes, /routes/explain?url=..., or POST /cache/purge and /cache/ban\n');
     }
   });
   return server;
+}
+
+/**
+ * POST /cache/purge {"host","paths":[...]} or /cache/ban {"host","pattern"}: 200 with the
+ * result as JSON once every worker applied it; 400 with a clear message for bad JSON, a
+ * bad regex or a missing field.
+ */
+function cacheInvalidation(req: http.IncomingMessage, res: http.ServerResponse, type: 'Purge' | 'Ban', invalidate: Invalidate): void {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let tooLarge = false;
+  req.on('data', (chunk: Buffer) => {
+    size += chunk.length;
+    if (size > MAX_INVALIDATION_BODY) tooLarge = true;
+    else chunks.push(chunk);
+  });
+  req.on('end', () => {
+    if (tooLarge) {
+      send(req, res, 413, TEXT, `the body is larger than ${MAX_INVALIDATION_BODY} bytes\n`);
+      return;
+    }
+    let body: unknown;
+    try {
+      body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    } catch (err) {
+      const example = type === 'Purge' ? '{"host": "example.com", "paths": ["/a"]}' : '{"host": "example.com", "pattern": "^/images/"}';
+      send(req, res, 400, JSON_TYPE, `${JSON.stringify({ ok: false, message: `the body is not JSON (${(err as Error).message}); expected ${example}` })}\n`);
+      return;
+    }
+    const request = (body !== null && typeof body === 'object' ? { ...body, type } : body) as InvalidationRequest;
+    invalidate(request).then(
+      (result) => send(req, res, result.ok ? 200 : 400, JSON_TYPE, `${JSON.stringify(result)}\n`),
+      (err: unknown) => send(req, res, 500, JSON_TYPE, `${JSON.stringify({ ok: false, message: err instanceof Error ? err.message : String(err) })}\n`),
+    );
+  });
 }
 
 /** The cached /routes body ("{...}\n") with the live "scaleToZero" member added. */

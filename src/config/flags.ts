@@ -33,6 +33,8 @@ export interface Options {
   tlsMinVersion: 'TLSv1.2' | 'TLSv1.3';
   maxBodySize: number;
   maxClientConnections: number;
+  cacheSize: number;
+  cachePurgeAllow: string;
   hsts: boolean;
   hstsMaxAge: number;
   hstsIncludeSubdomains: boolean;
@@ -58,6 +60,7 @@ export interface Options {
   leaseDuration: number;
   renewDeadline: number;
   retryPeriod: number;
+  cacheInvalidationTtl: number;
   help: boolean;
 }
 
@@ -99,6 +102,8 @@ const FLAGS: FlagSpec[] = [
   { flag: 'max-body-size', key: 'maxBodySize', kind: 'size', default: '1m', help: 'largest request body, unless an Ingress sets portico.dev/max-body-size (0: no limit; as nginx client_max_body_size)' },
   { flag: 'max-requests-per-endpoint', key: 'maxRequestsPerEndpoint', kind: 'int', default: '1000', help: 'requests in flight to one pod, per process; past it another pod is chosen, or 503 with Retry-After when all are that busy (0: no limit)' },
   { flag: 'max-client-connections', key: 'maxClientConnections', kind: 'int', default: '16384', help: 'client connections each proxy listener accepts at once; more are closed at once, and logged (0: no limit)' },
+  { flag: 'cache-size', key: 'cacheSize', kind: 'size', default: '128MiB', help: 'memory for cached responses (portico.dev/cache), per worker process: each worker has its own cache; least recently used entries are evicted (headers and bodies counted)' },
+  { flag: 'cache-purge-allow', key: 'cachePurgeAllow', kind: 'cidrs', default: '', help: 'CIDR list of clients that may send PURGE and BAN to the proxy listeners (others get 405; the admin POST /cache/purge and /cache/ban are always there)' },
   { flag: 'hsts', key: 'hsts', kind: 'bool', default: 'true', help: 'send Strict-Transport-Security on HTTPS answers of hosts with a certificate' },
   { flag: 'hsts-max-age', key: 'hstsMaxAge', kind: 'int', default: '15724800', help: 'max-age of Strict-Transport-Security, in seconds (182 days, as ingress-nginx)' },
   { flag: 'hsts-include-subdomains', key: 'hstsIncludeSubdomains', kind: 'bool', default: 'false', help: 'add includeSubDomains to Strict-Transport-Security' },
@@ -122,6 +127,7 @@ const FLAGS: FlagSpec[] = [
   { flag: 'lease-duration', key: 'leaseDuration', kind: 'duration', default: '15s', help: 'cluster mode: how long a lease holds without renewal' },
   { flag: 'renew-deadline', key: 'renewDeadline', kind: 'duration', default: '10s', help: 'cluster mode: a leader that cannot renew for this long stops writing' },
   { flag: 'retry-period', key: 'retryPeriod', kind: 'duration', default: '2s', help: 'cluster mode: how often to try to acquire or renew the lease' },
+  { flag: 'cache-invalidation-ttl', key: 'cacheInvalidationTtl', kind: 'duration', default: '1h', help: 'cluster mode: how long a Complete or Failed CacheInvalidation stays before the leader deletes it (its spec.ttl wins)' },
   { flag: 'help', key: 'help', kind: 'bool', default: 'false', help: 'print this help and exit' },
 ];
 
@@ -165,7 +171,8 @@ function convert(spec: FlagSpec, raw: string, source: string): unknown {
     }
     case 'size': {
       const bytes = parseSize(raw);
-      return bytes !== undefined ? bytes : fail('a size such as 512k, 10m or 1g (0: no limit)');
+      if (bytes !== undefined) return bytes;
+      return fail(spec.key === 'cacheSize' ? 'a size such as 64MiB, 512m or 1g' : 'a size such as 512k, 10m or 1g (0: no limit)');
     }
     case 'workers': {
       if (raw === 'auto') return availableCpus();

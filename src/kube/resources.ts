@@ -1,8 +1,9 @@
 // Where each kind portico reads lives in the Kubernetes API.
 import type { RoutingKind } from '../model/k8s.ts';
 
-export interface ResourceInfo {
-  kind: RoutingKind;
+/** K: the kinds routing reads, or another kind read the same way (CacheInvalidation). */
+export interface ResourceInfo<K extends string = RoutingKind> {
+  kind: K;
   /** "/api/v1" or "/apis/<group>/<version>" */
   base: string;
   plural: string;
@@ -27,12 +28,20 @@ export const RESOURCES: Record<RoutingKind, ResourceInfo> = {
   Namespace: { kind: 'Namespace', base: '/api/v1', plural: 'namespaces', namespaced: false },
 };
 
+/** portico's own CacheInvalidation (deploy/helm/portico/crds/): not routing input, read the same way. */
+export const CACHE_INVALIDATIONS: ResourceInfo<'CacheInvalidation'> = {
+  kind: 'CacheInvalidation',
+  base: '/apis/portico.dev/v1alpha1',
+  plural: 'cacheinvalidations',
+  namespaced: true,
+};
+
 /** Collection path, across all namespaces or in one. */
-export function collectionPath(r: ResourceInfo, namespace?: string): string {
+export function collectionPath(r: ResourceInfo<string>, namespace?: string): string {
   return r.namespaced && namespace ? `${r.base}/namespaces/${namespace}/${r.plural}` : `${r.base}/${r.plural}`;
 }
 
-export function objectPath(r: ResourceInfo, namespace: string | undefined, name: string, subresource?: string): string {
+export function objectPath(r: ResourceInfo<string>, namespace: string | undefined, name: string, subresource?: string): string {
   const p = r.namespaced ? `${r.base}/namespaces/${namespace}/${r.plural}/${name}` : `${r.base}/${r.plural}/${name}`;
   return subresource ? `${p}/${subresource}` : p;
 }

@@ -22,6 +22,7 @@ import { timeoutsPolicy } from './timeouts.ts';
 import { tlsRedirectPolicy } from './tls-redirect.ts';
 import { upstreamProtocolPolicy } from './upstream-protocol.ts';
 import { underAttackPolicy } from './under-attack.ts';
+import { cachePolicy } from './cache.ts';
 
 export const ANNOTATION_PREFIX = 'portico.dev/';
 
@@ -45,6 +46,7 @@ export const POLICIES: readonly PolicyDefinition<any>[] = [
   requestMirrorPolicy,
   timeoutsPolicy,
   upstreamProtocolPolicy,
+  cachePolicy,
 ];
 
 const byName = new Map(POLICIES.map((p) => [p.name, p]));

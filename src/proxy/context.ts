@@ -32,7 +32,8 @@ export interface UpstreamTimeouts {
  */
 export class RequestContext {
   readonly req: ProxyRequest;
-  readonly res: ProxyResponse;
+  /** The client's response; the cache policy puts its tee (src/cache/fill.ts) here while it fetches. */
+  res: ProxyResponse;
   readonly route: Route;
   /** Client address: the socket peer, or from X-Forwarded-For / PROXY protocol when the peer is a trusted proxy. */
   clientIp: string;

@@ -4,6 +4,7 @@
 import { extname } from 'node:path';
 import { LineCounter, parseAllDocuments, parseDocument, isMap, isSeq, type Document, type Node } from 'yaml';
 import type { KubeObject } from '../model/k8s.ts';
+import { isCacheInvalidation, type CacheInvalidation } from '../cache/invalidation-resource.ts';
 import { sanitize, type SanitizeResult } from './sanitize.ts';
 
 export interface ManifestError {
@@ -23,6 +24,8 @@ export interface ParsedManifestFile {
   errors: ManifestError[];
   /** Objects of kinds portico does not read. */
   ignored: number;
+  /** CacheInvalidation objects (not routing input: applied to the cache once each, src/cache/manifest-invalidations.ts). */
+  invalidations: { object: CacheInvalidation; line: number | undefined }[];
   /**
    * The file could not be read as a whole (a YAML or JSON syntax error): `objects` may
    * be incomplete, so a source should keep serving what it last read from this file.
@@ -43,7 +46,7 @@ interface Located {
 }
 
 export function parseManifestFile(path: string, text: string): ParsedManifestFile {
-  const result: ParsedManifestFile = { objects: [], lines: [], errors: [], ignored: 0, failed: false };
+  const result: ParsedManifestFile = { objects: [], lines: [], errors: [], ignored: 0, invalidations: [], failed: false };
   const ext = extname(path).toLowerCase();
   let located: Located[];
   if (ext === '.json') located = readJson(path, text, result);
@@ -58,6 +61,15 @@ export function parseManifestFile(path: string, text: string): ParsedManifestFil
 }
 
 function addObject(file: string, { value, line }: Located, result: ParsedManifestFile): void {
+  if (isCacheInvalidation(value)) {
+    result.invalidations.push({ object: value, line });
+    return;
+  }
+  const o = value as { apiVersion?: unknown; kind?: unknown } | null;
+  if (o?.kind === 'CacheInvalidation' && o.apiVersion === 'portico.dev/v1alpha1') {
+    result.errors.push({ file, line, message: 'CacheInvalidation: metadata.name is required' });
+    return;
+  }
   const sanitized = sanitize(value);
   if (sanitized.object) {
     result.objects.push(sanitized.object);

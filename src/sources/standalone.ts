@@ -23,6 +23,7 @@ import type { Problem } from '../model/config.ts';
 import { objectKey, type KubeObject, type RoutingKind } from '../model/k8s.ts';
 import { isManifestFile, parseManifestFile, type ManifestError } from './manifests.ts';
 import { deepEqual, type ObjectStore } from './store.ts';
+import type { CacheInvalidation } from '../cache/invalidation-resource.ts';
 
 export interface ManifestDirectorySourceOptions {
   dir: string;
@@ -39,6 +40,14 @@ export interface ManifestDirectorySourceOptions {
   watch?: boolean;
   /** Says when watching fails and when it works again. */
   log?: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void };
+  /** The CacheInvalidation objects of a file, each time it is read ([] once it is gone). */
+  onCacheInvalidations?: (file: string, objects: readonly FileInvalidation[]) => void;
+}
+
+/** A CacheInvalidation found in a manifest file, and its line there. */
+export interface FileInvalidation {
+  readonly object: CacheInvalidation;
+  readonly line: number | undefined;
 }
 
 /** Manifests larger than this are refused rather than read into memory. */
@@ -61,6 +70,8 @@ interface FileEntry {
   /** The objects served from this file (its last good content), by identity. */
   readonly objects: ReadonlyMap<string, StoredObject>;
   readonly errors: readonly ManifestError[];
+  /** Not routing input: handed to onCacheInvalidations. */
+  readonly invalidations?: readonly FileInvalidation[];
 }
 
 interface FoundFile {
@@ -118,7 +129,7 @@ function firstPath(paths: Iterable<string>): string {
 export class ManifestDirectorySource {
   /** Resolves after the first full load (rejects if start() failed). */
   readonly ready: Promise<void>;
-  private readonly o: Required<Omit<ManifestDirectorySourceOptions, 'onProblems' | 'log'>> & Pick<ManifestDirectorySourceOptions, 'onProblems' | 'log'>;
+  private readonly o: Required<Omit<ManifestDirectorySourceOptions, 'onProblems' | 'log' | 'onCacheInvalidations'>> & Pick<ManifestDirectorySourceOptions, 'onProblems' | 'log' | 'onCacheInvalidations'>;
   private readonly files = new Map<string, FileEntry>();
   /** What this source put in the store, by identity. */
   private readonly applied = new Map<string, KubeObject>();
@@ -383,7 +394,8 @@ export class ManifestDirectorySource {
    */
   private holdEmptied(updates: Map<string, FileEntry | undefined>): void {
     for (const [path, entry] of updates) {
-      const emptied = entry !== undefined && entry.objects.size === 0 && entry.errors.length === 0 && (this.files.get(path)?.objects.size ?? 0) > 0;
+      const before = this.files.get(path);
+      const emptied = entry !== undefined && entry.objects.size === 0 && entry.invalidations === undefined && entry.errors.length === 0 && ((before?.objects.size ?? 0) > 0 || before?.invalidations !== undefined);
       if (!emptied || this.emptiedOnce.has(path)) {
         this.emptiedOnce.delete(path);
         continue;
@@ -511,7 +523,7 @@ export class ManifestDirectorySource {
   /** Reads and parses one file into its next entry; undefined if it is gone. */
   private async readEntry(rel: string, file: FoundFile, previous: FileEntry | undefined): Promise<FileEntry | undefined> {
     if (file.size > MAX_FILE_BYTES) {
-      return { stamp: file.stamp, objects: previous?.objects ?? new Map(), errors: [{ file: rel, message: `larger than ${MAX_FILE_BYTES / 1024 / 1024} MiB; not read` }] };
+      return { stamp: file.stamp, objects: previous?.objects ?? new Map(), errors: [{ file: rel, message: `larger than ${MAX_FILE_BYTES / 1024 / 1024} MiB; not read` }], invalidations: previous?.invalidations };
     }
     let text: string;
     try {
@@ -519,11 +531,11 @@ export class ManifestDirectorySource {
       text = await readFile(file.path, 'utf8');
     } catch (err) {
       if (errorCode(err) === 'ENOENT') return undefined;
-      return { stamp: file.stamp, objects: previous?.objects ?? new Map(), errors: [{ file: rel, message: `cannot read: ${(err as Error).message}` }] };
+      return { stamp: file.stamp, objects: previous?.objects ?? new Map(), errors: [{ file: rel, message: `cannot read: ${(err as Error).message}` }], invalidations: previous?.invalidations };
     }
     const parsed = parseManifestFile(rel, text);
     // A file that does not parse as a whole keeps serving its last good content.
-    if (parsed.failed) return { stamp: file.stamp, objects: previous?.objects ?? new Map(), errors: parsed.errors };
+    if (parsed.failed) return { stamp: file.stamp, objects: previous?.objects ?? new Map(), errors: parsed.errors, invalidations: previous?.invalidations };
 
     const objects = new Map<string, StoredObject>();
     const errors: ManifestError[] = [...parsed.errors];
@@ -547,7 +559,7 @@ export class ManifestDirectorySource {
       if (before && !objects.has(id)) objects.set(id, before);
     }
     errors.sort((a, b) => (a.line ?? 0) - (b.line ?? 0));
-    return { stamp: file.stamp, objects, errors };
+    return { stamp: file.stamp, objects, errors, invalidations: parsed.invalidations.length > 0 ? parsed.invalidations : undefined };
   }
 
   // ---- applying ----
@@ -560,6 +572,7 @@ export class ManifestDirectorySource {
   private applyFiles(updates: ReadonlyMap<string, FileEntry | undefined>): void {
     const touched = new Set<string>();
     for (const [path, entry] of updates) {
+      if (entry?.invalidations !== undefined || this.files.get(path)?.invalidations !== undefined) this.o.onCacheInvalidations?.(path, entry?.invalidations ?? []);
       const before = this.files.get(path);
       if (before) {
         for (const id of before.objects.keys()) {

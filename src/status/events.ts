@@ -21,6 +21,13 @@ export interface EventRecorderOptions {
   dedupeWindowMs?: number;
 }
 
+/** What an Event needs to point at an object of a kind the recorder does not look up itself. */
+export interface InvolvedObject {
+  apiVersion: string;
+  uid?: string;
+  resourceVersion?: string;
+}
+
 class TokenBucket {
   private tokens: number;
   private last = Date.now();
@@ -69,11 +76,13 @@ export class EventRecorder {
    * An Event about something this replica did (scale-to-zero's Sleeping, Waking,
    * WakeTimeout): written whether or not it leads. Never throws.
    */
-  async recordAction(object: ObjectRef, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
-    await this.recordOne({ object, severity: 'warning', reason, message }, type);
+  async recordAction(object: ObjectRef, type: 'Normal' | 'Warning', reason: string, message: string, involved?: InvolvedObject): Promise<void> {
+    await this.recordOne({ object, severity: 'warning', reason, message }, type, involved);
   }
 
-  private involvedObject(ref: ObjectRef): Record<string, string | undefined> {
+  private involvedObject(ref: ObjectRef, involved: InvolvedObject | undefined): Record<string, string | undefined> {
+    // Kinds other than Ingress and Service (a CacheInvalidation) come with their apiVersion and uid.
+    if (involved) return { apiVersion: involved.apiVersion, kind: ref.kind, namespace: ref.namespace, name: ref.name, uid: involved.uid, resourceVersion: involved.resourceVersion };
     const key = `${ref.namespace}/${ref.name}`;
     const obj = ref.kind === 'Service' ? this.o.services?.().get(key) : this.o.ingresses().get(key);
     return {
@@ -86,7 +95,7 @@ export class EventRecorder {
     };
   }
 
-  private async recordOne(p: Problem, type: 'Normal' | 'Warning'): Promise<void> {
+  private async recordOne(p: Problem, type: 'Normal' | 'Warning', involved?: InvolvedObject): Promise<void> {
     const objectKey = `${p.object.kind} ${p.object.namespace}/${p.object.name}`;
     let bucket = this.perObject.get(objectKey);
     if (!bucket) {
@@ -118,7 +127,7 @@ export class EventRecorder {
           apiVersion: 'v1',
           kind: 'Event',
           metadata: { name, namespace: p.object.namespace },
-          involvedObject: this.involvedObject(p.object),
+          involvedObject: this.involvedObject(p.object, involved),
           reason: p.reason,
           message: p.message,
           type,

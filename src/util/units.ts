@@ -35,11 +35,11 @@ export function parseAnnotationDuration(text: string): number | undefined {
 
 const SIZE_UNITS: Record<string, number> = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 };
 
-/** "512", "512k", "10m", "1g" (binary multiples, case-insensitive) -> bytes; undefined if not a size. */
+/** "512", "512k", "10m", "1g" (binary multiples, case-insensitive; "10Mi", "10MiB" too) -> bytes; undefined if not a size. */
 export function parseSize(text: string): number | undefined {
-  const m = /^(\d+)([kmg]?)$/i.exec(text.trim());
+  const m = /^(\d+)(?:([kmg])(?:ib?)?)?$/i.exec(text.trim());
   if (!m) return undefined;
-  return Number(m[1]) * SIZE_UNITS[m[2]!.toLowerCase()]!;
+  return Number(m[1]) * SIZE_UNITS[(m[2] ?? '').toLowerCase()]!;
 }
 
 /** true/false/1/0/yes/no, case-insensitive; undefined otherwise. */

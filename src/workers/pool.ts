@@ -6,6 +6,10 @@ import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
 import type { RoutingConfig } from '../model/config.ts';
 import { configMessage, type SleepMessage, type ToPrimary, type ToWorker } from './protocol.ts';
+import type { InvalidationRequest, InvalidationResult } from '../cache/invalidation.ts';
+
+/** How long the primary waits for every worker to apply an invalidation. */
+const INVALIDATION_TIMEOUT_MS = 5000;
 
 interface Member {
   readonly worker: Worker;
@@ -41,6 +45,8 @@ export class WorkerPool {
   private restartDelayMs = 500;
   private nextMetricsId = 0;
   private readonly metricWaiters = new Map<number, { expected: number; got: unknown[]; resolve: (m: unknown[]) => void }>();
+  private nextInvalidationId = 0;
+  private readonly invalidationWaiters = new Map<number, { pending: Set<number>; got: InvalidationResult[]; resolve: (r: InvalidationResult) => void; timer: NodeJS.Timeout }>();
 
   constructor(options: WorkerPoolOptions) {
     this.o = options;
@@ -53,6 +59,8 @@ export class WorkerPool {
     cluster.on('exit', (worker, code, signal) => {
       const member = this.members.get(worker.id);
       this.members.delete(worker.id);
+      // An invalidation waiting for this worker waits no more: it failed there.
+      for (const id of [...this.invalidationWaiters.keys()]) this.invalidationAnswered(worker.id, id, { ok: false, message: `worker ${worker.process.pid} exited before confirming`, removed: 0 });
       if (this.stopping || member === undefined) return;
       // A worker that keeps dying at start is restarted less and less often.
       const lived = Date.now() - member.startedAt;
@@ -93,6 +101,15 @@ export class WorkerPool {
       case 'wake':
       case 'wake-timeout':
         this.o.onSleepMessage?.(member.worker.id, message);
+        break;
+      case 'invalidated':
+        this.invalidationAnswered(member.worker.id, message.id, message.result);
+        break;
+      case 'invalidate-all':
+        // PURGE/BAN on one worker's listener: every worker applies it, then that worker answers its client.
+        void this.invalidate(message.request).then((result) => {
+          if (member.worker.isConnected()) member.worker.send({ t: 'invalidated-all', id: message.id, result } satisfies ToWorker);
+        });
         break;
       case 'metrics': {
         const waiter = this.metricWaiters.get(message.id);
@@ -158,6 +175,42 @@ export class WorkerPool {
     });
   }
 
+  /**
+   * Applies a (validated) invalidation to every live worker's cache; resolves when all
+   * answered (removed: the sum), or after 5 s with ok false naming the workers that did not.
+   */
+  invalidate(request: InvalidationRequest): Promise<InvalidationResult> {
+    const live = [...this.members.values()].filter((m) => m.greeted && m.worker.isConnected());
+    if (live.length === 0) return Promise.resolve({ ok: false, message: 'no worker is running to apply the invalidation', removed: 0 });
+    const id = ++this.nextInvalidationId;
+    return new Promise((resolve) => {
+      const pending = new Set(live.map((m) => m.worker.id));
+      const timer = setTimeout(() => {
+        const waiter = this.invalidationWaiters.get(id);
+        if (waiter === undefined) return;
+        this.invalidationWaiters.delete(id);
+        resolve({ ok: false, message: `${waiter.pending.size} of ${live.length} workers did not confirm the invalidation within ${INVALIDATION_TIMEOUT_MS} ms`, removed: sumRemoved(waiter.got) });
+      }, INVALIDATION_TIMEOUT_MS);
+      timer.unref();
+      this.invalidationWaiters.set(id, { pending, got: [], resolve, timer });
+      for (const m of live) m.worker.send({ t: 'invalidate', id, request } satisfies ToWorker);
+    });
+  }
+
+  private invalidationAnswered(worker: number, id: number, result: InvalidationResult): void {
+    const waiter = this.invalidationWaiters.get(id);
+    if (waiter === undefined || !waiter.pending.delete(worker)) return;
+    waiter.got.push(result);
+    if (waiter.pending.size > 0) return;
+    this.invalidationWaiters.delete(id);
+    clearTimeout(waiter.timer);
+    const failed = waiter.got.filter((r) => !r.ok);
+    const removed = sumRemoved(waiter.got);
+    waiter.resolve(failed.length > 0
+      ? { ok: false, message: failed.map((r) => r.message).join('; '), removed }
+      : { ok: true, message: `${waiter.got[0]!.message.replace(/^purged \d+ entr(y|ies)/, `purged ${removed} entr${removed === 1 ? 'y' : 'ies'}`)} in ${waiter.got.length} workers`, removed });
+  }
+
   /** Tells every worker to drain within graceMs and waits for them to exit. */
   async stop(graceMs: number): Promise<void> {
     this.stopping = true;
@@ -173,4 +226,8 @@ export class WorkerPool {
     );
     await Promise.all(exits);
   }
+}
+
+function sumRemoved(results: readonly InvalidationResult[]): number {
+  return results.reduce((n, r) => n + (r.removed ?? 0), 0);
 }

@@ -5,6 +5,7 @@
 import type { CertificateConfig, ListenerConfig, RouteConfig, RoutingConfig, SleepPolicy } from '../model/config.ts';
 import type { ActivityEntry } from '../scale-to-zero/gates.ts';
 import { NO_GATEWAYS } from '../model/config.ts';
+import type { InvalidationRequest, InvalidationResult } from '../cache/invalidation.ts';
 import { insertSorted, removeSorted } from '../util/sorted.ts';
 
 export interface ConfigMessage {
@@ -30,7 +31,11 @@ export type ToWorker =
   | ConfigMessage
   /** The key that signs under-attack challenges (base64), sent before the first config: every worker signs with the primary's key. */
   | { readonly t: 'challenge-key'; readonly key: string }
-  | { readonly t: 'metrics'; readonly id: number } | { readonly t: 'stop'; readonly graceMs: number };
+  | { readonly t: 'metrics'; readonly id: number } | { readonly t: 'stop'; readonly graceMs: number }
+  /** Apply a (validated) cache invalidation to the worker's cache and answer 'invalidated' with this id. */
+  | { readonly t: 'invalidate'; readonly id: number; readonly request: InvalidationRequest }
+  /** The answer to a worker's 'invalidate-all' (every worker applied it). */
+  | { readonly t: 'invalidated-all'; readonly id: number; readonly result: InvalidationResult };
 
 export type ToPrimary =
   /** A worker installed config `serial`; it serves on these ports, and could not bind these Gateway ports. */
@@ -39,7 +44,11 @@ export type ToPrimary =
   /** A worker started (or restarted) and needs a whole config. */
   | { readonly t: 'hello' }
   /** Scale-to-zero: what the worker's sleepable Services did lately, and what it needs (src/scale-to-zero/gates.ts). */
-  | SleepMessage;
+  | SleepMessage
+  /** The worker applied invalidation `id` to its cache. */
+  | { readonly t: 'invalidated'; readonly id: number; readonly result: InvalidationResult }
+  /** PURGE/BAN reached this worker: the primary applies it to every worker and answers 'invalidated-all'. */
+  | { readonly t: 'invalidate-all'; readonly id: number; readonly request: InvalidationRequest };
 
 export type SleepMessage =
   | { readonly t: 'activity'; readonly entries: readonly ActivityEntry[] }

@@ -13,16 +13,16 @@ import { KubeApiError } from '../../kube/client.ts';
 import { collectionPath, type ResourceInfo } from '../../kube/resources.ts';
 
 /** What a reflector needs from the store; sanitize() turns wire JSON into what the store keeps. */
-export interface ReflectorSink {
-  replaceAll(kind: RoutingKind, objects: KubeObject[]): void;
+export interface ReflectorSink<K extends string = RoutingKind> {
+  replaceAll(kind: K, objects: KubeObject[]): void;
   upsert(object: KubeObject): void;
-  delete(kind: RoutingKind, key: string): void;
+  delete(kind: K, key: string): void;
 }
 
-export interface ReflectorOptions {
+export interface ReflectorOptions<K extends string = RoutingKind> {
   client: KubeClient;
-  resource: ResourceInfo;
-  sink: ReflectorSink;
+  resource: ResourceInfo<K>;
+  sink: ReflectorSink<K>;
   sanitize: (raw: unknown) => KubeObject | undefined;
   log: Logger;
   namespace?: string;
@@ -43,8 +43,8 @@ interface ListResponse {
 
 class GoneError extends Error {}
 
-export class Reflector {
-  private readonly o: ReflectorOptions;
+export class Reflector<K extends string = RoutingKind> {
+  private readonly o: ReflectorOptions<K>;
   private resourceVersion = '';
   private abort = new AbortController();
   private stopped = false;
@@ -54,7 +54,7 @@ export class Reflector {
   /** Resolves after the first successful list. */
   readonly synced: Promise<void>;
 
-  constructor(options: ReflectorOptions) {
+  constructor(options: ReflectorOptions<K>) {
     this.o = options;
     this.synced = new Promise((resolve) => (this.resolveSynced = resolve));
   }
@@ -68,7 +68,7 @@ export class Reflector {
     this.abort.abort();
   }
 
-  get kind(): RoutingKind {
+  get kind(): K {
     return this.o.resource.kind;
   }
 
@@ -203,7 +203,7 @@ export class Reflector {
 }
 
 /** List items come without apiVersion/kind; put them back so sanitize recognizes the kind. */
-function withKind(raw: unknown, resource: ResourceInfo): unknown {
+function withKind(raw: unknown, resource: ResourceInfo<string>): unknown {
   if (!raw || typeof raw !== 'object') return raw;
   const obj = raw as { apiVersion?: string; kind?: string };
   if (obj.kind && obj.apiVersion) return raw;

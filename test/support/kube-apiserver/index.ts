@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import type { Socket } from 'node:net';
 import { generate } from 'selfsigned';
 import { stringify } from 'yaml';
-import { findByKind } from './kinds.ts';
+import { findByKind, KINDS } from './kinds.ts';
 import { createRequestHandler, type InjectedFailure, type RequestRecord } from './http.ts';
 import { Registry } from './registry.ts';
 import { Store, type KubeObj } from './store.ts';
@@ -32,7 +32,7 @@ export interface FakeKubeApiServerOptions {
   bookmarkIntervalMs?: number;
   /** Events kept for watch resumption; older ones are compacted away (410). Default 10000. */
   historyLimit?: number;
-  /** Serve as a cluster without the Gateway API CRDs: its group answers 404 and is not discovered. */
+  /** Serve as a cluster without CRDs (Gateway API, portico's CacheInvalidation): their groups answer 404 and are not discovered. */
   withoutCrds?: boolean;
 }
 
@@ -64,7 +64,7 @@ export class FakeKubeApiServer {
       hub: this.hub,
       requests: this.requests,
       failures: this.failures,
-      hiddenGroups: new Set(options.withoutCrds ? ['gateway.networking.k8s.io'] : []),
+      hiddenGroups: new Set(options.withoutCrds ? KINDS.filter((k) => k.crd).map((k) => k.group) : []),
       address: () => `127.0.0.1:${this.port}`,
     });
     this.server = tls ? createHttpsServer({ cert: tls.cert, key: tls.key }, handler) : createHttpServer(handler);

@@ -136,6 +136,11 @@ export const KINDS: ResourceKind[] = [
     group: 'gateway.networking.k8s.io', version: 'v1beta1', plural: 'referencegrants', singular: 'referencegrant', kind: 'ReferenceGrant', namespaced: true,
     statusSubresource: false, createOnUpdate: false, crd: true,
   },
+  // portico's own CRD (deploy/helm/portico/crds/): the status subresource every replica writes.
+  {
+    group: 'portico.dev', version: 'v1alpha1', plural: 'cacheinvalidations', singular: 'cacheinvalidation', kind: 'CacheInvalidation', namespaced: true,
+    statusSubresource: true, initialStatus: () => ({}), createOnUpdate: false, crd: true, shortNames: ['cinv'],
+  },
 ];
 
 /** "v1" or "<group>/<version>" */

@@ -14,8 +14,8 @@ describe('static install manifest', () => {
 
   test('it holds the objects of a default install, all in the portico namespace', () => {
     const docs = parseAllDocuments(readFileSync(MANIFEST, 'utf8')).map((d) => d.toJS() as { kind: string; metadata: { name: string; namespace?: string } });
-    assert.deepEqual(docs.map((d) => d.kind), ['Namespace', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'IngressClass', 'Service', 'Deployment', 'PodDisruptionBudget']);
-    for (const d of docs) if (!['Namespace', 'ClusterRole', 'ClusterRoleBinding', 'IngressClass'].includes(d.kind)) assert.equal(d.metadata.namespace, 'portico', `${d.kind} ${d.metadata.name}`);
+    assert.deepEqual(docs.map((d) => d.kind), ['Namespace', 'CustomResourceDefinition', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'IngressClass', 'Service', 'Deployment', 'PodDisruptionBudget']);
+    for (const d of docs) if (!['Namespace', 'CustomResourceDefinition', 'ClusterRole', 'ClusterRoleBinding', 'IngressClass'].includes(d.kind)) assert.equal(d.metadata.namespace, 'portico', `${d.kind} ${d.metadata.name}`);
   });
 });
 

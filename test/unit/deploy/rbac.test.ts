@@ -6,6 +6,8 @@
 //   POST/PATCH events: src/status/events.ts
 //   GET/POST/PUT leases: src/kube/leader.ts
 //   GET/PATCH deployments, statefulsets and their scale; GET/POST/PATCH leases: src/scale-to-zero/
+//   list/watch cacheinvalidations: src/cache/invalidation-controller.ts; DELETE them, PUT their status, list
+//   the own Service's endpointslices: src/status/cache-invalidation-status.ts, src/kube/service-pods.ts
 //
 // Helm is not a project dependency, so the templates are read without it: control
 // lines ({{- if }}, {{- end }}) are dropped and helper includes expanded, which
@@ -61,6 +63,8 @@ const NAMESPACED: Record<string, string[]> = {
   'apps/deployments/scale': ['get', 'patch'],
   'apps/statefulsets/scale': ['get', 'patch'],
   'coordination.k8s.io/leases': ['create', 'get', 'patch'],
+  'portico.dev/cacheinvalidations': ['delete', 'get', 'list', 'watch'],
+  'portico.dev/cacheinvalidations/status': ['update'],
 };
 const LEADER_ELECTION: Record<string, string[]> = {
   'coordination.k8s.io/leases': ['create', 'get', 'update'],
@@ -151,7 +155,10 @@ describe('Helm chart RBAC (templates as written)', () => {
     assert.match(leader.metadata.name, /leader-election$/);
     // The Service read is pinned to the chart's own Service (only rendered when it lies outside the watched namespace).
     const serviceRule = leader.rules.filter((r) => r.resources.includes('services'));
-    assert.deepEqual(verbsByResource(leader.rules.filter((r) => !r.resources.includes('services'))), sorted(LEADER_ELECTION));
+    const ownService = (r: Rule) => r.resources.includes('services') || r.resources.includes('endpointslices');
+    assert.deepEqual(verbsByResource(leader.rules.filter((r) => !ownService(r))), sorted(LEADER_ELECTION));
+    // ...and its EndpointSlices (CacheInvalidation: the replicas that must apply one).
+    assert.deepEqual(verbsByResource(leader.rules.filter((r) => r.resources.includes('endpointslices'))), { 'discovery.k8s.io/endpointslices': ['list'] });
     assert.equal(serviceRule.length, 1);
     assert.deepEqual(serviceRule[0]!.verbs, ['get']);
     assert.equal(serviceRule[0]!.resourceNames?.length, 1, 'only the chart\'s own Service');
@@ -188,7 +195,7 @@ describe('Helm chart RBAC (rendered by helm)', { skip: helmWorks ? false : 'no h
     assert.deepEqual(verbsByResource(clusterRole.rules), sorted(CLUSTER_SCOPED));
     const byNamespace = new Map(objects.filter((o) => o.kind === 'Role').map((r) => [r.metadata.namespace, r]));
     assert.deepEqual(verbsByResource(byNamespace.get('apps')!.rules), sorted(NAMESPACED));
-    assert.deepEqual(verbsByResource(byNamespace.get('edge')!.rules), sorted({ ...LEADER_ELECTION, '/services': ['get'] }));
+    assert.deepEqual(verbsByResource(byNamespace.get('edge')!.rules), sorted({ ...LEADER_ELECTION, '/services': ['get'], 'discovery.k8s.io/endpointslices': ['list'] }));
   });
 
   test('watchNamespace equal to the release namespace needs no extra Service read', () => {

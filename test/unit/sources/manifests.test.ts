@@ -121,7 +121,24 @@ describe('parseManifestFile: YAML', () => {
   });
 
   test('an empty file holds nothing and is not an error', () => {
-    assert.deepEqual(parseManifestFile('empty.yaml', ''), { objects: [], lines: [], errors: [], ignored: 0, failed: false });
+    assert.deepEqual(parseManifestFile('empty.yaml', ''), { objects: [], lines: [], errors: [], ignored: 0, invalidations: [], failed: false });
+  });
+
+  test('CacheInvalidation objects are kept apart from routing objects, with their line; one without a name is an error', () => {
+    const text = [
+      'apiVersion: portico.dev/v1alpha1',
+      'kind: CacheInvalidation',
+      'metadata: {name: purge}',
+      'spec: {host: shop.local, type: Purge, paths: [/a]}',
+      '---',
+      'apiVersion: portico.dev/v1alpha1',
+      'kind: CacheInvalidation',
+      'spec: {host: shop.local, type: Ban, pattern: .}',
+    ].join('\n');
+    const parsed = parseManifestFile('inv.yaml', text);
+    assert.deepEqual(parsed.objects, []);
+    assert.deepEqual(parsed.invalidations.map((i) => [i.object.metadata.name, i.line]), [['purge', 1]]);
+    assert.deepEqual(parsed.errors, [{ file: 'inv.yaml', line: 6, message: 'CacheInvalidation: metadata.name is required' }]);
   });
 });
 

@@ -84,6 +84,15 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 - apiGroups: ["coordination.k8s.io"]
   resources: ["leases"]
   verbs: ["get", "create", "patch"]
+# CacheInvalidation (crds/): every replica applies each one to its cache and writes
+# its own entry in status.replicas[] (read-modify-write with the resourceVersion); the
+# leader deletes them once done and past their TTL.
+- apiGroups: ["portico.dev"]
+  resources: ["cacheinvalidations"]
+  verbs: ["get", "list", "watch", "delete"]
+- apiGroups: ["portico.dev"]
+  resources: ["cacheinvalidations/status"]
+  verbs: ["update"]
 {{- end }}
 
 {{/* Cluster-scoped: IngressClasses decide which Ingresses portico serves. */}}
