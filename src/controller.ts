@@ -20,6 +20,8 @@ export interface ControllerDeps {
   externalProblems?: () => readonly Problem[];
   /** Called after each swap, with the time translation took. */
   onRebuilt?: (table: RouteTable, translateMs: number, problems: readonly Problem[]) => void;
+  /** Only the status of these objects changed (portico's own writes, mostly): nothing is rebuilt; status writers may check them. */
+  onStatusOnly?: (changes: readonly ObjectChange[]) => void;
   /** Called with problems that appeared since the previous rebuild (Events, logs). */
   onNewProblems?: (problems: readonly Problem[]) => void;
 }
@@ -63,6 +65,14 @@ export class Controller {
    */
   changed(event?: StoreChangeEvent | 'problems'): void {
     if (!this.started) return;
+    // A status write (portico's own, coming back through the watch) changes nothing
+    // routing reads: it is not translated, nor is anything rebuilt or shipped.
+    if (event !== undefined && event !== 'problems' && event.changes.some((c) => c.statusOnly)) {
+      const statusOnly = event.changes.filter((c) => c.statusOnly);
+      this.deps.onStatusOnly?.(statusOnly);
+      if (statusOnly.length === event.changes.length) return;
+      event = { ...event, changes: event.changes.filter((c) => !c.statusOnly) };
+    }
     // Translation works in proportion to what changed when it knows what did; a change
     // it is not told about (or a large burst) re-checks everything. New problems of the
     // sources change no object: nothing to translate again.

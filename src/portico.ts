@@ -358,6 +358,12 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
       void gatewayStatus?.reconcile();
     },
     onNewProblems: (problems) => void events?.record(problems),
+    // Someone else's status write is put right; portico's own finds nothing to do.
+    onStatusOnly: (changes) => {
+      const ingresses = changes.filter((c) => c.kind === 'Ingress').map((c) => c.key);
+      if (ingresses.length > 0) void statusWriter?.reconcile(ingresses);
+      if (ingresses.length < changes.length) void gatewayStatus?.reconcile();
+    },
   });
   store.onChange((event) => {
     // Debug: what changed, object by object (a resync lists at most a few, with the count).
