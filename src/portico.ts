@@ -13,7 +13,7 @@ import cluster from 'node:cluster';
 import type { Logger } from 'pino';
 import { AggregatorRegistry } from 'prom-client';
 import type { Options } from './config/flags.ts';
-import { CONTROLLER_NAME, type Problem, type RoutingConfig } from './model/config.ts';
+import { CONTROLLER_NAME, type EndpointUpdate, type Problem, type RoutingConfig } from './model/config.ts';
 import { Controller } from './controller.ts';
 import { buildRouteTable, emptyRoutingConfig, RouteTableHolder, type Route, type RouteTable } from './routing/table.ts';
 import { ObjectStore } from './sources/store.ts';
@@ -136,6 +136,9 @@ async function startWorker(options: Options, log: Logger): Promise<Portico> {
         log.debug({ version: table.version, routes: table.size }, 'route table installed from the primary');
         break;
       }
+      case 'endpoints':
+        data.updateEndpoints(message.updates, message.replace);
+        break;
       case 'challenge-key':
         setChallengeKey(Buffer.from(message.key, 'base64'));
         break;
@@ -181,12 +184,14 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
   let pool: WorkerPool | undefined;
   let holder: RouteTableHolder;
   let install: (config: RoutingConfig) => RouteTable;
+  let updateEndpoints: (updates: readonly EndpointUpdate[]) => void;
   /** The ports portico's own listeners hold (a Gateway listener may not take them). */
   const ingressPorts = new Map<number, string>();
   if (role === 'single') {
     data = await startDataPlane(options, log, metrics, { wakeSignals });
     holder = data.holder;
     install = data.install;
+    updateEndpoints = data.updateEndpoints;
     if (data.ports.http !== undefined) ingressPorts.set(data.ports.http, '--http-port');
     if (data.ports.https !== undefined) ingressPorts.set(data.ports.https, '--https-port');
   } else {
@@ -199,6 +204,7 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
     pool = new WorkerPool({
       count: options.workers,
       challengeKey: () => challengeKey,
+      endpoints: () => controller.trackedEndpoints(),
       log,
       env: pems !== undefined ? { [WORKER_CERT]: pems.cert, [WORKER_KEY]: pems.key } : undefined,
       // A Gateway port a worker could not bind shows in the Gateway's status.
@@ -216,6 +222,7 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
       pool!.ship(config);
       return table;
     };
+    updateEndpoints = (updates) => pool!.shipEndpoints(updates);
     if (options.httpPort > 0) ingressPorts.set(options.httpPort, '--http-port');
     if (options.httpsPort > 0) ingressPorts.set(options.httpsPort, '--https-port');
   }
@@ -340,6 +347,12 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
   const controller = new Controller({
     store,
     install,
+    updateEndpoints: (updates) => updateEndpoints(updates),
+    onEndpointsUpdated: (updates) => {
+      metrics.countEndpointUpdates(updates.length);
+      // A waking Service whose first endpoint is ready has woken.
+      sleepManager.rebuilt();
+    },
     current: () => holder.current,
     translateOptions: {
       ingressClass: options.ingressClass,
@@ -405,6 +418,8 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
       sleepView: () => sleepManager.view(),
       metricsJson,
       listeners: () => ({ ...(data?.ports ?? pool!.ports), admin: ports.admin }),
+      addressesOf: (backend) => controller.addressesOf(backend),
+      addressesVersion: () => controller.endpointsVersion,
       ingressHosts: (key) => (store.ingresses.get(key)?.spec?.rules ?? []).map((r) => r.host ?? ''),
     });
     ports.admin = await listen(admin, options.adminPort, options.adminBind, '--admin-port');

@@ -18,6 +18,8 @@ export interface Metrics {
   trackConnections(listener: string, count: () => number): void;
   /** A client connection closed at once because the listener's --max-client-connections was reached. */
   countDroppedConnection(listener: string): void;
+  /** Backends whose ready addresses moved in the live pools without a rebuild (EndpointSlice changes). */
+  countEndpointUpdates(backends: number): void;
   /** A request the HTTP server answered itself (malformed, 414, 431, 505...), by its short reason. */
   countRefusedRequest(reason: string): void;
   /** A client whose TLS handshake failed, by bounded reason (see handshakeFailureReason). */
@@ -100,6 +102,12 @@ export function createMetrics(): Metrics {
     registers,
   });
 
+  const endpointUpdates = new Counter({
+    name: 'portico_endpoint_updates_total',
+    help: 'Backends (Service ports) whose ready addresses were applied to the live pools without translating or rebuilding routes',
+    registers,
+  });
+
   let readiness: (() => boolean) | undefined;
   const ready = new Gauge({
     name: 'portico_ready',
@@ -113,6 +121,9 @@ export function createMetrics(): Metrics {
 
   return {
     registry,
+    countEndpointUpdates(backends) {
+      endpointUpdates.inc(backends);
+    },
     recordRebuild(table, translateMs, problems) {
       routes.set(table.config.routes.length);
       hosts.set(countHosts(table));

@@ -99,6 +99,13 @@ export interface BackendConfig {
   readonly sleep?: SleepPolicy;
 }
 
+/**
+ * The ready addresses of one backend ("ns/service:port") changed, and nothing else did:
+ * applied to the live pools without translating or rebuilding routes. null: portico no
+ * longer follows this backend (no route reads it); its routes' own addresses are current.
+ */
+export type EndpointUpdate = readonly [key: string, addresses: readonly UpstreamAddress[] | null];
+
 /** A Service's scale-to-zero settings, from its annotations (src/scale-to-zero/policy.ts). */
 export interface SleepPolicy {
   /** No request through any replica for this long: scale the workload to 0. */

@@ -2,7 +2,7 @@
 // (advanced serialization: Maps survive). The primary translates once and ships the
 // routing config; a change ships only the hosts it touched (a delta on the config a
 // worker already has), so a change reaches every worker at the cost of the change.
-import type { CertificateConfig, ListenerConfig, RouteConfig, RoutingConfig, SleepPolicy } from '../model/config.ts';
+import type { CertificateConfig, EndpointUpdate, ListenerConfig, RouteConfig, RoutingConfig, SleepPolicy } from '../model/config.ts';
 import type { ActivityEntry } from '../scale-to-zero/gates.ts';
 import { NO_GATEWAYS } from '../model/config.ts';
 import { insertSorted, removeSorted } from '../util/sorted.ts';
@@ -28,6 +28,12 @@ export interface ConfigMessage {
 
 export type ToWorker =
   | ConfigMessage
+  /**
+   * Backends whose ready addresses moved (EndpointSlice changes): applied to the routes
+   * in service without a new config. `replace`: these are all the moved backends (sent
+   * on hello, before the whole config).
+   */
+  | { readonly t: 'endpoints'; readonly updates: readonly EndpointUpdate[]; readonly replace?: boolean }
   /** The key that signs under-attack challenges (base64), sent before the first config: every worker signs with the primary's key. */
   | { readonly t: 'challenge-key'; readonly key: string }
   | { readonly t: 'metrics'; readonly id: number } | { readonly t: 'stop'; readonly graceMs: number };
