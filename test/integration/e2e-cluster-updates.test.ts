@@ -72,4 +72,54 @@ describe('cluster mode: changes that rebuild nothing', () => {
     assert.equal(portico.logs.filter((l) => l.msg === 'route table updated').length, rebuilds);
     assert.equal((await get(portico.http, 'web.updates')).status, 200);
   });
+
+  test('an EndpointSlice change reaches traffic without a translation; losing every endpoint is still reported', async () => {
+    const pods = [await startEchoServer({ name: 'moving' }), await startEchoServer({ name: 'moving' })];
+    echoes.push(...pods);
+    const slice = (ready: Echo[]) => ({
+      apiVersion: 'discovery.k8s.io/v1',
+      kind: 'EndpointSlice',
+      metadata: { name: 'moving-pods', namespace: 'default', labels: { 'kubernetes.io/service-name': 'moving' } },
+      addressType: 'IPv4',
+      ports: [{ name: 'http', port: pods[0]!.port, protocol: 'TCP' }],
+      endpoints: ready.map(() => ({ addresses: ['127.0.0.1'], conditions: { ready: true } })),
+    });
+    // One pod per slice port: pods[1] is reached through a second slice on its port.
+    const secondSlice = (ready: boolean) => ({ ...slice([]), metadata: { ...slice([]).metadata, name: 'moving-pods-2' }, ports: [{ name: 'http', port: pods[1]!.port, protocol: 'TCP' }], endpoints: ready ? [{ addresses: ['127.0.0.1'], conditions: { ready: true } }] : [] });
+    api.apply({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'moving', namespace: 'default' }, spec: { ports: [{ name: 'http', port: 80, targetPort: 'http' }] } });
+    api.apply(slice([pods[0]!]));
+    api.apply(ingress('moving', { rules: [{ host: 'moving.updates', paths: [{ path: '/', service: 'moving' }] }] }));
+    const pod = async () => {
+      const r = await get(portico.http, 'moving.updates');
+      return r.status === 200 ? r.json<{ pod: string }>().pod : r.status;
+    };
+    const routesEndpoints = async () => {
+      const view = JSON.parse((await get(portico.admin, 'localhost', '/routes')).text) as { hosts: Record<string, Record<string, { backend: { endpoints: string[]; state: string } }>>; problems: { reason: string; object: { name: string } }[] };
+      return { backend: view.hosts['moving.updates']!['/']!.backend, problems: view.problems.filter((p) => p.object.name === 'moving').map((p) => p.reason) };
+    };
+    await eventually(async () => (await pod()) === `moving-${pods[0]!.port}`, 5000, 'the first pod serves');
+    const version = metric(await metrics(), 'portico_route_table_version');
+    const updates = metric(await metrics(), 'portico_endpoint_updates_total');
+
+    // A rolling replacement: the new pod joins, then the old one leaves.
+    api.apply(secondSlice(true));
+    api.apply(slice([]));
+    await eventually(async () => (await pod()) === `moving-${pods[1]!.port}`, 5000, 'the second pod alone serves');
+    for (let i = 0; i < 10; i++) assert.equal(await pod(), `moving-${pods[1]!.port}`);
+    assert.equal(metric(await metrics(), 'portico_route_table_version'), version, 'no route table was built');
+    assert.ok(metric(await metrics(), 'portico_endpoint_updates_total') >= updates + 1);
+    assert.deepEqual(await routesEndpoints(), { backend: { service: 'default/moving', port: '80', endpoints: [`127.0.0.1:${pods[1]!.port}`], state: 'ok' }, problems: [] });
+    const explained = JSON.parse((await get(portico.admin, 'localhost', '/routes/explain?url=' + encodeURIComponent('http://moving.updates/'))).text) as { route: { backends: { endpoints: string[] }[] } };
+    assert.deepEqual(explained.route.backends[0]!.endpoints, [`127.0.0.1:${pods[1]!.port}`], 'explain shows the pod in service');
+
+    // No ready endpoint left: a problem, as before (this one is translated), and 503.
+    api.apply(secondSlice(false));
+    await eventually(async () => (await pod()) === 503, 5000, '503 without endpoints');
+    const down = await routesEndpoints();
+    assert.equal(down.backend.state, 'NoEndpoints');
+    assert.deepEqual(down.problems, ['NoEndpoints']);
+    api.apply(slice([pods[0]!]));
+    await eventually(async () => (await pod()) === `moving-${pods[0]!.port}`, 5000, 'back on the first pod');
+    assert.deepEqual((await routesEndpoints()).problems, []);
+  });
 });
