@@ -1,7 +1,7 @@
 // The loop between sources and the proxy: when the object store changes, wait for
 // the burst to settle, translate the objects, build a new route table and swap it in.
 import type { Logger } from 'pino';
-import type { EndpointUpdate, Problem, RoutingConfig, TranslateOptions, UpstreamAddress } from './model/config.ts';
+import { withProblems, type EndpointUpdate, type Problem, type RoutingConfig, type TranslateOptions, type UpstreamAddress } from './model/config.ts';
 import type { ObjectChange, ObjectStore, StoreChangeEvent } from './sources/store.ts';
 import { createTranslator } from './translate/index.ts';
 import type { RouteTable } from './routing/table.ts';
@@ -165,7 +165,7 @@ export class Controller {
     }
     this.lastTranslated = config;
     this.lastExternal = external;
-    if (external.length > 0) config = { ...config, problems: [...external, ...config.problems] };
+    if (external.length > 0) config = withProblems(config, [...external, ...config.problems]);
     const problems = config.problems;
     const table = deps.install(config);
 

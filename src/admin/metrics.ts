@@ -125,7 +125,7 @@ export function createMetrics(): Metrics {
       endpointUpdates.inc(backends);
     },
     recordRebuild(table, translateMs, problems) {
-      routes.set(table.config.routes.length);
+      routes.set(table.size);
       hosts.set(countHosts(table));
       rebuildSeconds.observe((translateMs + table.buildMillis) / 1000);
       version.set(table.version);
@@ -167,6 +167,8 @@ function countHosts(table: RouteTable): number {
   // The translator hands the Ingress hosts over already grouped: only Gateway routes are counted here.
   const seen = new Set<string>();
   if (config.ingressHosts !== undefined) {
+    // Without Gateway listeners every route is an Ingress route: no need to look at them.
+    if (config.listeners.size === 0) return config.ingressHosts.size;
     for (const route of config.routes) if (route.port !== undefined && !config.ingressHosts.has(route.host)) seen.add(route.host);
     return config.ingressHosts.size + seen.size;
   }

@@ -12,7 +12,7 @@
 // IngressClass or option change) everything is re-checked, memoized by object
 // identity (the store replaces objects on change, never mutates them).
 import type { EndpointUpdate, IgnoredIngress, Problem, RoutingConfig, Snapshot, TranslateOptions, UpstreamAddress } from '../model/config.ts';
-import { NO_GATEWAYS } from '../model/config.ts';
+import { NO_GATEWAYS, withLazyRoutes } from '../model/config.ts';
 import { GATEWAY_KINDS, type GRPCRoute, type HTTPRoute, type Ingress } from '../model/k8s.ts';
 import type { ObjectChange } from '../sources/store.ts';
 import { deepEqual, serviceOf } from '../sources/store.ts';
@@ -67,6 +67,8 @@ interface TranslatorState {
   ignoredList: readonly IgnoredIngress[];
   /** "ns/name" of the served Ingresses, sorted. */
   served: string[];
+  /** The served Ingresses whose entry has problems (collecting problems costs what they are). */
+  readonly withProblems: Set<string>;
   /** Reverse dependencies: Service key / Secret key -> the Ingresses whose entry read it. */
   readonly readers: Map<string, Set<string>>;
   /** EndpointSlice key -> "ns/service" it belongs to (for slices that are gone by the time their change is seen). */
@@ -115,6 +117,7 @@ export function createTranslator(): IncrementalTranslator {
         ignored: new Map(),
         ignoredList: [],
         served: [],
+        withProblems: new Set(),
         readers: new Map(),
         sliceService: new Map(),
         ignoredReasons: new WeakMap(),
@@ -188,6 +191,8 @@ export function createTranslator(): IncrementalTranslator {
           indexReads(s, key, entry);
           updates.set(key, entry);
         }
+        if (entry.problems.length > 0) s.withProblems.add(key);
+        else s.withProblems.delete(key);
         if (previous === undefined) insertSorted(s.served, key);
         if (s.ignored.delete(key)) ignoredChanged = true;
       } else {
@@ -196,6 +201,7 @@ export function createTranslator(): IncrementalTranslator {
           updates.set(key, undefined);
           removeSorted(s.served, key);
         }
+        s.withProblems.delete(key);
         if (ingress === undefined) {
           if (s.ignored.delete(key)) ignoredChanged = true;
         } else {
@@ -240,16 +246,16 @@ export function createTranslator(): IncrementalTranslator {
     }
 
     const problems: Problem[] = [...classes.problems];
-    for (const key of s.served) for (const p of s.assembly.entry(key)!.problems) problems.push(p);
+    for (const key of s.withProblems) for (const p of s.assembly.entry(key)!.problems) problems.push(p);
     const conflicts = [...assembled.conflicts].sort((a, b) => compareStrings(a.key, b.key) || a.seq - b.seq);
     for (const c of conflicts) problems.push(c.problem);
     if (gateway !== undefined) for (const p of gateway.output.problems) problems.push(p);
     // Stable: an object's problems stay in the order they were found (spec order, then conflicts).
     problems.sort(compareProblemObjects);
 
-    const routes = gateway === undefined ? assembled.routes : [...assembled.routes, ...gateway.output.routes];
-    const config: RoutingConfig = {
-      routes,
+    const gatewayRoutes = gateway?.output.routes;
+    const config: RoutingConfig = withLazyRoutes({
+      routeCount: assembled.routeCount + (gatewayRoutes?.length ?? 0),
       ...(assembled.defaultBackend ? { defaultBackend: assembled.defaultBackend } : {}),
       certificates: assembled.certificates,
       servedIngresses: s.served.slice(),
@@ -261,7 +267,7 @@ export function createTranslator(): IncrementalTranslator {
       ...(last?.serial !== undefined && assembled.changedHosts !== undefined && !full
         ? { delta: { base: last.serial, hosts: assembled.changedHosts, gateway: gatewayChanged } }
         : {}),
-    };
+    }, () => (gatewayRoutes === undefined ? assembled.routes() : [...assembled.routes(), ...gatewayRoutes]));
     s.last = config;
     return config;
   };
