@@ -27,6 +27,7 @@ try {
   const portico = await startPortico(
     ['--kubeconfig', api.writeKubeconfig(dir), '--publish-address', '192.0.2.1', '--access-log=false', '--workers', workers],
     profileDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {},
+    120_000,
   );
   const results: number[] = [];
   for (let s = 0; s < samples; s++) {

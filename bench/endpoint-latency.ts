@@ -57,7 +57,7 @@ try {
   }
   publish(0);
   const profileDir = process.env.PORTICO_CPU_PROF;
-  const portico = await startPortico([...args, '--access-log=false', '--workers', workers], profileDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {});
+  const portico = await startPortico([...args, '--access-log=false', '--workers', workers], profileDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}, 120_000);
   const podOf = async () => {
     const reply = await get(portico.http, 'moving.bench', '/').catch(() => undefined);
     return reply?.status === 200 ? reply.json<{ pod: string }>().pod : undefined;

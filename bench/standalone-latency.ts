@@ -36,7 +36,7 @@ try {
   }
   const started = performance.now();
   const profileDir = process.env.PORTICO_CPU_PROF;
-  const portico = await startPortico(['--manifests', dir, '--access-log=false', '--workers', workers], profileDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {});
+  const portico = await startPortico(['--manifests', dir, '--access-log=false', '--workers', workers], profileDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}, 120_000);
   const startMs = performance.now() - started;
 
   /** Writes `file` and times until `host` answers 200 on `port`. */

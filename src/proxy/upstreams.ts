@@ -356,6 +356,7 @@ function sameList(a: readonly string[], b: readonly string[]): boolean {
   return true;
 }
 
+/** Without reading `routes`: a config may make that list on first use only (withLazyRoutes). */
 function isRoutingConfig(value: RoutingConfig | Iterable<string>): value is RoutingConfig {
-  return typeof (value as RoutingConfig).routes === 'object' && !(Symbol.iterator in (value as object));
+  return 'routes' in (value as object) && !(Symbol.iterator in (value as object));
 }
