@@ -11,7 +11,7 @@ import { startEchoServer } from '../examples/echo-server.ts';
 import { startPortico } from '../test/support/portico-process.ts';
 import { ingress, ingressClass, serviceWithEndpoints, toYaml } from '../test/support/objects.ts';
 import { get } from '../test/support/http.ts';
-import { formatSummary, machineLoad, summarize } from './lib/latency.ts';
+import { formatSummary, machineLoad, statusWritten, summarize } from './lib/latency.ts';
 
 const existing = Number(process.argv[2] ?? 10_000);
 const samples = Number(process.argv[3] ?? 100);
@@ -64,6 +64,8 @@ try {
   };
   while ((await podOf()) !== `moving-${pods[0]!.port}`) await new Promise((r) => setTimeout(r, 10));
 
+  // Steady state: after the leader's first status writes to every Ingress.
+  if (api !== undefined) await statusWritten(api);
   const results: number[] = [];
   for (let s = 1; s <= samples; s++) {
     const next = s % 2;

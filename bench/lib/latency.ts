@@ -1,6 +1,7 @@
 // Latency figures over samples (ms): p50/p90/p99/max, and the machine load they were
 // taken under (this VM is shared: a figure without its load says little).
 import { loadavg } from 'node:os';
+import type { FakeKubeApiServer } from '../../test/support/kube-apiserver/index.ts';
 
 export interface LatencySummary {
   readonly count: number;
@@ -30,4 +31,15 @@ export function machineLoad(): string {
 
 function navigatorCores(): number {
   return globalThis.navigator?.hardwareConcurrency ?? 0;
+}
+
+/** Waits until every Ingress in the test API server has a load-balancer status (portico's first writes); resolves with the ms it took. */
+export async function statusWritten(api: FakeKubeApiServer, timeoutMs = 300_000): Promise<number> {
+  const t0 = performance.now();
+  for (;;) {
+    const pending = api.list('Ingress').filter((o) => !((o as { status?: { loadBalancer?: { ingress?: unknown[] } } }).status?.loadBalancer?.ingress?.length)).length;
+    if (pending === 0) return performance.now() - t0;
+    if (performance.now() - t0 > timeoutMs) throw new Error(`${pending} Ingresses still without status after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
 }

@@ -3,6 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { withLazyRoutes, type RoutingConfig } from '../../../src/model/config.ts';
+import type { KubeObject } from '../../../src/model/k8s.ts';
 import { buildRouteTable } from '../../../src/routing/table.ts';
 import { UpstreamPools } from '../../../src/proxy/upstreams.ts';
 import { createTranslator } from '../../../src/translate/index.ts';
@@ -17,7 +18,7 @@ function unreadable(config: RoutingConfig): RoutingConfig {
 }
 
 test('a delta config is applied without reading its route list', async () => {
-  const objects = [ingressClass('portico'), service('a'), slice('a-1', 'a', [{ ip: '10.0.0.1' }])];
+  const objects: KubeObject[] = [ingressClass('portico'), service('a'), slice('a-1', 'a', [{ ip: '10.0.0.1' }])];
   for (let i = 0; i < 50; i++) objects.push(simpleIngress(`ing${i}`, `h${i}.example.com`, [['/', 'a']]));
   const t = createTranslator();
   const first = t(snapshotOf(objects), OPTIONS);
