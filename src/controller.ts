@@ -26,7 +26,8 @@ export interface ControllerDeps {
   /** Problems that do not come from translation (unparsable manifest files...). */
   externalProblems?: () => readonly Problem[];
   /** Called after each swap, with the time translation took. */
-  onRebuilt?: (table: RouteTable, translateMs: number, problems: readonly Problem[]) => void;
+  /** `changes`: the store changes this rebuild translated; undefined when everything was checked. */
+  onRebuilt?: (table: RouteTable, translateMs: number, problems: readonly Problem[], changes: readonly ObjectChange[] | undefined) => void;
   /** Only the status of these objects changed (portico's own writes, mostly): nothing is rebuilt; status writers may check them. */
   onStatusOnly?: (changes: readonly ObjectChange[]) => void;
   /** Called with problems that appeared since the previous rebuild (Events, logs). */
@@ -185,7 +186,7 @@ export class Controller {
       },
       'route table updated',
     );
-    deps.onRebuilt?.(table, translateMs, problems);
+    deps.onRebuilt?.(table, translateMs, problems, changes);
     return table;
   }
 

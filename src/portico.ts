@@ -165,6 +165,9 @@ async function startWorker(options: Options, log: Logger): Promise<Portico> {
   };
 }
 
+/** Between two status checks of every Ingress while changes come (the others check what they touched). */
+const FULL_STATUS_EVERY_MS = 10_000;
+
 /** Sources, translation, status and admin; with the data plane here (single) or in workers (primary). */
 async function startControlPlane(options: Options, log: Logger, role: 'single' | 'primary'): Promise<Portico> {
   const metrics = createMetrics();
@@ -344,6 +347,8 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
     return external.all;
   };
 
+  /** Date.now() of the last status check of every Ingress (one change checks only the Ingresses it touched). */
+  let lastFullStatus = 0;
   const controller = new Controller({
     store,
     install,
@@ -364,10 +369,19 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
     log,
     debounceMs: options.debounce,
     externalProblems,
-    onRebuilt: (table, translateMs, problems) => {
+    onRebuilt: (table, translateMs, problems, changes) => {
       metrics.recordRebuild(table, translateMs, problems);
       sleepManager.rebuilt();
-      void statusWriter?.reconcile();
+      // Which Ingresses portico serves changes with them, or with classes (and the
+      // publish address with Services): check those, and everything now and then.
+      const now = Date.now();
+      if (changes === undefined || now - lastFullStatus > FULL_STATUS_EVERY_MS || changes.some((c) => c.kind === 'IngressClass' || c.kind === 'Service')) {
+        lastFullStatus = now;
+        void statusWriter?.reconcile();
+      } else {
+        const ingresses = changes.filter((c) => c.kind === 'Ingress').map((c) => c.key);
+        if (ingresses.length > 0) void statusWriter?.reconcile(ingresses);
+      }
       void gatewayStatus?.reconcile();
     },
     onNewProblems: (problems) => void events?.record(problems),
