@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeKubeApiServer } from '../test/support/kube-apiserver/index.ts';
 import { startEchoServer } from '../examples/echo-server.ts';
-import { startPortico } from '../test/support/portico-process.ts';
+import { startPortico, type PorticoProcess } from '../test/support/portico-process.ts';
 import { ingress, ingressClass, serviceWithEndpoints } from '../test/support/objects.ts';
 import { get } from '../test/support/http.ts';
 import { formatSummary, machineLoad, statusWritten, summarize } from './lib/latency.ts';
@@ -19,12 +19,13 @@ const workers = process.argv[4] ?? '1';
 const api = await FakeKubeApiServer.start({ token: 'bench' });
 const dir = mkdtempSync(join(tmpdir(), 'portico-bench-'));
 const echo = await startEchoServer({ name: 'web' });
+let portico: PorticoProcess | undefined;
 try {
   api.apply(ingressClass('portico'));
   for (const o of serviceWithEndpoints('web', [echo.port])) api.apply(o);
   for (let i = 0; i < existing; i++) api.apply(ingress(`pre-${i}`, { rules: [{ host: `pre-${i}.bench`, paths: [{ path: '/', service: 'web' }] }] }));
   const profileDir = process.env.PORTICO_CPU_PROF;
-  const portico = await startPortico(
+  portico = await startPortico(
     ['--kubeconfig', api.writeKubeconfig(dir), '--publish-address', '192.0.2.1', '--access-log=false', '--workers', workers],
     profileDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {},
     120_000,
@@ -44,11 +45,14 @@ try {
   const serve = portico.logs.filter((l) => l.msg === 'route table updated' && typeof l.changeToServeMs === 'number').map((l) => l.changeToServeMs as number);
   const load = machineLoad();
   await portico.stop();
+  portico = undefined;
   console.log(`${existing} existing Ingresses, ${samples} creations through the API, --workers ${workers}; ${load}`);
   console.log(`(measured after the initial status writes to every Ingress, which took ${(statusMs / 1000).toFixed(1)} s after ready)`);
   console.log(`API write -> first 200 through portico: ${formatSummary(summarize(results))}`);
   if (serve.length > 0) console.log(`controller change -> table swapped (changeToServeMs): ${formatSummary(summarize(serve))}`);
 } finally {
+  // Also when a wait failed: never leave portico (and its workers) running.
+  await portico?.stop();
   await echo.close();
   await api.stop();
   rmSync(dir, { recursive: true, force: true });

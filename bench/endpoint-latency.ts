@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeKubeApiServer } from '../test/support/kube-apiserver/index.ts';
 import { startEchoServer } from '../examples/echo-server.ts';
-import { startPortico } from '../test/support/portico-process.ts';
+import { startPortico, type PorticoProcess } from '../test/support/portico-process.ts';
 import { ingress, ingressClass, serviceWithEndpoints, toYaml } from '../test/support/objects.ts';
 import { get } from '../test/support/http.ts';
 import { formatSummary, machineLoad, statusWritten, summarize } from './lib/latency.ts';
@@ -42,6 +42,7 @@ const publish = (i: number) => {
   else writeFileSync(join(manifests, 'moving-slice.yaml'), toYaml([slice(i)]));
 };
 
+let portico: PorticoProcess | undefined;
 try {
   const base = [ingressClass('portico'), ...serviceWithEndpoints('web', [web.port]), service, movingIngress];
   const others = Array.from({ length: existing }, (_, i) => ingress(`pre-${i}`, { rules: [{ host: `pre-${i}.bench`, paths: [{ path: '/', service: 'web' }] }] }));
@@ -57,9 +58,10 @@ try {
   }
   publish(0);
   const profileDir = process.env.PORTICO_CPU_PROF;
-  const portico = await startPortico([...args, '--access-log=false', '--workers', workers], profileDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}, 120_000);
+  const started = await startPortico([...args, '--access-log=false', '--workers', workers], profileDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}, 120_000);
+  portico = started;
   const podOf = async () => {
-    const reply = await get(portico.http, 'moving.bench', '/').catch(() => undefined);
+    const reply = await get(started.http, 'moving.bench', '/').catch(() => undefined);
     return reply?.status === 200 ? reply.json<{ pod: string }>().pod : undefined;
   };
   while ((await podOf()) !== `moving-${pods[0]!.port}`) await new Promise((r) => setTimeout(r, 10));
@@ -78,9 +80,12 @@ try {
   }
   const load = machineLoad();
   await portico.stop();
+  portico = undefined;
   console.log(`${mode}, ${existing} other Ingresses, ${samples} EndpointSlice changes, --workers ${workers}; ${load}`);
   console.log(`EndpointSlice change -> first request on the new pod: ${formatSummary(summarize(results))}`);
 } finally {
+  // Also when a wait failed: never leave portico (and its workers) running.
+  await portico?.stop();
   for (const server of [web, ...pods]) await server.close();
   await api?.stop();
   rmSync(dir, { recursive: true, force: true });

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startEchoServer } from '../examples/echo-server.ts';
-import { startPortico } from '../test/support/portico-process.ts';
+import { startPortico, type PorticoProcess } from '../test/support/portico-process.ts';
 import { ingress, ingressClass, serviceWithEndpoints, toYaml } from '../test/support/objects.ts';
 import { get } from '../test/support/http.ts';
 import { freePort, gateway, gatewayClass, httpRoute } from '../test/support/gateway-objects.ts';
@@ -21,6 +21,7 @@ const GATEWAYS = 5;
 
 const dir = mkdtempSync(join(tmpdir(), 'portico-bench-standalone-'));
 const echo = await startEchoServer({ name: 'web' });
+let portico: PorticoProcess | undefined;
 try {
   writeFileSync(join(dir, 'base.yaml'), toYaml([ingressClass('portico'), ...serviceWithEndpoints('web', [echo.port])]));
   for (let i = 0; i < existing; i++) {
@@ -36,7 +37,7 @@ try {
   }
   const started = performance.now();
   const profileDir = process.env.PORTICO_CPU_PROF;
-  const portico = await startPortico(['--manifests', dir, '--access-log=false', '--workers', workers], profileDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}, 120_000);
+  portico = await startPortico(['--manifests', dir, '--access-log=false', '--workers', workers], profileDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}, 120_000);
   const startMs = performance.now() - started;
 
   /** Writes `file` and times until `host` answers 200 on `port`. */
@@ -61,10 +62,13 @@ try {
   }
   const load = machineLoad();
   await portico.stop();
+  portico = undefined;
   console.log(`${existing} Ingress files${httpRoutes > 0 ? `, ${httpRoutes} HTTPRoutes over ${GATEWAYS} Gateways` : ''}, --workers ${workers}; process start to ready ${(startMs / 1000).toFixed(1)} s; ${load}`);
   console.log(`new Ingress file -> first 200: ${summary(ingresses)}`);
   if (routes.length > 0) console.log(`new HTTPRoute file -> first 200: ${summary(routes)}`);
 } finally {
+  // Also when a wait failed: never leave portico (and its workers) running.
+  await portico?.stop();
   await echo.close();
   rmSync(dir, { recursive: true, force: true });
 }
