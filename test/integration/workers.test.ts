@@ -81,6 +81,20 @@ describe('--workers 2', () => {
       assert.equal(updates(await metricsText()), before + 1, 'one backend moved');
       const routes = JSON.parse((await get(portico.admin, 'localhost', '/routes')).text) as { hosts: Record<string, Record<string, { backend: { endpoints: string[] } }>> };
       assert.deepEqual(routes.hosts['moving.local']!['/']!.backend.endpoints, [upstream], '/routes shows the pod in service');
+
+      // A worker that starts after the move (a replacement) gets the moved addresses before its config.
+      const movedBy = new Set(portico.logs.filter((l) => l.kind === 'access' && l.upstream === upstream).map((l) => l.pid as number));
+      const [victim] = [...movedBy];
+      process.kill(victim!, 'SIGKILL');
+      await portico.waitForLog((l) => String(l.msg).includes(`worker ${victim} exited`), 5000);
+      await eventually(
+        async () => {
+          assert.equal(await pod(), `moving-${pods[1]!.port}`, 'every worker sends to the new pod');
+          return portico.logs.some((l) => l.kind === 'access' && l.upstream === upstream && !movedBy.has(l.pid as number));
+        },
+        10_000,
+        'the replacement worker reaches the new pod',
+      );
     } finally {
       await Promise.all(pods.map((p) => p.close()));
     }
@@ -107,7 +121,15 @@ describe('--workers 2', () => {
 
   test('a killed worker is replaced; the other keeps serving', async () => {
     const known = servers('web.local');
-    const [victim] = [...known];
+    // A live one (an earlier test replaced a worker too).
+    const [victim] = [...known].filter((pid) => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    });
     process.kill(victim!, 'SIGKILL');
     await portico.waitForLog((l) => String(l.msg).includes(`worker ${victim} exited`), 5000);
     for (let i = 0; i < 10; i++) assert.equal((await get(portico.http, 'web.local', '/')).status, 200);
