@@ -1,24 +1,27 @@
 // Standalone mode: time from a new Ingress file written into a manifest directory of N
 // Ingress files to the first 200 on its host, through the real CLI. With R > 0, also
 // R HTTPRoutes over 5 Gateways, and the same figure for a new HTTPRoute file.
-//   node_modules/.bin/node bench/standalone-latency.ts [N=10000] [samples=20] [R=0] [workers=1]
+//   node_modules/.bin/node bench/standalone-latency.ts [N=10000] [samples=100] [R=0] [workers=1]
+// PORTICO_CPU_PROF=DIR profiles the primary (--cpu-prof) into DIR.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startEchoServer } from '../examples/echo-server.ts';
-import { startPortico } from '../test/support/portico-process.ts';
+import { startPortico, type PorticoProcess } from '../test/support/portico-process.ts';
 import { ingress, ingressClass, serviceWithEndpoints, toYaml } from '../test/support/objects.ts';
 import { get } from '../test/support/http.ts';
 import { freePort, gateway, gatewayClass, httpRoute } from '../test/support/gateway-objects.ts';
+import { formatSummary, machineLoad, summarize } from './lib/latency.ts';
 
 const existing = Number(process.argv[2] ?? 10_000);
-const samples = Number(process.argv[3] ?? 20);
+const samples = Number(process.argv[3] ?? 100);
 const httpRoutes = Number(process.argv[4] ?? 0);
 const workers = process.argv[5] ?? '1';
 const GATEWAYS = 5;
 
 const dir = mkdtempSync(join(tmpdir(), 'portico-bench-standalone-'));
 const echo = await startEchoServer({ name: 'web' });
+let portico: PorticoProcess | undefined;
 try {
   writeFileSync(join(dir, 'base.yaml'), toYaml([ingressClass('portico'), ...serviceWithEndpoints('web', [echo.port])]));
   for (let i = 0; i < existing; i++) {
@@ -33,7 +36,8 @@ try {
     }
   }
   const started = performance.now();
-  const portico = await startPortico(['--manifests', dir, '--access-log=false', '--workers', workers]);
+  const profileDir = process.env.PORTICO_CPU_PROF;
+  portico = await startPortico(['--manifests', dir, '--access-log=false', '--workers', workers], profileDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}, 120_000);
   const startMs = performance.now() - started;
 
   /** Writes `file` and times until `host` answers 200 on `port`. */
@@ -45,11 +49,7 @@ try {
     await new Promise((r) => setTimeout(r, 100));
     return ms;
   };
-  const summary = (results: number[]) => {
-    results.sort((a, b) => a - b);
-    const at = (q: number) => results[Math.min(results.length - 1, Math.floor(q * results.length))]!.toFixed(1);
-    return `p50 ${at(0.5)} ms, p90 ${at(0.9)} ms, max ${results.at(-1)!.toFixed(1)} ms over ${results.length} files`;
-  };
+  const summary = (results: number[]) => formatSummary(summarize(results));
   const ingresses: number[] = [];
   for (let s = 0; s < samples; s++) {
     const host = `new-${s}.bench`;
@@ -60,11 +60,15 @@ try {
     const host = `new-${s}.gw.bench`;
     routes.push(await measure(gatewayPorts[s % GATEWAYS]!, host, `new-route-${s}.yaml`, [httpRoute(`new-route-${s}`, { parentRefs: [{ name: `gw${s % GATEWAYS}` }], hostnames: [host], rules: [{ backendRefs: [{ name: 'web', port: 80 }] }] })]));
   }
+  const load = machineLoad();
   await portico.stop();
-  console.log(`${existing} Ingress files${httpRoutes > 0 ? `, ${httpRoutes} HTTPRoutes over ${GATEWAYS} Gateways` : ''}, --workers ${workers}; process start to ready ${(startMs / 1000).toFixed(1)} s`);
+  portico = undefined;
+  console.log(`${existing} Ingress files${httpRoutes > 0 ? `, ${httpRoutes} HTTPRoutes over ${GATEWAYS} Gateways` : ''}, --workers ${workers}; process start to ready ${(startMs / 1000).toFixed(1)} s; ${load}`);
   console.log(`new Ingress file -> first 200: ${summary(ingresses)}`);
   if (routes.length > 0) console.log(`new HTTPRoute file -> first 200: ${summary(routes)}`);
 } finally {
+  // Also when a wait failed: never leave portico (and its workers) running.
+  await portico?.stop();
   await echo.close();
   rmSync(dir, { recursive: true, force: true });
 }

@@ -1,7 +1,7 @@
 // The loop between sources and the proxy: when the object store changes, wait for
 // the burst to settle, translate the objects, build a new route table and swap it in.
 import type { Logger } from 'pino';
-import type { Problem, RoutingConfig, TranslateOptions } from './model/config.ts';
+import { withProblems, type EndpointUpdate, type Problem, type RoutingConfig, type TranslateOptions, type UpstreamAddress } from './model/config.ts';
 import type { ObjectChange, ObjectStore, StoreChangeEvent } from './sources/store.ts';
 import { createTranslator } from './translate/index.ts';
 import type { RouteTable } from './routing/table.ts';
@@ -12,6 +12,13 @@ export interface ControllerDeps {
   install(config: RoutingConfig): RouteTable;
   /** The table in service. */
   current(): RouteTable;
+  /**
+   * Moves the ready addresses of these backends in the live pools (here, or in the
+   * workers too), without a new table: before a config is installed, or alone.
+   */
+  updateEndpoints(updates: readonly EndpointUpdate[]): void;
+  /** Called after EndpointSlice changes were applied to the pools without translation (with the backends updated). */
+  onEndpointsUpdated?: (updates: readonly EndpointUpdate[]) => void;
   translateOptions: TranslateOptions;
   log: Logger;
   /** Quiet time, in ms, that gathers a burst of changes into one rebuild (0: rebuild at once). */
@@ -19,7 +26,10 @@ export interface ControllerDeps {
   /** Problems that do not come from translation (unparsable manifest files...). */
   externalProblems?: () => readonly Problem[];
   /** Called after each swap, with the time translation took. */
-  onRebuilt?: (table: RouteTable, translateMs: number, problems: readonly Problem[]) => void;
+  /** `changes`: the store changes this rebuild translated; undefined when everything was checked. */
+  onRebuilt?: (table: RouteTable, translateMs: number, problems: readonly Problem[], changes: readonly ObjectChange[] | undefined) => void;
+  /** Only the status of these objects changed (portico's own writes, mostly): nothing is rebuilt; status writers may check them. */
+  onStatusOnly?: (changes: readonly ObjectChange[]) => void;
   /** Called with problems that appeared since the previous rebuild (Events, logs). */
   onNewProblems?: (problems: readonly Problem[]) => void;
 }
@@ -63,6 +73,14 @@ export class Controller {
    */
   changed(event?: StoreChangeEvent | 'problems'): void {
     if (!this.started) return;
+    // A status write (portico's own, coming back through the watch) changes nothing
+    // routing reads: it is not translated, nor is anything rebuilt or shipped.
+    if (event !== undefined && event !== 'problems' && event.changes.some((c) => c.statusOnly)) {
+      const statusOnly = event.changes.filter((c) => c.statusOnly);
+      this.deps.onStatusOnly?.(statusOnly);
+      if (statusOnly.length === event.changes.length) return;
+      event = { ...event, changes: event.changes.filter((c) => !c.statusOnly) };
+    }
     // Translation works in proportion to what changed when it knows what did; a change
     // it is not told about (or a large burst) re-checks everything. New problems of the
     // sources change no object: nothing to translate again.
@@ -80,14 +98,57 @@ export class Controller {
     this.timer = this.deps.debounceMs > 0 ? setTimeout(run, this.deps.debounceMs) : setImmediate(run);
   }
 
+  /** Counts the endpoint updates applied (what addressesOf answers changes with it). */
+  endpointsVersion = 0;
+
+  /** Every backend whose addresses moved without translation, as it is now (a starting worker needs them). */
+  trackedEndpoints(): EndpointUpdate[] {
+    return this.translate.trackedEndpoints();
+  }
+
+  /** A backend's ready addresses now (its route's may be older, see updateEndpoints). */
+  addressesOf(backend: { readonly key: string; readonly addresses: readonly UpstreamAddress[]; readonly error?: string }): readonly UpstreamAddress[] {
+    return this.translate.addressesOf(backend);
+  }
+
   rebuild(): RouteTable {
     const { deps } = this;
     const t0 = performance.now();
     let config: RoutingConfig;
     const changes = this.pendingChanges;
     this.pendingChanges = [];
+    // EndpointSlice changes that only move ready addresses go to the live pools: no
+    // translation, no table, nothing but the addresses shipped to workers.
+    if (changes !== undefined && changes.length > 0 && this.lastTranslated !== undefined && changes.every((c) => c.kind === 'EndpointSlice')) {
+      let updates: EndpointUpdate[] | undefined;
+      try {
+        updates = this.translate.endpoints(deps.store, deps.translateOptions, changes);
+      } catch (err) {
+        deps.log.error({ err }, 'applying endpoint changes failed; translating them instead');
+      }
+      if (updates !== undefined) {
+        if (updates.length > 0) {
+          this.endpointsVersion++;
+          deps.updateEndpoints(updates);
+          const changeToServeMs = this.pendingSince === undefined ? undefined : performance.now() - this.pendingSince;
+          deps.log.debug(
+            { backends: updates.map(([key]) => key), ...(changeToServeMs === undefined ? {} : { changeToServeMs: round(changeToServeMs) }) },
+            'endpoints updated without a rebuild',
+          );
+          deps.onEndpointsUpdated?.(updates);
+        }
+        this.pendingSince = undefined;
+        return deps.current();
+      }
+    }
     try {
       config = this.translate(deps.store, deps.translateOptions, changes);
+      // Backends moved earlier whose routes were translated again: the pools follow first.
+      const moved = this.translate.takeEndpointUpdates();
+      if (moved.length > 0) {
+        this.endpointsVersion++;
+        deps.updateEndpoints(moved);
+      }
     } catch (err) {
       // A bug in translation must not take the proxy down: keep serving the last table.
       this.pendingChanges = undefined;
@@ -105,7 +166,7 @@ export class Controller {
     }
     this.lastTranslated = config;
     this.lastExternal = external;
-    if (external.length > 0) config = { ...config, problems: [...external, ...config.problems] };
+    if (external.length > 0) config = withProblems(config, [...external, ...config.problems]);
     const problems = config.problems;
     const table = deps.install(config);
 
@@ -125,7 +186,7 @@ export class Controller {
       },
       'route table updated',
     );
-    deps.onRebuilt?.(table, translateMs, problems);
+    deps.onRebuilt?.(table, translateMs, problems, changes);
     return table;
   }
 

@@ -6,7 +6,7 @@ import net, { type AddressInfo } from 'node:net';
 import tls from 'node:tls';
 import type { Logger } from 'pino';
 import type { Options } from './config/flags.ts';
-import type { RoutingConfig } from './model/config.ts';
+import type { EndpointUpdate, RoutingConfig } from './model/config.ts';
 import { problemKey } from './controller.ts';
 import { buildRouteTable, emptyRoutingConfig, RouteTableHolder, type RouteTable } from './routing/table.ts';
 import { createAccessLogger, throttledLog, type AccessLogger } from './util/log.ts';
@@ -40,6 +40,8 @@ export interface DataPlane {
   readonly gates: WakeGates<Forwarder>;
   /** Builds the table for `config` (patching the one in service when the config says how) and swaps it in. */
   install(config: RoutingConfig): RouteTable;
+  /** Moves backends to new ready addresses in the routes in service, without a new table (`replace`: these are all the moved ones). */
+  updateEndpoints(updates: readonly EndpointUpdate[], replace?: boolean): void;
   /** Stops accepting, finishes requests in flight within graceMs, closes pools, flushes the access log. */
   drain(graceMs: number): Promise<void>;
 }
@@ -196,6 +198,7 @@ export async function startDataPlane(options: Options, log: Logger, metrics: Met
     }
     reportedTlsProblems = tlsProblems;
     upstreams.retain(table.config);
+    upstreams.registry.sweep();
   });
 
   return {
@@ -208,6 +211,9 @@ export async function startDataPlane(options: Options, log: Logger, metrics: Met
       const table = buildRouteTable(++version, config, routes.compile, undefined, holder.current);
       holder.swap(table);
       return table;
+    },
+    updateEndpoints(updates, replace) {
+      upstreams.registry.apply(updates, replace);
     },
     async drain(graceMs) {
       holder.ready = false;

@@ -13,7 +13,7 @@ import cluster from 'node:cluster';
 import type { Logger } from 'pino';
 import { AggregatorRegistry } from 'prom-client';
 import type { Options } from './config/flags.ts';
-import { CONTROLLER_NAME, type Problem, type RoutingConfig } from './model/config.ts';
+import { CONTROLLER_NAME, type EndpointUpdate, type Problem, type RoutingConfig } from './model/config.ts';
 import { Controller } from './controller.ts';
 import { buildRouteTable, emptyRoutingConfig, RouteTableHolder, type Route, type RouteTable } from './routing/table.ts';
 import { ObjectStore } from './sources/store.ts';
@@ -161,6 +161,9 @@ async function startWorker(options: Options, log: Logger): Promise<Portico> {
         log.debug({ version: table.version, routes: table.size }, 'route table installed from the primary');
         break;
       }
+      case 'endpoints':
+        data.updateEndpoints(message.updates, message.replace);
+        break;
       case 'challenge-key':
         setChallengeKey(Buffer.from(message.key, 'base64'));
         break;
@@ -197,6 +200,9 @@ async function startWorker(options: Options, log: Logger): Promise<Portico> {
   };
 }
 
+/** Between two status checks of every Ingress while changes come (the others check what they touched). */
+const FULL_STATUS_EVERY_MS = 10_000;
+
 /** Sources, translation, status and admin; with the data plane here (single) or in workers (primary). */
 async function startControlPlane(options: Options, log: Logger, role: 'single' | 'primary'): Promise<Portico> {
   const metrics = createMetrics();
@@ -216,12 +222,14 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
   let pool: WorkerPool | undefined;
   let holder: RouteTableHolder;
   let install: (config: RoutingConfig) => RouteTable;
+  let updateEndpoints: (updates: readonly EndpointUpdate[]) => void;
   /** The ports portico's own listeners hold (a Gateway listener may not take them). */
   const ingressPorts = new Map<number, string>();
   if (role === 'single') {
     data = await startDataPlane(options, log, metrics, { wakeSignals });
     holder = data.holder;
     install = data.install;
+    updateEndpoints = data.updateEndpoints;
     if (data.ports.http !== undefined) ingressPorts.set(data.ports.http, '--http-port');
     if (data.ports.https !== undefined) ingressPorts.set(data.ports.https, '--https-port');
   } else {
@@ -234,6 +242,7 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
     pool = new WorkerPool({
       count: options.workers,
       challengeKey: () => challengeKey,
+      endpoints: () => controller.trackedEndpoints(),
       log,
       env: pems !== undefined ? { [WORKER_CERT]: pems.cert, [WORKER_KEY]: pems.key } : undefined,
       // A Gateway port a worker could not bind shows in the Gateway's status.
@@ -251,6 +260,7 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
       pool!.ship(config);
       return table;
     };
+    updateEndpoints = (updates) => pool!.shipEndpoints(updates);
     if (options.httpPort > 0) ingressPorts.set(options.httpPort, '--http-port');
     if (options.httpsPort > 0) ingressPorts.set(options.httpsPort, '--https-port');
   }
@@ -401,9 +411,17 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
     return external.all;
   };
 
+  /** Date.now() of the last status check of every Ingress (one change checks only the Ingresses it touched). */
+  let lastFullStatus = 0;
   const controller = new Controller({
     store,
     install,
+    updateEndpoints: (updates) => updateEndpoints(updates),
+    onEndpointsUpdated: (updates) => {
+      metrics.countEndpointUpdates(updates.length);
+      // A waking Service whose first endpoint is ready has woken.
+      sleepManager.rebuilt();
+    },
     current: () => holder.current,
     translateOptions: {
       ingressClass: options.ingressClass,
@@ -415,13 +433,28 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
     log,
     debounceMs: options.debounce,
     externalProblems,
-    onRebuilt: (table, translateMs, problems) => {
+    onRebuilt: (table, translateMs, problems, changes) => {
       metrics.recordRebuild(table, translateMs, problems);
       sleepManager.rebuilt();
-      void statusWriter?.reconcile();
+      // Which Ingresses portico serves changes with them, or with classes (and the
+      // publish address with Services): check those, and everything now and then.
+      const now = Date.now();
+      if (changes === undefined || now - lastFullStatus > FULL_STATUS_EVERY_MS || changes.some((c) => c.kind === 'IngressClass' || c.kind === 'Service')) {
+        lastFullStatus = now;
+        void statusWriter?.reconcile();
+      } else {
+        const ingresses = changes.filter((c) => c.kind === 'Ingress').map((c) => c.key);
+        if (ingresses.length > 0) void statusWriter?.reconcile(ingresses);
+      }
       void gatewayStatus?.reconcile();
     },
     onNewProblems: (problems) => void events?.record(problems),
+    // Someone else's status write is put right; portico's own finds nothing to do.
+    onStatusOnly: (changes) => {
+      const ingresses = changes.filter((c) => c.kind === 'Ingress').map((c) => c.key);
+      if (ingresses.length > 0) void statusWriter?.reconcile(ingresses);
+      if (ingresses.length < changes.length) void gatewayStatus?.reconcile();
+    },
   });
   store.onChange((event) => {
     // Debug: what changed, object by object (a resync lists at most a few, with the count).
@@ -466,6 +499,8 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
       sleepView: () => sleepManager.view(),
       metricsJson,
       listeners: () => ({ ...(data?.ports ?? pool!.ports), admin: ports.admin }),
+      addressesOf: (backend) => controller.addressesOf(backend),
+      addressesVersion: () => controller.endpointsVersion,
       ingressHosts: (key) => (store.ingresses.get(key)?.spec?.rules ?? []).map((r) => r.host ?? ''),
       invalidate,
     });

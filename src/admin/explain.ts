@@ -7,6 +7,7 @@ import type { BackendConfig, IgnoredIngress, RouteConfig } from '../model/config
 import type { RouteTable } from '../routing/table.ts';
 import { hasDotSegment, isValidHost, normalizeHost, normalizePath, splitTarget, withoutPathParameters } from '../routing/request-target.ts';
 import { activePolicies } from '../middleware/registry.ts';
+import type { AddressesOf } from './routes-view.ts';
 
 export interface ExplainInput {
   /** "http://host/path?q", "https://host:port/path" or "host/path". */
@@ -49,6 +50,8 @@ export interface ExplainContext {
   readonly table: RouteTable;
   /** The hosts of an Ingress ("ns/name") portico ignores, from the object store. */
   readonly ingressHosts?: (key: string) => readonly string[];
+  /** A backend's ready addresses now (default: its route's own). */
+  readonly addressesOf?: AddressesOf;
 }
 
 const MAX_CANDIDATES = 50;
@@ -70,19 +73,22 @@ export function hostCovers(rule: string, host: string, anyLabels: boolean): bool
   return anyLabels || !host.slice(0, host.length - suffix.length).includes('.');
 }
 
-function backendsOf(r: RouteConfig): ExplainedBackend[] {
-  const view = (b: BackendConfig, weight?: number): ExplainedBackend => ({
-    service: `${b.namespace}/${b.service}`,
-    port: b.port,
-    endpoints: b.addresses.map((a) => (a.host.includes(':') ? `[${a.host}]:${a.port}` : `${a.host}:${a.port}`)),
-    state: b.error ?? (b.addresses.length === 0 ? 'no ready endpoint' : 'ok'),
-    ...(weight !== undefined ? { weight } : {}),
-  });
+function backendsOf(r: RouteConfig, at: AddressesOf): ExplainedBackend[] {
+  const view = (b: BackendConfig, weight?: number): ExplainedBackend => {
+    const addresses = at(b);
+    return {
+      service: `${b.namespace}/${b.service}`,
+      port: b.port,
+      endpoints: addresses.map((a) => (a.host.includes(':') ? `[${a.host}]:${a.port}` : `${a.host}:${a.port}`)),
+      state: b.error ?? (addresses.length === 0 ? 'no ready endpoint' : 'ok'),
+      ...(weight !== undefined ? { weight } : {}),
+    };
+  };
   return r.backends !== undefined ? r.backends.map((w) => view(w.backend, w.weight)) : [view(r.backend)];
 }
 
-function routeView(r: RouteConfig): NonNullable<ExplainResult['route']> {
-  return { id: r.id, object: object(r), kind: r.source.kind, host: hostLabel(r.host), path: r.path, pathType: r.pathType, policies: activePolicies(r), backends: backendsOf(r) };
+function routeView(r: RouteConfig, at: AddressesOf): NonNullable<ExplainResult['route']> {
+  return { id: r.id, object: object(r), kind: r.source.kind, host: hostLabel(r.host), path: r.path, pathType: r.pathType, policies: activePolicies(r), backends: backendsOf(r, at) };
 }
 
 /** Splits the URL as the proxy would see it as an absolute-form target (no dot-segment resolution); undefined when it is not a URL. */
@@ -116,7 +122,7 @@ export function explain(input: ExplainInput, context: ExplainContext): ExplainRe
 
   if (route !== undefined && route !== table.defaultRoute) {
     const r = route.config;
-    const view = routeView(r);
+    const view = routeView(r, context.addressesOf ?? ((b) => b.addresses));
     const how = r.pathType === 'Exact' ? 'is exactly' : r.pathType === 'RegularExpression' ? 'matches the regular expression' : 'is under the prefix';
     const hostWhy = r.host === '' ? 'a rule without host (any host)' : r.host === host ? `the rule host ${r.host}` : `the wildcard ${r.host}`;
     const down = view.backends.every((b) => b.state !== 'ok' || (b.weight !== undefined && b.weight === 0));
@@ -150,7 +156,7 @@ export function explain(input: ExplainInput, context: ExplainContext): ExplainRe
   }
   const d = table.defaultRoute;
   if (!gateway && route !== undefined && d !== undefined) {
-    const view = routeView(d.config);
+    const view = routeView(d.config, context.addressesOf ?? ((b) => b.addresses));
     const down = view.backends.every((b) => b.state !== 'ok');
     return { ...base, matched: true, reason: down ? 'no-endpoints' : 'default-backend', outcome: down ? 503 : 'forwarded', route: view, ...(candidates ? { candidates } : {}), ...(ignored.length ? { ignored } : {}), message: `${message}. The default backend of Ingress ${object(d.config)} takes it${down ? `, but it cannot take traffic: ${view.backends.map((b) => b.state).join('; ')} (503)` : ''}.` };
   }

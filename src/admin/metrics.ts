@@ -18,6 +18,8 @@ export interface Metrics {
   trackConnections(listener: string, count: () => number): void;
   /** A client connection closed at once because the listener's --max-client-connections was reached. */
   countDroppedConnection(listener: string): void;
+  /** Backends whose ready addresses moved in the live pools without a rebuild (EndpointSlice changes). */
+  countEndpointUpdates(backends: number): void;
   /** A request the HTTP server answered itself (malformed, 414, 431, 505...), by its short reason. */
   countRefusedRequest(reason: string): void;
   /** A client whose TLS handshake failed, by bounded reason (see handshakeFailureReason). */
@@ -100,6 +102,12 @@ export function createMetrics(): Metrics {
     registers,
   });
 
+  const endpointUpdates = new Counter({
+    name: 'portico_endpoint_updates_total',
+    help: 'Backends (Service ports) whose ready addresses were applied to the live pools without translating or rebuilding routes',
+    registers,
+  });
+
   let readiness: (() => boolean) | undefined;
   const ready = new Gauge({
     name: 'portico_ready',
@@ -113,8 +121,11 @@ export function createMetrics(): Metrics {
 
   return {
     registry,
+    countEndpointUpdates(backends) {
+      endpointUpdates.inc(backends);
+    },
     recordRebuild(table, translateMs, problems) {
-      routes.set(table.config.routes.length);
+      routes.set(table.size);
       hosts.set(countHosts(table));
       rebuildSeconds.observe((translateMs + table.buildMillis) / 1000);
       version.set(table.version);
@@ -156,6 +167,8 @@ function countHosts(table: RouteTable): number {
   // The translator hands the Ingress hosts over already grouped: only Gateway routes are counted here.
   const seen = new Set<string>();
   if (config.ingressHosts !== undefined) {
+    // Without Gateway listeners every route is an Ingress route: no need to look at them.
+    if (config.listeners.size === 0) return config.ingressHosts.size;
     for (const route of config.routes) if (route.port !== undefined && !config.ingressHosts.has(route.host)) seen.add(route.host);
     return config.ingressHosts.size + seen.size;
   }

@@ -65,19 +65,23 @@ export interface GatewayApiView {
 /** Key for rules without a host, which match any host. */
 export const ANY_HOST = '*';
 
-export function buildRoutesView(version: number, config: RoutingConfig): RoutesView {
+/** A backend's ready addresses now (its route's may be older when only endpoints moved since: see EndpointRegistry). */
+export type AddressesOf = (backend: BackendConfig) => readonly UpstreamAddress[];
+const OWN_ADDRESSES: AddressesOf = (backend) => backend.addresses;
+
+export function buildRoutesView(version: number, config: RoutingConfig, at: AddressesOf = OWN_ADDRESSES): RoutesView {
   // Null-prototype objects: hosts and paths are user data and may be "__proto__".
   const hosts: Record<string, Record<string, PathView>> = Object.create(null);
-  for (const [host, routes] of groupByHost(ingressRoutes(config))) hosts[host] = pathsView(routes);
+  for (const [host, routes] of groupByHost(ingressRoutes(config))) hosts[host] = pathsView(routes, at);
   return {
     version,
     routes: config.routes.length,
     hosts,
-    defaultBackend: config.defaultBackend ? pathView(config.defaultBackend) : null,
+    defaultBackend: config.defaultBackend ? pathView(config.defaultBackend, at) : null,
     certificates: certificatesView(config),
     problems: [...config.problems],
     ignoredIngresses: [...config.ignoredIngresses],
-    gatewayApi: gatewayApiView(config),
+    gatewayApi: gatewayApiView(config, at),
   };
 }
 
@@ -86,7 +90,7 @@ function ingressRoutes(config: RoutingConfig): readonly RouteConfig[] {
   return config.listeners.size === 0 ? config.routes : config.routes.filter((r) => r.port === undefined);
 }
 
-function gatewayApiView(config: RoutingConfig): GatewayApiView {
+function gatewayApiView(config: RoutingConfig, at: AddressesOf): GatewayApiView {
   const routes: GatewayRouteView[] = [];
   for (const r of config.routes) {
     if (r.port === undefined) continue;
@@ -102,7 +106,7 @@ function gatewayApiView(config: RoutingConfig): GatewayApiView {
       ...(c !== undefined && c.headers.length > 0 ? { headers: c.headers.map((h) => `${h.name} ${h.type} ${h.value}`) } : {}),
       ...(c !== undefined && c.query.length > 0 ? { query: c.query.map((q) => `${q.name} ${q.type} ${q.value}`) } : {}),
       rank: r.rank ?? '',
-      backends: split.map((b) => ({ ...backendView(b.backend), weight: b.weight })),
+      backends: split.map((b) => ({ ...backendView(b.backend, at), weight: b.weight })),
       policies: activePolicies(r),
     });
   }
@@ -123,12 +127,12 @@ function gatewayApiView(config: RoutingConfig): GatewayApiView {
  * at a time with a pause every `routesPerSlice` routes: the admin server shares
  * the event loop with the proxy, and a 30,000-route table takes ~100 ms in one go.
  */
-export async function serializeRoutesView(version: number, config: RoutingConfig, routesPerSlice = 2000): Promise<Buffer> {
+export async function serializeRoutesView(version: number, config: RoutingConfig, routesPerSlice = 2000, at: AddressesOf = OWN_ADDRESSES): Promise<Buffer> {
   const parts: string[] = [`{"version":${version},"routes":${config.routes.length},"hosts":{`];
   let sinceYield = 0;
   let first = true;
   for (const [host, routes] of groupByHost(ingressRoutes(config))) {
-    parts.push(`${first ? '' : ','}${JSON.stringify(host)}:${JSON.stringify(pathsView(routes))}`);
+    parts.push(`${first ? '' : ','}${JSON.stringify(host)}:${JSON.stringify(pathsView(routes, at))}`);
     first = false;
     sinceYield += routes.length;
     if (sinceYield >= routesPerSlice) {
@@ -136,9 +140,9 @@ export async function serializeRoutesView(version: number, config: RoutingConfig
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
   }
-  const defaultBackend = config.defaultBackend ? pathView(config.defaultBackend) : null;
+  const defaultBackend = config.defaultBackend ? pathView(config.defaultBackend, at) : null;
   parts.push(
-    `},"defaultBackend":${JSON.stringify(defaultBackend)},"certificates":${JSON.stringify(certificatesView(config))},"problems":${JSON.stringify(config.problems)},"ignoredIngresses":${JSON.stringify(config.ignoredIngresses)},"gatewayApi":${JSON.stringify(gatewayApiView(config))}}\n`,
+    `},"defaultBackend":${JSON.stringify(defaultBackend)},"certificates":${JSON.stringify(certificatesView(config))},"problems":${JSON.stringify(config.problems)},"ignoredIngresses":${JSON.stringify(config.ignoredIngresses)},"gatewayApi":${JSON.stringify(gatewayApiView(config, at))}}\n`,
   );
   return Buffer.from(parts.join(''));
 }
@@ -155,12 +159,12 @@ function groupByHost(routes: readonly RouteConfig[]): Map<string, RouteConfig[]>
   return groups;
 }
 
-function pathsView(routes: readonly RouteConfig[]): Record<string, PathView> {
+function pathsView(routes: readonly RouteConfig[], at: AddressesOf): Record<string, PathView> {
   const paths: Record<string, PathView> = Object.create(null);
   for (const route of routes) {
     // The same path can be served both as Exact and as Prefix: keep both visible.
     const key = paths[route.path] === undefined ? route.path : `${route.path} (${route.pathType})`;
-    paths[key] = pathView(route);
+    paths[key] = pathView(route, at);
   }
   return paths;
 }
@@ -171,20 +175,20 @@ function certificatesView(config: RoutingConfig): Record<string, string> {
   return certificates;
 }
 
-function pathView(route: RouteConfig): PathView {
+function pathView(route: RouteConfig, at: AddressesOf): PathView {
   return {
     pathType: route.pathType,
     ingress: `${route.source.namespace}/${route.source.name}`,
-    backend: backendView(route.backend),
+    backend: backendView(route.backend, at),
     policies: activePolicies(route),
   };
 }
 
-function backendView(backend: BackendConfig): BackendView {
+function backendView(backend: BackendConfig, at: AddressesOf): BackendView {
   return {
     service: `${backend.namespace}/${backend.service}`,
     port: backend.port,
-    endpoints: backend.addresses.map(formatAddress),
+    endpoints: at(backend).map(formatAddress),
     state: backend.error ?? 'ok',
   };
 }

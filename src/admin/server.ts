@@ -3,7 +3,7 @@
 import http from 'node:http';
 import type { Registry } from 'prom-client';
 import type { RouteTable, RouteTableHolder } from '../routing/table.ts';
-import { serializeRoutesView } from './routes-view.ts';
+import { serializeRoutesView, type AddressesOf } from './routes-view.ts';
 import { canonicalIp } from '../middleware/cidr.ts';
 import { explain } from './explain.ts';
 import { hostTotals, type MetricJson } from './host-stats.ts';
@@ -34,6 +34,10 @@ export interface AdminServerOptions {
   readonly ingressHosts?: (key: string) => readonly string[];
   /** Cache invalidation (every worker's cache) for POST /cache/purge and /cache/ban; absent: 404. */
   readonly invalidate?: Invalidate;
+  /** A backend's ready addresses now, for /routes and explain (its route's may be older: see EndpointRegistry). */
+  readonly addressesOf?: AddressesOf;
+  /** Changes whenever addressesOf's answers do (the /routes body is cached per table and this). */
+  readonly addressesVersion?: () => number;
 }
 
 /** Largest POST /cache/* body read. */
@@ -51,7 +55,7 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 export function createAdminServer(options: AdminServerOptions): http.Server {
   const { holder, registry } = options;
   const isAlive = options.isAlive ?? (() => true);
-  const routesJson = new RoutesJsonCache();
+  const routesJson = new RoutesJsonCache(options.addressesOf, options.addressesVersion);
   const dashboardState = new Recent(async () => {
     const table = holder.current;
     const metrics = await (options.metricsJson ?? (() => registry.getMetricsAsJSON() as Promise<MetricJson[]>))();
@@ -121,7 +125,7 @@ export function createAdminServer(options: AdminServerOptions): http.Server {
           const colon = h.indexOf(':');
           if (colon > 0) headers.push([h.slice(0, colon).trim().toLowerCase(), h.slice(colon + 1).trim()]);
         }
-        const result = explain({ url: target, method: params.get('method') ?? 'GET', headers }, { table: holder.current, ingressHosts: options.ingressHosts });
+        const result = explain({ url: target, method: params.get('method') ?? 'GET', headers }, { table: holder.current, ingressHosts: options.ingressHosts, addressesOf: options.addressesOf });
         send(req, res, 200, JSON_TYPE, `${JSON.stringify(result)}\n`);
         return;
       }
@@ -239,12 +243,22 @@ class Recent<T> {
  */
 class RoutesJsonCache {
   private table: RouteTable | undefined;
+  private addressesVersion = 0;
   private body: Promise<Buffer> | undefined;
+  private readonly addressesOf: AddressesOf | undefined;
+  private readonly version: () => number;
+
+  constructor(addressesOf?: AddressesOf, version?: () => number) {
+    this.addressesOf = addressesOf;
+    this.version = version ?? (() => 0);
+  }
 
   get(table: RouteTable): Promise<Buffer> {
-    if (this.table !== table || this.body === undefined) {
-      const body = serializeRoutesView(table.version, table.config);
+    const addressesVersion = this.version();
+    if (this.table !== table || this.body === undefined || this.addressesVersion !== addressesVersion) {
+      const body = serializeRoutesView(table.version, table.config, undefined, this.addressesOf);
       this.table = table;
+      this.addressesVersion = addressesVersion;
       this.body = body;
       // Never keep a failure: the next request tries again.
       body.catch(() => {

@@ -99,6 +99,13 @@ export interface BackendConfig {
   readonly sleep?: SleepPolicy;
 }
 
+/**
+ * The ready addresses of one backend ("ns/service:port") changed, and nothing else did:
+ * applied to the live pools without translating or rebuilding routes. null: portico no
+ * longer follows this backend (no route reads it); its routes' own addresses are current.
+ */
+export type EndpointUpdate = readonly [key: string, addresses: readonly UpstreamAddress[] | null];
+
 /** A Service's scale-to-zero settings, from its annotations (src/scale-to-zero/policy.ts). */
 export interface SleepPolicy {
   /** No request through any replica for this long: scale the workload to 0. */
@@ -224,8 +231,10 @@ export interface GatewayApiStatus {
 }
 
 export interface RoutingConfig {
-  /** Every served path rule, after conflicts were resolved; in a deterministic order. */
+  /** Every served path rule, after conflicts were resolved; in a deterministic order. May be made on first use (withLazyRoutes). */
   readonly routes: readonly RouteConfig[];
+  /** routes.length, known without making `routes`. */
+  readonly routeCount?: number;
   /** Catches what no rule matches (spec.defaultBackend of the oldest Ingress that has one). */
   readonly defaultBackend?: RouteConfig;
   /** Certificate per TLS host: exact lowercase host, or "*.suffix". */
@@ -257,3 +266,18 @@ export const NO_GATEWAYS: Pick<RoutingConfig, 'listeners' | 'gatewayStatus'> = O
   listeners: new Map<number, ListenerConfig>(),
   gatewayStatus: Object.freeze({ gatewayClasses: new Map(), gateways: new Map(), httpRoutes: new Map(), grpcRoutes: new Map() }),
 });
+
+/**
+ * `config` with a `routes` array made on first use: a change patches the host maps, and
+ * the whole list (30,000 routes at 10,000 Ingresses) is only made if someone reads it
+ * (/routes, a worker's first config). The property stays enumerable: a spread makes it.
+ */
+export function withLazyRoutes(config: Omit<RoutingConfig, 'routes'>, routes: () => readonly RouteConfig[]): RoutingConfig {
+  let made: readonly RouteConfig[] | undefined;
+  return Object.defineProperty(config, 'routes', { enumerable: true, get: () => (made ??= routes()) }) as RoutingConfig;
+}
+
+/** `config` with other problems, keeping a lazy `routes` lazy. */
+export function withProblems(config: RoutingConfig, problems: readonly Problem[]): RoutingConfig {
+  return Object.defineProperties({}, { ...Object.getOwnPropertyDescriptors(config), problems: { value: problems, enumerable: true } }) as RoutingConfig;
+}

@@ -59,6 +59,8 @@ export class CompiledRoute implements Route {
   readonly sharedKeys: readonly string[];
   /** The last retain() that found it in the live table. */
   generation = 0;
+  /** Its forwarders (one, or one per backend of a split): they follow their backends' addresses while the route is live. */
+  readonly forwarders: readonly Forwarder[];
   private readonly chain: Handler;
   private readonly timeouts: UpstreamTimeouts | undefined;
 
@@ -69,7 +71,9 @@ export class CompiledRoute implements Route {
     accessLog: AccessLogHook | undefined,
     timeouts: UpstreamTimeouts | undefined,
     sharedKeys: readonly string[] = [],
+    forwarders: readonly Forwarder[] = [],
   ) {
+    this.forwarders = forwarders;
     this.config = config;
     this.chain = chain;
     this.metrics = metrics;
@@ -124,13 +128,22 @@ const UNROUTED_CONFIG: RouteConfig = Object.freeze({
  * A weighted split (Gateway API backendRefs): each request goes to one backend, at
  * random in proportion to the weights, through that backend's own filters.
  */
-function split(config: RouteConfig, upstreams: UpstreamPools, metrics: RouteMetrics, shared: SharedState, key: string, gates: WakeGates<Forwarder> | undefined): Handler {
+function split(
+  config: RouteConfig,
+  upstreams: UpstreamPools,
+  metrics: RouteMetrics,
+  shared: SharedState,
+  key: string,
+  gates: WakeGates<Forwarder> | undefined,
+  forwarders: Forwarder[],
+): Handler {
   const handlers: Handler[] = [];
   const bounds: number[] = [];
   let total = 0;
   for (const wb of config.backends!) {
     if (wb.weight <= 0) continue;
     const forwarder = new Forwarder({ ...config, backend: wb.backend }, upstreams, metrics, gates);
+    forwarders.push(forwarder);
     handlers.push(wb.policies.length === 0 ? forwarder.handle : composeListed(wb.policies, forwarder.handle, shared, key, config));
     total += wb.weight;
     bounds.push(total);
@@ -171,13 +184,19 @@ export function createRouteCompiler(deps: RouteCompilerDeps): ProxyRoutes {
       const key = `${config.source.namespace}/${config.source.name}`;
       const read: string[] = [];
       const shared = recordingKeys(deps.shared, read);
-      const terminal = config.backends === undefined
-        ? new Forwarder(config, deps.upstreams, routeMetrics, deps.gates).handle
-        : split(config, deps.upstreams, routeMetrics, shared, key, deps.gates);
+      const forwarders: Forwarder[] = [];
+      let terminal: Handler;
+      if (config.backends === undefined) {
+        const forwarder = new Forwarder(config, deps.upstreams, routeMetrics, deps.gates);
+        forwarders.push(forwarder);
+        terminal = forwarder.handle;
+      } else {
+        terminal = split(config, deps.upstreams, routeMetrics, shared, key, deps.gates, forwarders);
+      }
       const chain = composeChain(config.policies, terminal, shared, key, config);
       const sharedKeys = [...new Set(read)];
       for (const k of sharedKeys) sharedRefs.set(k, (sharedRefs.get(k) ?? 0) + 1);
-      route = new CompiledRoute(config, chain, routeMetrics, deps.accessLog, timeouts, sharedKeys);
+      route = new CompiledRoute(config, chain, routeMetrics, deps.accessLog, timeouts, sharedKeys, forwarders);
       compiled.set(config, route);
     }
     return route;
@@ -186,6 +205,7 @@ export function createRouteCompiler(deps: RouteCompilerDeps): ProxyRoutes {
   /** A compiled route left the table: its references to series and state go. */
   const release = (route: CompiledRoute): void => {
     metrics.release(route.metrics);
+    for (const forwarder of route.forwarders) forwarder.dispose();
     for (const k of route.sharedKeys) {
       const refs = sharedRefs.get(k)! - 1;
       if (refs > 0) {

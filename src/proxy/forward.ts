@@ -6,7 +6,8 @@
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { ProxyResponse } from './exchange-types.ts';
-import type { RouteConfig } from '../model/config.ts';
+import type { RouteConfig, UpstreamAddress } from '../model/config.ts';
+import type { EndpointUser } from './endpoint-registry.ts';
 import { Balancer, endpointLimit } from './balancer.ts';
 import { PLAIN_HTTP, type RequestContext, type UpstreamProfile } from './context.ts';
 import { sendError } from './errors.ts';
@@ -89,27 +90,32 @@ function describe(err: Error & { code?: string }, ctx: RequestContext, connectin
 }
 
 /** The route's forwarder; `handle` is the chain's terminal Handler. */
-export class Forwarder {
+export class Forwarder implements EndpointUser {
   readonly config: RouteConfig;
   readonly metrics: RouteMetrics;
-  readonly balancer: Balancer;
+  /** Replaced when the backend's addresses move (EndpointSlice changes, see EndpointRegistry). */
+  balancer: Balancer;
   /** Set when the backend cannot take traffic: the 503 text, precomputed. */
-  private readonly unavailable: string | undefined;
-  private readonly unavailableKind: UpstreamErrorKind;
+  private unavailable: string | undefined;
+  private unavailableKind: UpstreamErrorKind;
   private readonly unavailableStatus: number;
   /** TLS name for pods (https/h2 profiles): the Service's cluster DNS name. */
   readonly servername: string;
   /** The Service sleeps when idle (scale-to-zero): without endpoints its requests wait here for it to wake. */
   readonly gate: ServiceGate<Forwarder> | undefined;
   private readonly h2cByAppProtocol: boolean;
+  private readonly upstreams: UpstreamPools;
 
   constructor(config: RouteConfig, upstreams: UpstreamPools, metrics: RouteMetrics, gates?: WakeGates<Forwarder>) {
     this.config = config;
     this.metrics = metrics;
+    this.upstreams = upstreams;
     const backend = config.backend;
     const service = `${backend.namespace}/${backend.service}`;
     this.servername = `${backend.service}.${backend.namespace}.svc`;
-    this.balancer = new Balancer(backend.error ? [] : backend.addresses.map((a) => upstreams.endpoint(a)));
+    // The backend's addresses now: this route's may be older when only endpoints changed since it was translated.
+    const addresses = backend.error ? [] : upstreams.registry.addresses(backend);
+    this.balancer = new Balancer(addresses.map((a) => upstreams.endpoint(a)));
     this.h2cByAppProtocol = backend.appProtocol === 'kubernetes.io/h2c';
     this.gate = backend.sleep !== undefined && backend.error === undefined && gates !== undefined ? gates.gate(service, backend.sleep) : undefined;
     this.unavailableKind = 'service_unavailable';
@@ -119,10 +125,7 @@ export class Forwarder {
     this.unavailableStatus = config.source.kind === 'HTTPRoute' && backend.error !== undefined && backend.error !== 'NoEndpoints' ? 500 : 503;
     switch (backend.error) {
       case undefined:
-        if (backend.addresses.length === 0 && this.gate === undefined) {
-          this.unavailable = `no ready endpoints for service ${service} port ${backend.port}`;
-          this.unavailableKind = 'no_endpoints';
-        }
+        this.noEndpointsUnless(addresses.length > 0);
         break;
       case 'ServiceNotFound':
         this.unavailable = `service ${service} not found`;
@@ -149,8 +152,33 @@ export class Forwarder {
         this.unavailable = `service ${service} is unavailable (${String(backend.error)})`;
     }
     this.handle = this.handle.bind(this);
+    if (backend.error === undefined) upstreams.registry.attach(backend.key, this);
     // Requests held for this backend go on with the newest forwarder, once it has endpoints.
     this.gate?.compiled(this);
+  }
+
+  /** A backend without error and without addresses answers 503, unless its requests wait for a wake. */
+  private noEndpointsUnless(hasAddresses: boolean): void {
+    const backend = this.config.backend;
+    if (hasAddresses || this.gate !== undefined) {
+      this.unavailable = undefined;
+    } else {
+      this.unavailable = `no ready endpoints for service ${backend.namespace}/${backend.service} port ${backend.port}`;
+      this.unavailableKind = 'no_endpoints';
+    }
+  }
+
+  /** The backend's ready addresses moved (EndpointRegistry): requests from now on go to these. */
+  setAddresses(addresses: readonly UpstreamAddress[]): void {
+    this.balancer = new Balancer(addresses.map((a) => this.upstreams.endpoint(a)));
+    this.noEndpointsUnless(addresses.length > 0);
+    // Requests held while the Service slept go on now (with the newest forwarder of the backend).
+    if (this.gate !== undefined && this.gate.forwarders.get(this.backendKey) === this) this.gate.compiled(this);
+  }
+
+  /** The route left the table: its backend's address changes no longer concern it. */
+  dispose(): void {
+    if (this.config.backend.error === undefined) this.upstreams.registry.detach(this.config.backend.key, this);
   }
 
   /** For the gates: the backend ("ns/svc:port") and whether there is a pod to send to. */

@@ -8,9 +8,10 @@ import { createRequire } from 'node:module';
 import type { Dispatcher } from 'undici';
 import { Http1Pool } from '../http1/client.ts';
 import { Http2Pool } from '../http2/client.ts';
-import type { RouteConfig, RoutingConfig, UpstreamAddress } from '../model/config.ts';
+import type { BackendConfig, RouteConfig, RoutingConfig, UpstreamAddress } from '../model/config.ts';
 import { routeChanges } from '../routing/route-changes.ts';
 import type { UpstreamProfile } from './context.ts';
+import { EndpointRegistry } from './endpoint-registry.ts';
 
 /** What the forwarder sends requests through: an Http1Pool or an Http2Pool. */
 export interface UpstreamDispatcher {
@@ -38,13 +39,6 @@ export const undici = (() => {
   let loaded: typeof import('undici') | undefined;
   return () => (loaded ??= createRequire(import.meta.url)('undici') as typeof import('undici'));
 })();
-
-/** The pod addresses a route sends to ("host:port"), its split's included. */
-function addressesOf(route: RouteConfig): string[] {
-  const out = route.backend.addresses.map(addressKey);
-  if (route.backends !== undefined) for (const wb of route.backends) for (const a of wb.backend.addresses) out.push(addressKey(a));
-  return out;
-}
 
 /** "host:port", with brackets around IPv6 hosts. */
 export function addressKey(address: UpstreamAddress): string {
@@ -135,19 +129,30 @@ export class Endpoint {
   }
 }
 
+/** A backend as the pools count it: how many route backends use it, and the addresses counted for them. */
+interface BackendUse {
+  uses: number;
+  addresses: readonly string[];
+}
+
 export class UpstreamPools {
+  /** The live addresses of each backend: routes read them here, and endpoint changes move them. */
+  readonly registry = new EndpointRegistry();
   private readonly options: Required<UpstreamPoolsOptions>;
   private readonly entries = new Map<string, PoolEntry>();
   private readonly stats = new Map<string, AddressStats>();
   /** Addresses of the current route table; undefined until the first retain(). */
   /** Routes using each pod address ("host:port"); undefined until the first retain(). */
   private refs: Map<string, number> | undefined = undefined;
+  /** The backends ("ns/service:port") the counts come from. */
+  private backends = new Map<string, BackendUse>();
   /** The config the counts follow (a delta is relative to it). */
   private retained: RoutingConfig | undefined = undefined;
   private closed = false;
 
   constructor(options: UpstreamPoolsOptions) {
     this.options = { retireGraceMs: 30_000, ...options };
+    this.registry.onMove((key, addresses) => this.moveBackend(key, addresses));
   }
 
   get defaultConnectTimeout(): number {
@@ -209,17 +214,19 @@ export class UpstreamPools {
       this.retained = config;
       if (changes !== undefined && this.refs !== undefined) {
         const touched = new Set<string>();
-        for (const r of changes.added) for (const key of addressesOf(r)) this.addRef(key, 1, touched);
-        for (const r of changes.removed) for (const key of addressesOf(r)) this.addRef(key, -1, touched);
+        for (const r of changes.added) this.countRoute(r, 1, touched);
+        for (const r of changes.removed) this.countRoute(r, -1, touched);
         for (const key of touched) this.settle(key);
         return;
       }
-      const refs = new Map<string, number>();
-      for (const route of config.routes) for (const key of addressesOf(route)) refs.set(key, (refs.get(key) ?? 0) + 1);
-      if (config.defaultBackend) for (const key of addressesOf(config.defaultBackend)) refs.set(key, (refs.get(key) ?? 0) + 1);
-      this.refs = refs;
+      this.refs = new Map();
+      this.backends = new Map();
+      const ignored = new Set<string>();
+      for (const route of config.routes) this.countRoute(route, 1, ignored);
+      if (config.defaultBackend) this.countRoute(config.defaultBackend, 1, ignored);
     } else {
       this.retained = undefined;
+      this.backends = new Map();
       this.refs = new Map([...config].map((key) => [key, 1]));
     }
     for (const entry of this.entries.values()) this.settlePool(entry);
@@ -227,6 +234,47 @@ export class UpstreamPools {
       const stats = this.stats.get(key)!;
       if (!this.refs.has(key) && stats.inflight === 0) this.stats.delete(key);
     }
+  }
+
+  /** A route's backends (its split's included) start or stop being used. */
+  private countRoute(route: RouteConfig, by: 1 | -1, touched: Set<string>): void {
+    this.countBackend(route.backend, by, touched);
+    if (route.backends !== undefined) for (const wb of route.backends) this.countBackend(wb.backend, by, touched);
+  }
+
+  /**
+   * Counted by backend: a route stops using the very addresses it was counted with, even
+   * when its backend's addresses moved in between (moveBackend).
+   */
+  private countBackend(backend: BackendConfig, by: 1 | -1, touched: Set<string>): void {
+    if (backend.error !== undefined) return;
+    let use = this.backends.get(backend.key);
+    if (by > 0) {
+      const addresses = this.registry.addresses(backend).map(addressKey);
+      if (use === undefined) this.backends.set(backend.key, (use = { uses: 0, addresses }));
+      else if (!sameList(use.addresses, addresses)) this.move(use, addresses, touched);
+      use.uses++;
+      for (const key of use.addresses) this.addRef(key, 1, touched);
+    } else if (use !== undefined) {
+      use.uses--;
+      for (const key of use.addresses) this.addRef(key, -1, touched);
+      if (use.uses <= 0) this.backends.delete(backend.key);
+    }
+  }
+
+  /** A backend's addresses moved (the registry): what its routes use follows. */
+  private moveBackend(backendKey: string, addresses: readonly UpstreamAddress[]): void {
+    const use = this.backends.get(backendKey);
+    if (use === undefined || this.refs === undefined) return;
+    const touched = new Set<string>();
+    this.move(use, addresses.map(addressKey), touched);
+    for (const key of touched) this.settle(key);
+  }
+
+  private move(use: BackendUse, addresses: readonly string[], touched: Set<string>): void {
+    for (const key of use.addresses) this.addRef(key, -use.uses, touched);
+    for (const key of addresses) this.addRef(key, use.uses, touched);
+    use.addresses = addresses;
   }
 
   private addRef(key: string, by: number, touched: Set<string>): void {
@@ -302,6 +350,13 @@ function tlsOptions(profile: UpstreamProfile): { ca?: string; rejectUnauthorized
   return { ca: profile.ca, rejectUnauthorized: !profile.insecureSkipVerify };
 }
 
+function sameList(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/** Without reading `routes`: a config may make that list on first use only (withLazyRoutes). */
 function isRoutingConfig(value: RoutingConfig | Iterable<string>): value is RoutingConfig {
-  return typeof (value as RoutingConfig).routes === 'object' && !(Symbol.iterator in (value as object));
+  return 'routes' in (value as object) && !(Symbol.iterator in (value as object));
 }

@@ -61,7 +61,7 @@ class ImmutableRouteTable implements RouteTable {
   }
 
   get size(): number {
-    return this.config.routes.length;
+    return this.config.routeCount ?? this.config.routes.length;
   }
 }
 

@@ -10,8 +10,8 @@
 // - Changes are noticed by watching each directory, not each file: a file replaced by
 //   rename (sed -i, mv, editors' safe-write) would leave a file's watch on the old inode,
 //   so later writes went unseen (Node's recursive fs.watch on Linux watches each file).
-//   Events are gathered for a short quiet time, then only the files they name are
-//   stat'ed and re-read, and only the objects of those files are re-resolved: an edit
+//   The files an event names are stat'ed and re-read at once (events that arrive while
+//   a scan runs are gathered into the next one), and only the objects of those files are re-resolved: an edit
 //   costs the same with 10 files or 10,000. A walk of the whole tree runs only when an
 //   event names no file or a directory (created, removed, a symlink), and as the
 //   periodic rescan of mtimes and sizes that catches missed events (network
@@ -30,7 +30,7 @@ export interface ManifestDirectorySourceOptions {
   store: Pick<ObjectStore, 'upsert' | 'delete'>;
   /** The full list of file problems, each time it changes (and once after the first load). */
   onProblems?: (problems: readonly Problem[]) => void;
-  /** Quiet time after a file event before reading, in ms (events keep extending it, up to 10x). */
+  /** Quiet time after a file event before reading, in ms (events keep extending it, up to 10x); 0 (default): read at once. */
   debounceMs?: number;
   /** Interval of the safety-net rescan while the directory is watched, in ms. */
   rescanMs?: number;
@@ -78,6 +78,7 @@ interface FoundFile {
   readonly path: string;
   readonly stamp: string;
   readonly size: number;
+  readonly mtimeMs: number;
 }
 
 interface DirWatch {
@@ -92,6 +93,12 @@ interface DirWatch {
 const READ_CONCURRENCY = 16;
 /** How long a file that just read empty gets to be written (see holdEmptied). */
 const EMPTIED_RECHECK_MS = 100;
+/**
+ * A file that reads as partly written (its size changed during the read, or it does not
+ * parse and was modified this recently) is read again this much later before it counts.
+ */
+const PARTIAL_RECHECK_MS = 25;
+const JUST_WRITTEN_MS = 2_000;
 
 function identity(kind: string, namespace: string | undefined, name: string): string {
   return `${kind}/${objectKey(namespace, name)}`;
@@ -145,6 +152,9 @@ export class ManifestDirectorySource {
   private readonly failing = new Set<string>();
   /** Files that read empty once and are read again before their objects are dropped. */
   private readonly emptiedOnce = new Set<string>();
+  /** Files the last reads found partly written (see PARTIAL_RECHECK_MS), and those already given a second read. */
+  private readonly partial = new Set<string>();
+  private readonly partialOnce = new Set<string>();
   private dirProblem: Problem | undefined;
   private reportedProblems: string | undefined;
   /** One watch per directory, by "dev:ino". */
@@ -158,6 +168,7 @@ export class ManifestDirectorySource {
   private reads = 0;
   private lastWalkMs = 0;
   private debounceTimer: NodeJS.Timeout | undefined;
+  private pendingScan: NodeJS.Immediate | undefined;
   /** When the first event of the current burst arrived (performance.now()). */
   private burstStart = 0;
   private rescanTimer: NodeJS.Timeout | undefined;
@@ -167,7 +178,7 @@ export class ManifestDirectorySource {
   private settleReady!: (err?: Error) => void;
 
   constructor(options: ManifestDirectorySourceOptions) {
-    this.o = { debounceMs: 10, rescanMs: 2000, pollMs: 500, watch: true, ...options };
+    this.o = { debounceMs: 0, rescanMs: 2000, pollMs: 500, watch: true, ...options };
     this.ready = new Promise<void>((resolve, reject) => {
       this.settleReady = (err) => (err ? reject(err) : resolve());
     });
@@ -191,6 +202,7 @@ export class ManifestDirectorySource {
     this.stopped = true;
     this.closeWatches(() => true);
     clearTimeout(this.debounceTimer);
+    clearImmediate(this.pendingScan);
     clearTimeout(this.rescanTimer);
   }
 
@@ -285,6 +297,15 @@ export class ManifestDirectorySource {
    */
   private scheduleScan(): void {
     if (this.stopped) return;
+    // No quiet time: read once the events of this I/O turn are in (a scan that runs
+    // gathers what arrives meanwhile into the next one).
+    if (this.o.debounceMs <= 0) {
+      this.pendingScan ??= setImmediate(() => {
+        this.pendingScan = undefined;
+        this.requestScan();
+      });
+      return;
+    }
     const now = performance.now();
     if (this.debounceTimer) clearTimeout(this.debounceTimer);
     else this.burstStart = now;
@@ -346,6 +367,7 @@ export class ManifestDirectorySource {
       const updates = await this.readNamed(forced);
       if (updates !== undefined) {
         if (this.stopped) return;
+        this.holdPartial(updates);
         this.holdEmptied(updates);
         this.applyFiles(updates);
         this.report();
@@ -382,9 +404,30 @@ export class ManifestDirectorySource {
     }
     for (const path of this.files.keys()) if (!found.has(path)) updates.set(path, undefined);
     if (this.stopped) return;
+    this.holdPartial(updates);
     this.holdEmptied(updates);
     this.applyFiles(updates);
     this.report();
+  }
+
+  /**
+   * A file read while it was being written (truncated, then written in parts, as editors
+   * and `>` redirections do) is read again a moment later before it replaces what it
+   * served or is reported broken: a route does not flap through the half-written state.
+   */
+  private holdPartial(updates: Map<string, FileEntry | undefined>): void {
+    for (const path of this.partial) {
+      this.partial.delete(path);
+      if (!updates.has(path) || this.partialOnce.has(path)) {
+        this.partialOnce.delete(path);
+        continue;
+      }
+      updates.delete(path);
+      this.partialOnce.add(path);
+      this.dirty.add(path);
+      setTimeout(() => this.requestScan(), PARTIAL_RECHECK_MS).unref();
+    }
+    for (const path of updates.keys()) this.partialOnce.delete(path);
   }
 
   /**
@@ -431,7 +474,7 @@ export class ManifestDirectorySource {
       }
       if (!st.isFile()) return undefined; // a directory or a symlink
       if (!isManifestFile(basename(rel))) continue;
-      const file: FoundFile = { path, size: st.size, stamp: `${st.mtimeMs}|${st.ctimeMs}|${st.size}|${st.dev}:${st.ino}` };
+      const file: FoundFile = { path, size: st.size, mtimeMs: st.mtimeMs, stamp: `${st.mtimeMs}|${st.ctimeMs}|${st.size}|${st.dev}:${st.ino}` };
       const next = await this.readEntry(rel, file, this.files.get(rel));
       updates.set(rel, next);
     }
@@ -505,7 +548,7 @@ export class ManifestDirectorySource {
             if (visited.has(subId)) continue; // symlink loop, or the same tree linked twice
             await visit(path, entryRel, subId);
           } else if (st.isFile() && isManifestFile(entry.name)) {
-            found.set(entryRel, { path, size: st.size, stamp: `${st.mtimeMs}|${st.ctimeMs}|${st.size}|${st.dev}:${st.ino}` });
+            found.set(entryRel, { path, size: st.size, mtimeMs: st.mtimeMs, stamp: `${st.mtimeMs}|${st.ctimeMs}|${st.size}|${st.dev}:${st.ino}` });
             if (entry.isSymbolicLink() && this.o.watch) await watchTarget(path);
           }
         }
@@ -525,15 +568,19 @@ export class ManifestDirectorySource {
     if (file.size > MAX_FILE_BYTES) {
       return { stamp: file.stamp, objects: previous?.objects ?? new Map(), errors: [{ file: rel, message: `larger than ${MAX_FILE_BYTES / 1024 / 1024} MiB; not read` }], invalidations: previous?.invalidations };
     }
-    let text: string;
+    let bytes: Buffer;
     try {
       this.reads++;
-      text = await readFile(file.path, 'utf8');
+      bytes = await readFile(file.path);
     } catch (err) {
       if (errorCode(err) === 'ENOENT') return undefined;
       return { stamp: file.stamp, objects: previous?.objects ?? new Map(), errors: [{ file: rel, message: `cannot read: ${(err as Error).message}` }], invalidations: previous?.invalidations };
     }
-    const parsed = parseManifestFile(rel, text);
+    const parsed = parseManifestFile(rel, bytes.toString('utf8'));
+    // Read while being written: the size changed since the stat, or it was just modified
+    // and does not parse, or has more broken objects than before (a document cut short).
+    const worse = parsed.failed || (previous !== undefined && parsed.errors.length > previous.errors.length);
+    if (bytes.length !== file.size || (worse && Date.now() - file.mtimeMs < JUST_WRITTEN_MS)) this.partial.add(rel);
     // A file that does not parse as a whole keeps serving its last good content.
     if (parsed.failed) return { stamp: file.stamp, objects: previous?.objects ?? new Map(), errors: parsed.errors, invalidations: previous?.invalidations };
 

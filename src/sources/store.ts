@@ -49,6 +49,11 @@ export interface ObjectChange {
   readonly kind: RoutingKind;
   /** objectKey() of the object. */
   readonly key: string;
+  /**
+   * Only the status (and resourceVersion) changed: most often portico's own status
+   * write coming back through the watch. Nothing routing reads changed.
+   */
+  readonly statusOnly?: true;
 }
 
 export interface StoreChangeEvent {
@@ -160,6 +165,7 @@ export class ObjectStore implements Snapshot {
     if (previous !== undefined && sameObject(previous, obj)) return undefined;
     map.set(key, obj);
     if (kind === 'EndpointSlice') this.reindexSlice(key, previous as EndpointSlice | undefined, obj as EndpointSlice);
+    if (previous !== undefined && STATUS_KINDS.has(kind) && sameExceptStatus(previous, obj)) return { type: 'updated', kind, key, statusOnly: true };
     return { type: previous === undefined ? 'added' : 'updated', kind, key };
   }
 
@@ -199,6 +205,26 @@ export class ObjectStore implements Snapshot {
 export function serviceOf(slice: EndpointSlice): string | undefined {
   const service = slice.metadata.labels?.[SERVICE_NAME_LABEL];
   return service ? objectKey(slice.metadata.namespace ?? 'default', service) : undefined;
+}
+
+/** Kinds whose status portico writes (its writes come back as watch events). */
+const STATUS_KINDS: ReadonlySet<RoutingKind> = new Set<RoutingKind>(['Ingress', 'Gateway', 'GatewayClass', 'HTTPRoute', 'GRPCRoute']);
+
+/** Everything but status and metadata.resourceVersion is the same (spec, generation, annotations, labels...). */
+function sameExceptStatus(a: KubeObject, b: KubeObject): boolean {
+  const x = a as unknown as Record<string, unknown>;
+  const y = b as unknown as Record<string, unknown>;
+  for (const key of new Set([...Object.keys(x), ...Object.keys(y)])) {
+    if (key === 'status') continue;
+    if (key === 'metadata') {
+      const { resourceVersion: _a, ...ma } = a.metadata;
+      const { resourceVersion: _b, ...mb } = b.metadata;
+      if (!deepEqual(ma, mb)) return false;
+    } else if (!deepEqual(x[key], y[key])) {
+      return false;
+    }
+  }
+  return true;
 }
 
 /** Same content: by resourceVersion when both come from the API server, else field by field. */

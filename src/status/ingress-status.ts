@@ -4,6 +4,7 @@ import { isIP } from 'node:net';
 import type { Logger } from 'pino';
 import type { Ingress, LoadBalancerIngress, Service } from '../model/k8s.ts';
 import { KubeApiError, type KubeClient } from '../kube/client.ts';
+import { lowerBound } from '../util/sorted.ts';
 
 export interface IngressStatusOptions {
   client: KubeClient;
@@ -15,6 +16,7 @@ export interface IngressStatusOptions {
   /** Current Ingress objects, keyed "ns/name". */
   ingresses: () => ReadonlyMap<string, Ingress>;
   /** "ns/name" of the Ingresses portico serves now. */
+  /** "ns/name" of the served Ingresses, sorted. */
   served: () => readonly string[];
 }
 
@@ -49,6 +51,9 @@ export class IngressStatusWriter {
   private readonly o: IngressStatusOptions;
   private running: Promise<void> | undefined;
   private again = false;
+  /** What the next pass checks: every Ingress, or these keys. */
+  private nextAll = false;
+  private nextKeys = new Set<string>();
   private cached: { at: number; addresses: LoadBalancerIngress[] } | undefined;
   active = false;
 
@@ -56,9 +61,14 @@ export class IngressStatusWriter {
     this.o = options;
   }
 
-  /** Brings every Ingress' status in line; coalesces calls made while one runs. */
-  reconcile(): Promise<void> {
+  /**
+   * Brings every Ingress' status in line (only those of `keys` when given: a status
+   * that changed by itself); coalesces calls made while one runs.
+   */
+  reconcile(keys?: Iterable<string>): Promise<void> {
     if (!this.active) return Promise.resolve();
+    if (keys === undefined) this.nextAll = true;
+    else for (const key of keys) this.nextKeys.add(key);
     if (this.running) {
       this.again = true;
       return this.running;
@@ -66,8 +76,11 @@ export class IngressStatusWriter {
     this.running = (async () => {
       do {
         this.again = false;
+        const keys = this.nextAll ? undefined : this.nextKeys;
+        this.nextAll = false;
+        this.nextKeys = new Set();
         try {
-          await this.reconcileOnce();
+          await this.reconcileOnce(keys);
         } catch (err) {
           this.o.log.warn({ err: (err as Error).message }, 'could not update Ingress status; will retry');
         }
@@ -87,11 +100,18 @@ export class IngressStatusWriter {
     return this.cached.addresses;
   }
 
-  private async reconcileOnce(): Promise<void> {
+  private async reconcileOnce(keys: ReadonlySet<string> | undefined): Promise<void> {
     const addresses = await this.addresses();
-    const served = new Set(this.o.served());
+    // Sorted ("ns/name"): one lookup per checked Ingress, not a set of 10,000 per change.
+    const servedList = this.o.served();
+    const served = { has: (key: string) => servedList[lowerBound(servedList, key)] === key };
     const work: (() => Promise<void>)[] = [];
-    for (const [key, ing] of this.o.ingresses()) {
+    const all = this.o.ingresses();
+    const checked = keys === undefined ? all : [...keys].flatMap((key) => {
+      const ing = all.get(key);
+      return ing === undefined ? [] : [[key, ing] as const];
+    });
+    for (const [key, ing] of checked) {
       const current = ing.status?.loadBalancer?.ingress;
       let desired: LoadBalancerIngress[] | undefined;
       if (served.has(key)) {

@@ -8,6 +8,7 @@ import { compareEntries, precedence } from './conflicts.ts';
 import { wildcardParent } from './hosts.ts';
 import type { IngressEntry, TlsClaim } from './ingress.ts';
 import { insertSorted, removeSorted } from '../util/sorted.ts';
+import { PatchedMap } from '../util/patched-map.ts';
 
 interface HostState {
   /** Served routes on this host, tls flag settled, sorted by path, type and id. */
@@ -19,8 +20,10 @@ interface HostState {
 }
 
 export interface AssemblyResult {
-  readonly routes: RouteConfig[];
-  /** Ingress routes by host ("" for rules without host). */
+  /** Every route, host by host in host order: made on first use (one change must not cost a pass over 30,000 routes). */
+  routes(): readonly RouteConfig[];
+  readonly routeCount: number;
+  /** Ingress routes by host ("" for rules without host); a change copies only the hosts it touched (PatchedMap). */
   readonly byHost: ReadonlyMap<string, readonly RouteConfig[]>;
   readonly defaultBackend: RouteConfig | undefined;
   readonly certificates: ReadonlyMap<string, CertificateConfig>;
@@ -58,6 +61,11 @@ export class IngressAssembly {
   private readonly underWildcard = new Map<string, Set<string>>();
   /** Hosts that have routes, sorted. */
   private sortedHosts: string[] = [];
+  /** The routes of each host with routes, as last given out (each result keeps its own version). */
+  private byHost = PatchedMap.of<string, readonly RouteConfig[]>();
+  private routeCount = 0;
+  /** Hosts with conflicts, so that collecting them costs what they are. */
+  private readonly conflictHosts = new Set<string>();
   private certificates: ReadonlyMap<string, CertificateConfig> = new Map();
   private readonly withDefault = new Set<string>();
   private defaultBackend: RouteConfig | undefined;
@@ -143,6 +151,7 @@ export class IngressAssembly {
       }
     }
     const changedHosts = new Set<string>();
+    const hostChanges: [string, readonly RouteConfig[] | undefined][] = [];
     for (const [host, state] of settled) {
       state.routes = state.routes.map((r) => this.withTls(r));
       const before = this.hosts.get(host);
@@ -153,20 +162,37 @@ export class IngressAssembly {
         else if (state.routes.length === 0) this.unindexRoutes(host);
         this.hosts.set(host, state);
       }
-      if (!sameRoutes(before?.routes, state.routes)) changedHosts.add(host);
+      if (state.conflicts.length > 0 && this.hosts.has(host)) this.conflictHosts.add(host);
+      else this.conflictHosts.delete(host);
+      if (!sameRoutes(before?.routes, state.routes)) {
+        changedHosts.add(host);
+        hostChanges.push([host, state.routes.length > 0 ? state.routes : undefined]);
+        this.routeCount += state.routes.length - (before?.routes.length ?? 0);
+      }
     }
     if (defaultsChanged) this.settleDefault();
 
-    const byHost = new Map<string, readonly RouteConfig[]>();
-    const routes: RouteConfig[] = [];
-    for (const host of this.sortedHosts) {
-      const list = this.hosts.get(host)!.routes;
-      byHost.set(host, list);
-      for (const r of list) routes.push(r);
-    }
+    const byHost = (this.byHost = this.byHost.with(hostChanges));
+    // The host order of this result (the array is copied, the routes are read when asked for).
+    const hostOrder = this.sortedHosts.slice();
+    let routes: RouteConfig[] | undefined;
     const conflicts = [...this.defaultConflicts];
-    for (const state of this.hosts.values()) for (const c of state.conflicts) conflicts.push(c);
-    this.last = { routes, byHost, defaultBackend: this.defaultBackend, certificates: this.certificates, conflicts, changedHosts: full ? undefined : changedHosts };
+    for (const host of this.conflictHosts) for (const c of this.hosts.get(host)!.conflicts) conflicts.push(c);
+    this.last = {
+      routes: () => {
+        if (routes === undefined) {
+          routes = [];
+          for (const host of hostOrder) for (const r of byHost.get(host)!) routes.push(r);
+        }
+        return routes;
+      },
+      routeCount: this.routeCount,
+      byHost,
+      defaultBackend: this.defaultBackend,
+      certificates: this.certificates,
+      conflicts,
+      changedHosts: full ? undefined : changedHosts,
+    };
     return this.last;
   }
 

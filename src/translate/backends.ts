@@ -84,6 +84,36 @@ export class BackendResolver {
   }
 
   /**
+   * The slices of Service `serviceKey` changed: what each of its resolved ports resolves
+   * to now, as [key, addresses] for the ports whose ready addresses changed. 'structural'
+   * when anything else about a port changed too (an error, a problem's text, the
+   * protocol): then the readers must be translated again. Call after begin().
+   */
+  recheck(serviceKey: string): (readonly [string, readonly UpstreamAddress[]])[] | 'structural' {
+    const known = this.services.get(serviceKey);
+    if (known === undefined) return [];
+    const before = known.results;
+    const entry = this.serviceEntry(serviceKey);
+    if (entry.results === before) return [];
+    const out: (readonly [string, readonly UpstreamAddress[]])[] = [];
+    const namespace = serviceKey.slice(0, serviceKey.indexOf('/'));
+    const name = serviceKey.slice(serviceKey.indexOf('/') + 1);
+    for (const [port, old] of before) {
+      const fresh = this.resolve(namespace, { service: { name, port: /^\d+$/.test(port) ? { number: Number(port) } : { name: port } } });
+      if (fresh === old) continue;
+      if (!sameExceptAddresses(old, fresh)) return 'structural';
+      out.push([fresh.config.key, fresh.config.addresses]);
+    }
+    return out;
+  }
+
+  /** The result for `port` of `serviceKey` resolved since begin(), if any. */
+  current(serviceKey: string, port: string): BackendResult | undefined {
+    const entry = this.services.get(serviceKey);
+    return entry?.epoch === this.epoch ? entry.results.get(port) : undefined;
+  }
+
+  /**
    * resolve(namespace, backend) === result, but without building key strings in
    * the common case: this runs for every backend of every Ingress on every rebuild.
    */
@@ -138,6 +168,16 @@ function sameBackend(a: BackendResult, b: BackendResult): boolean {
   for (let i = 0; i < x.addresses.length; i++) {
     if (x.addresses[i]!.host !== y.addresses[i]!.host || x.addresses[i]!.port !== y.addresses[i]!.port) return false;
   }
+  const p = a.issue;
+  const q = b.issue;
+  return p === q || (p !== undefined && q !== undefined && p.reason === q.reason && p.field === q.field && p.detail === q.detail && p.severity === q.severity);
+}
+
+/** The same backend but for its ready addresses (and the same problem, if any). */
+function sameExceptAddresses(a: BackendResult, b: BackendResult): boolean {
+  const x = a.config;
+  const y = b.config;
+  if (x.key !== y.key || x.error !== y.error || x.appProtocol !== y.appProtocol || x.sleep !== y.sleep) return false;
   const p = a.issue;
   const q = b.issue;
   return p === q || (p !== undefined && q !== undefined && p.reason === q.reason && p.field === q.field && p.detail === q.detail && p.severity === q.severity);

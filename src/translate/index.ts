@@ -11,8 +11,8 @@
 // only the hosts those touch are settled again. Without the changes (or after an
 // IngressClass or option change) everything is re-checked, memoized by object
 // identity (the store replaces objects on change, never mutates them).
-import type { IgnoredIngress, Problem, RoutingConfig, Snapshot, TranslateOptions } from '../model/config.ts';
-import { NO_GATEWAYS } from '../model/config.ts';
+import type { EndpointUpdate, IgnoredIngress, Problem, RoutingConfig, Snapshot, TranslateOptions, UpstreamAddress } from '../model/config.ts';
+import { NO_GATEWAYS, withLazyRoutes } from '../model/config.ts';
 import { GATEWAY_KINDS, type GRPCRoute, type HTTPRoute, type Ingress } from '../model/k8s.ts';
 import type { ObjectChange } from '../sources/store.ts';
 import { deepEqual, serviceOf } from '../sources/store.ts';
@@ -26,6 +26,30 @@ import { insertSorted, removeSorted } from '../util/sorted.ts';
 
 /** `changes`: what changed since the previous call; absent when unknown (everything is checked). */
 export type Translator = (snapshot: Snapshot, options: TranslateOptions, changes?: readonly ObjectChange[]) => RoutingConfig;
+
+/**
+ * A translator that remembers its previous work, and applies EndpointSlice changes that
+ * only move ready addresses without translating anything (see endpoints()).
+ */
+export interface IncrementalTranslator extends Translator {
+  /**
+   * EndpointSlice changes alone: when they change nothing but the ready addresses of
+   * backends (no problem appears or goes, no error), the backends whose addresses
+   * changed, for the live pools; the routes, their problems and the config stay as they
+   * are. undefined when translation is needed (then call the translator with them).
+   */
+  endpoints(snapshot: Snapshot, options: TranslateOptions, changes: readonly ObjectChange[]): EndpointUpdate[] | undefined;
+  /**
+   * After a translation: the backends endpoints() moved whose addresses that translation
+   * read again (their routes are fresh), with what they are now, or null when no route
+   * reads them any more. Apply them before installing the config.
+   */
+  takeEndpointUpdates(): EndpointUpdate[];
+  /** Every backend whose addresses endpoints() moved, as it is now (for a worker that starts). */
+  trackedEndpoints(): EndpointUpdate[];
+  /** A backend's ready addresses: those endpoints() moved it to, else its own. */
+  addressesOf(backend: { readonly key: string; readonly addresses: readonly UpstreamAddress[]; readonly error?: string }): readonly UpstreamAddress[];
+}
 
 /** One-shot translation, without memoization across calls. */
 export function translate(snapshot: Snapshot, options: TranslateOptions): RoutingConfig {
@@ -43,6 +67,8 @@ interface TranslatorState {
   ignoredList: readonly IgnoredIngress[];
   /** "ns/name" of the served Ingresses, sorted. */
   served: string[];
+  /** The served Ingresses whose entry has problems (collecting problems costs what they are). */
+  readonly withProblems: Set<string>;
   /** Reverse dependencies: Service key / Secret key -> the Ingresses whose entry read it. */
   readonly readers: Map<string, Set<string>>;
   /** EndpointSlice key -> "ns/service" it belongs to (for slices that are gone by the time their change is seen). */
@@ -50,6 +76,13 @@ interface TranslatorState {
   /** Why an Ingress object is not served, kept while the object and the classes are the same. */
   ignoredReasons: WeakMap<Ingress, { readonly classes: unknown; readonly entry: IgnoredIngress }>;
   gateway: { readonly output: GatewayApiOutput; readonly reads: ReadonlySet<string>; readonly certificateReads: ReadonlySet<string> } | undefined;
+  /**
+   * Backends ("ns/service:port") whose addresses endpoints() moved since their routes were
+   * translated: their current addresses. The routes of a backend here may carry older ones.
+   */
+  readonly tracked: Map<string, readonly UpstreamAddress[]>;
+  /** Updates of `tracked` made by the last translation, for takeEndpointUpdates(). */
+  endpointUpdates: EndpointUpdate[];
   last: RoutingConfig | undefined;
   serial: number;
 }
@@ -69,10 +102,10 @@ const GATEWAY_KIND_SET: ReadonlySet<string> = new Set(GATEWAY_KINDS);
 const ROUTE_CHANGE = /^(?:HTTPRoute|GRPCRoute):/;
 
 /** A translate function that remembers its previous work; keep one per controller. */
-export function createTranslator(): Translator {
+export function createTranslator(): IncrementalTranslator {
   let state: TranslatorState | undefined;
 
-  return (snapshot, options, changes) => {
+  const translator = (snapshot: Snapshot, options: TranslateOptions, changes?: readonly ObjectChange[]): RoutingConfig => {
     let full = changes === undefined;
     if (!state || !sameOptions(state.options, options)) {
       state = {
@@ -84,10 +117,13 @@ export function createTranslator(): Translator {
         ignored: new Map(),
         ignoredList: [],
         served: [],
+        withProblems: new Set(),
         readers: new Map(),
         sliceService: new Map(),
         ignoredReasons: new WeakMap(),
         gateway: undefined,
+        tracked: state?.tracked ?? new Map(),
+        endpointUpdates: state?.endpointUpdates ?? [],
         last: undefined,
         serial: 0,
       };
@@ -155,6 +191,8 @@ export function createTranslator(): Translator {
           indexReads(s, key, entry);
           updates.set(key, entry);
         }
+        if (entry.problems.length > 0) s.withProblems.add(key);
+        else s.withProblems.delete(key);
         if (previous === undefined) insertSorted(s.served, key);
         if (s.ignored.delete(key)) ignoredChanged = true;
       } else {
@@ -163,6 +201,7 @@ export function createTranslator(): Translator {
           updates.set(key, undefined);
           removeSorted(s.served, key);
         }
+        s.withProblems.delete(key);
         if (ingress === undefined) {
           if (s.ignored.delete(key)) ignoredChanged = true;
         } else {
@@ -199,6 +238,7 @@ export function createTranslator(): Translator {
     }
     const gatewayChanged = gateway !== s.gateway;
     s.gateway = gateway;
+    refreshTracked(s, full ? undefined : touched);
 
     const last = s.last;
     if (last !== undefined && assembled.changedHosts?.size === 0 && assembled.defaultBackend === last.defaultBackend && !gatewayChanged && !ignoredChanged && updates.size === 0 && !full) {
@@ -206,16 +246,16 @@ export function createTranslator(): Translator {
     }
 
     const problems: Problem[] = [...classes.problems];
-    for (const key of s.served) for (const p of s.assembly.entry(key)!.problems) problems.push(p);
+    for (const key of s.withProblems) for (const p of s.assembly.entry(key)!.problems) problems.push(p);
     const conflicts = [...assembled.conflicts].sort((a, b) => compareStrings(a.key, b.key) || a.seq - b.seq);
     for (const c of conflicts) problems.push(c.problem);
     if (gateway !== undefined) for (const p of gateway.output.problems) problems.push(p);
     // Stable: an object's problems stay in the order they were found (spec order, then conflicts).
     problems.sort(compareProblemObjects);
 
-    const routes = gateway === undefined ? assembled.routes : [...assembled.routes, ...gateway.output.routes];
-    const config: RoutingConfig = {
-      routes,
+    const gatewayRoutes = gateway?.output.routes;
+    const config: RoutingConfig = withLazyRoutes({
+      routeCount: assembled.routeCount + (gatewayRoutes?.length ?? 0),
       ...(assembled.defaultBackend ? { defaultBackend: assembled.defaultBackend } : {}),
       certificates: assembled.certificates,
       servedIngresses: s.served.slice(),
@@ -227,10 +267,81 @@ export function createTranslator(): Translator {
       ...(last?.serial !== undefined && assembled.changedHosts !== undefined && !full
         ? { delta: { base: last.serial, hosts: assembled.changedHosts, gateway: gatewayChanged } }
         : {}),
-    };
+    }, () => (gatewayRoutes === undefined ? assembled.routes() : [...assembled.routes(), ...gatewayRoutes]));
     s.last = config;
     return config;
   };
+
+  const endpoints: IncrementalTranslator['endpoints'] = (snapshot, options, changes) => {
+    const s = state;
+    if (s === undefined || s.last === undefined || !sameOptions(s.options, options)) return undefined;
+    // The Services the slices belong to, before and after (a slice may change Service).
+    const moves: [string, string | undefined][] = [];
+    const services = new Set<string>();
+    for (const change of changes) {
+      if (change.kind !== 'EndpointSlice') return undefined;
+      const slice = snapshot.endpointSlices.get(change.key);
+      const now = slice === undefined ? undefined : serviceOf(slice);
+      const before = s.sliceService.get(change.key);
+      moves.push([change.key, now]);
+      if (before !== undefined) services.add(before);
+      if (now !== undefined) services.add(now);
+    }
+    s.backends.begin(snapshot, options);
+    const updates: EndpointUpdate[] = [];
+    for (const service of services) {
+      const moved = s.backends.recheck(service);
+      // Something a problem or a route says changed: translate (the resolver keeps what it
+      // computed, and the readers, which hold the older results, are built again).
+      if (moved === 'structural') return undefined;
+      for (const update of moved) updates.push(update);
+    }
+    for (const [key, service] of moves) {
+      if (service === undefined) s.sliceService.delete(key);
+      else s.sliceService.set(key, service);
+    }
+    for (const [key, addresses] of updates) s.tracked.set(key, addresses!);
+    return updates;
+  };
+
+  return Object.assign(translator, {
+    endpoints,
+    takeEndpointUpdates(): EndpointUpdate[] {
+      const s = state;
+      if (s === undefined || s.endpointUpdates.length === 0) return [];
+      const out = s.endpointUpdates;
+      s.endpointUpdates = [];
+      return out;
+    },
+    trackedEndpoints(): EndpointUpdate[] {
+      return state === undefined ? [] : [...state.tracked];
+    },
+    addressesOf(backend: { readonly key: string; readonly addresses: readonly UpstreamAddress[]; readonly error?: string }): readonly UpstreamAddress[] {
+      if (backend.error !== undefined) return backend.addresses;
+      return state?.tracked.get(backend.key) ?? backend.addresses;
+    },
+  });
+}
+
+/**
+ * After a translation, the tracked backends of the Services it read again (`touched`;
+ * undefined: all) are what the resolver says now: their routes were translated again,
+ * so a backend no route reads is no longer tracked.
+ */
+function refreshTracked(s: TranslatorState, touched: ReadonlySet<string> | undefined): void {
+  for (const [key, addresses] of s.tracked) {
+    const colon = key.lastIndexOf(':');
+    const service = key.slice(0, colon);
+    if (touched !== undefined && !touched.has(service)) continue;
+    const now = s.backends.current(service, key.slice(colon + 1));
+    if (now === undefined || now.config.error !== undefined) {
+      s.tracked.delete(key);
+      s.endpointUpdates.push([key, null]);
+    } else if (now.config.addresses !== addresses) {
+      s.tracked.set(key, now.config.addresses);
+      s.endpointUpdates.push([key, now.config.addresses]);
+    }
+  }
 }
 
 /** Gateway API output, with the Service and Secret keys it read (a change to one of them translates it again). */

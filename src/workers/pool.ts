@@ -4,7 +4,7 @@
 // sources, translation, leader election, status and the admin listener.
 import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
-import type { RoutingConfig } from '../model/config.ts';
+import type { EndpointUpdate, RoutingConfig } from '../model/config.ts';
 import { configMessage, type SleepMessage, type ToPrimary, type ToWorker } from './protocol.ts';
 import type { InvalidationRequest, InvalidationResult } from '../cache/invalidation.ts';
 
@@ -33,6 +33,8 @@ export interface WorkerPoolOptions {
   readonly env?: NodeJS.ProcessEnv;
   /** The under-attack signing key (base64), sent to each worker before its first config. */
   readonly challengeKey?: () => string | undefined;
+  /** Every backend whose addresses moved without a rebuild, as now: a worker that (re)starts gets them before its config. */
+  readonly endpoints?: () => EndpointUpdate[];
   /** Scale-to-zero messages of a worker (its id, and what it said). */
   readonly onSleepMessage?: (worker: number, message: SleepMessage) => void;
 }
@@ -89,6 +91,7 @@ export class WorkerPool {
         member.shipped = undefined;
         const key = this.o.challengeKey?.();
         if (key !== undefined && member.worker.isConnected()) member.worker.send({ t: 'challenge-key', key } satisfies ToWorker);
+        if (member.worker.isConnected()) member.worker.send({ t: 'endpoints', updates: this.o.endpoints?.() ?? [], replace: true } satisfies ToWorker);
         if (this.current !== undefined) this.send(member, this.current);
         break;
       case 'installed':
@@ -134,6 +137,15 @@ export class WorkerPool {
   ship(config: RoutingConfig): void {
     this.current = config;
     for (const member of this.members.values()) if (member.greeted) this.send(member, config);
+  }
+
+  /**
+   * Ships backends' new addresses to every worker that said hello, in order with the
+   * configs: no route is rebuilt there, only the balancers of the backends' routes.
+   */
+  shipEndpoints(updates: readonly EndpointUpdate[]): void {
+    const message: ToWorker = { t: 'endpoints', updates };
+    for (const member of this.members.values()) if (member.greeted && member.worker.isConnected()) member.worker.send(message);
   }
 
   /** Every live worker installed `serial` (or a later one). */

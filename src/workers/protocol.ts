@@ -2,10 +2,11 @@
 // (advanced serialization: Maps survive). The primary translates once and ships the
 // routing config; a change ships only the hosts it touched (a delta on the config a
 // worker already has), so a change reaches every worker at the cost of the change.
-import type { CertificateConfig, ListenerConfig, RouteConfig, RoutingConfig, SleepPolicy } from '../model/config.ts';
+import type { CertificateConfig, EndpointUpdate, ListenerConfig, RouteConfig, RoutingConfig, SleepPolicy } from '../model/config.ts';
 import type { ActivityEntry } from '../scale-to-zero/gates.ts';
-import { NO_GATEWAYS } from '../model/config.ts';
 import type { InvalidationRequest, InvalidationResult } from '../cache/invalidation.ts';
+import { NO_GATEWAYS, withLazyRoutes } from '../model/config.ts';
+import { PatchedMap } from '../util/patched-map.ts';
 import { insertSorted, removeSorted } from '../util/sorted.ts';
 
 export interface ConfigMessage {
@@ -29,6 +30,12 @@ export interface ConfigMessage {
 
 export type ToWorker =
   | ConfigMessage
+  /**
+   * Backends whose ready addresses moved (EndpointSlice changes): applied to the routes
+   * in service without a new config. `replace`: these are all the moved backends (sent
+   * on hello, before the whole config).
+   */
+  | { readonly t: 'endpoints'; readonly updates: readonly EndpointUpdate[]; readonly replace?: boolean }
   /** The key that signs under-attack challenges (base64), sent before the first config: every worker signs with the primary's key. */
   | { readonly t: 'challenge-key'; readonly key: string }
   | { readonly t: 'metrics'; readonly id: number } | { readonly t: 'stop'; readonly graceMs: number }
@@ -120,8 +127,10 @@ export function configMessage(config: RoutingConfig, shipped: RoutingConfig | un
  * what it compiled for them.
  */
 export class ConfigReplica {
-  private hosts = new Map<string, readonly RouteConfig[]>();
+  /** A PatchedMap: a delta copies the hosts it names, not the 20,000 others. */
+  private hosts = PatchedMap.of<string, readonly RouteConfig[]>();
   private sortedHosts: string[] = [];
+  private routeCount = 0;
   private gatewayRoutes = new Map<string, readonly RouteConfig[]>();
   private listeners: ReadonlyMap<number, ListenerConfig> = new Map();
   private certificates: ReadonlyMap<string, CertificateConfig> = new Map();
@@ -132,18 +141,23 @@ export class ConfigReplica {
   apply(message: ConfigMessage): RoutingConfig | undefined {
     const isDelta = message.base !== undefined;
     if (isDelta && message.base !== this.serial) return undefined;
-    const hosts = isDelta ? new Map(this.hosts) : new Map<string, readonly RouteConfig[]>();
-    if (!isDelta) this.sortedHosts = [];
+    if (!isDelta) {
+      this.sortedHosts = [];
+      this.routeCount = 0;
+      this.hosts = PatchedMap.of();
+    }
+    const changes: [string, readonly RouteConfig[] | undefined][] = [];
     for (const [host, routes] of message.hosts) {
+      this.routeCount += routes.length - (this.hosts.get(host)?.length ?? 0);
       if (routes.length === 0) {
-        hosts.delete(host);
+        changes.push([host, undefined]);
         removeSorted(this.sortedHosts, host);
       } else {
-        hosts.set(host, routes);
+        changes.push([host, routes]);
         insertSorted(this.sortedHosts, host);
       }
     }
-    this.hosts = hosts;
+    const hosts = (this.hosts = this.hosts.with(changes));
     if (message.gateway !== undefined) {
       const gateway = isDelta ? new Map(this.gatewayRoutes) : new Map<string, readonly RouteConfig[]>();
       for (const [key, routes] of message.gateway.routes) {
@@ -157,24 +171,34 @@ export class ConfigReplica {
     if (message.defaultBackend !== undefined) this.defaultBackend = message.defaultBackend ?? undefined;
     const previous = this.serial;
     this.serial = message.serial;
-    const routes: RouteConfig[] = [];
-    for (const host of this.sortedHosts) for (const r of hosts.get(host)!) routes.push(r);
-    for (const list of this.gatewayRoutes.values()) for (const r of list) routes.push(r);
-    return {
-      routes,
-      ...(this.defaultBackend !== undefined ? { defaultBackend: this.defaultBackend } : {}),
-      certificates: this.certificates,
-      // What only the primary uses (status, /routes) is not shipped.
-      servedIngresses: [],
-      ignoredIngresses: [],
-      problems: [],
-      gatewayStatus: NO_GATEWAYS.gatewayStatus,
-      listeners: this.listeners,
-      ingressHosts: hosts,
-      serial: message.serial,
-      ...(isDelta && previous !== undefined
-        ? { delta: { base: previous, hosts: new Set(message.hosts.map(([h]) => h)), gateway: message.gateway !== undefined } }
-        : {}),
-    };
+    // The whole route list is made only if read (a full rebuild); a delta patches the host maps.
+    const hostOrder = this.sortedHosts.slice();
+    const gatewayRoutes = this.gatewayRoutes;
+    let gatewayCount = 0;
+    for (const list of gatewayRoutes.values()) gatewayCount += list.length;
+    return withLazyRoutes(
+      {
+        routeCount: this.routeCount + gatewayCount,
+        ...(this.defaultBackend !== undefined ? { defaultBackend: this.defaultBackend } : {}),
+        certificates: this.certificates,
+        // What only the primary uses (status, /routes) is not shipped.
+        servedIngresses: [],
+        ignoredIngresses: [],
+        problems: [],
+        gatewayStatus: NO_GATEWAYS.gatewayStatus,
+        listeners: this.listeners,
+        ingressHosts: hosts,
+        serial: message.serial,
+        ...(isDelta && previous !== undefined
+          ? { delta: { base: previous, hosts: new Set(message.hosts.map(([h]) => h)), gateway: message.gateway !== undefined } }
+          : {}),
+      },
+      () => {
+        const routes: RouteConfig[] = [];
+        for (const host of hostOrder) for (const r of hosts.get(host)!) routes.push(r);
+        for (const list of gatewayRoutes.values()) for (const r of list) routes.push(r);
+        return routes;
+      },
+    );
   }
 }

@@ -88,8 +88,14 @@ describe('scale-to-zero, standalone', () => {
 
     const echo = await startEchoServer({ name: 'wake' });
     echoes.push(echo);
+    const counter = (text: string, name: string) => Number(new RegExp(`^${name} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
+    const before = (await get(portico.admin, 'x', '/metrics')).text;
     dir.write('wake-pods.yaml', [slice('wake', echo.port)]);
     const reply = await pending;
+    // The endpoint released it: the backend's addresses moved in the live routes, no table was built.
+    const after = (await get(portico.admin, 'x', '/metrics')).text;
+    assert.equal(counter(after, 'portico_endpoint_updates_total'), counter(before, 'portico_endpoint_updates_total') + 1);
+    assert.equal(counter(after, 'portico_route_table_version'), counter(before, 'portico_route_table_version'));
     assert.equal(reply.status, 200, reply.text);
     const echoed = reply.json<{ method: string; path: string; query: string; bodyLength: number; bodySha256: string }>();
     assert.equal(echoed.method, 'POST');

@@ -170,6 +170,38 @@ describe('ManifestDirectorySource: changes', () => {
     assert.equal(h.store.services.has('default/old'), false);
   });
 
+  test('a file written in two steps (truncated, then written in parts) is served without a gap or a problem', async () => {
+    const dir = await tempDir();
+    await put(dir, 'apps.yaml', [service('web', 80), service('api', 80)]);
+    const h = await start(dir);
+    const seen: string[] = [];
+    h.store.onChange((event) => {
+      for (const c of event.changes) seen.push(`${c.type} ${c.key}`);
+    });
+    const reported: string[] = [];
+    const watchProblems = setInterval(() => {
+      for (const p of h.problems()) reported.push(p.message);
+    }, 1);
+    try {
+      const text = [service('web', 8080), service('api', 8080)].map((o) => stringify(o)).join('---\n');
+      // Cut inside the second document: its port is missing (an invalid object) until the rest is written.
+      const cut = text.indexOf('port: 8080', text.indexOf('name: api')) + 'port:'.length;
+      const fd = fs.openSync(join(dir, 'apps.yaml'), 'r+');
+      fs.ftruncateSync(fd, 0);
+      fs.writeSync(fd, text.slice(0, cut), 0);
+      await new Promise((r) => setTimeout(r, 5));
+      fs.writeSync(fd, text.slice(cut), cut);
+      fs.closeSync(fd);
+      await eventually('both edits are applied', () => servicePort(h.store, 'default/web') === 8080 && servicePort(h.store, 'default/api') === 8080);
+      await new Promise((r) => setTimeout(r, 150));
+    } finally {
+      clearInterval(watchProblems);
+    }
+    assert.deepEqual(seen.filter((c) => c.startsWith('deleted')), [], 'no object went away in between');
+    assert.deepEqual(reported, [], 'the half-written file was never reported broken');
+    assert.deepEqual(h.problems(), []);
+  });
+
   test('an unchanged object keeps its identity when its file is rewritten', async () => {
     const dir = await tempDir();
     await put(dir, 'apps.yaml', [service('stable'), service('moving', 80)]);

@@ -48,6 +48,58 @@ describe('--workers 2', () => {
     await eventually(async () => servers('new.local').size === 2, 5000, 'both workers served the new host');
   });
 
+  test('an EndpointSlice change reaches both workers as an endpoint delta: no new table anywhere', async () => {
+    const pods = [await startEchoServer({ name: 'moving' }), await startEchoServer({ name: 'moving' })];
+    try {
+      const slice = (pod: Echo) => ({
+        apiVersion: 'discovery.k8s.io/v1',
+        kind: 'EndpointSlice',
+        metadata: { name: 'moving-pods', namespace: 'default', labels: { 'kubernetes.io/service-name': 'moving' } },
+        addressType: 'IPv4',
+        ports: [{ name: 'http', port: pod.port, protocol: 'TCP' }],
+        endpoints: [{ addresses: ['127.0.0.1'], conditions: { ready: true } }],
+      });
+      dir.write('moving.yaml', [
+        ingress('moving', { rules: [{ host: 'moving.local', paths: [{ path: '/', service: 'moving' }] }] }),
+        { apiVersion: 'v1', kind: 'Service', metadata: { name: 'moving', namespace: 'default' }, spec: { ports: [{ name: 'http', port: 80, targetPort: 'http' }] } },
+      ]);
+      dir.write('moving-slice.yaml', [slice(pods[0]!)]);
+      const pod = async () => (await get(portico.http, 'moving.local', '/')).json<{ pod: string }>().pod;
+      await eventually(async () => (await pod()) === `moving-${pods[0]!.port}`, 5000, 'the first pod serves');
+      const rebuilds = portico.logs.filter((l) => l.msg === 'route table updated').length;
+      const metricsText = async () => (await get(portico.admin, 'localhost', '/metrics')).text;
+      const updates = (text: string) => Number(/^portico_endpoint_updates_total (\d+)/m.exec(text)?.[1] ?? 0);
+      const before = updates(await metricsText());
+
+      dir.write('moving-slice.yaml', [slice(pods[1]!)]);
+      await eventually(async () => (await pod()) === `moving-${pods[1]!.port}`, 5000, 'the second pod serves');
+      // New connections spread over the workers: every one of them moved.
+      for (let i = 0; i < 20; i++) assert.equal(await pod(), `moving-${pods[1]!.port}`);
+      const upstream = `127.0.0.1:${pods[1]!.port}`;
+      await eventually(async () => new Set(portico.logs.filter((l) => l.kind === 'access' && l.upstream === upstream).map((l) => l.pid)).size === 2, 5000, 'both workers reached the new pod');
+      assert.equal(portico.logs.filter((l) => l.msg === 'route table updated').length, rebuilds, 'no route table was built');
+      assert.equal(updates(await metricsText()), before + 1, 'one backend moved');
+      const routes = JSON.parse((await get(portico.admin, 'localhost', '/routes')).text) as { hosts: Record<string, Record<string, { backend: { endpoints: string[] } }>> };
+      assert.deepEqual(routes.hosts['moving.local']!['/']!.backend.endpoints, [upstream], '/routes shows the pod in service');
+
+      // A worker that starts after the move (a replacement) gets the moved addresses before its config.
+      const movedBy = new Set(portico.logs.filter((l) => l.kind === 'access' && l.upstream === upstream).map((l) => l.pid as number));
+      const [victim] = [...movedBy];
+      process.kill(victim!, 'SIGKILL');
+      await portico.waitForLog((l) => String(l.msg).includes(`worker ${victim} exited`), 5000);
+      await eventually(
+        async () => {
+          assert.equal(await pod(), `moving-${pods[1]!.port}`, 'every worker sends to the new pod');
+          return portico.logs.some((l) => l.kind === 'access' && l.upstream === upstream && !movedBy.has(l.pid as number));
+        },
+        10_000,
+        'the replacement worker reaches the new pod',
+      );
+    } finally {
+      await Promise.all(pods.map((p) => p.close()));
+    }
+  });
+
   test('Gateway listeners are bound by every worker', async () => {
     const port = await freePort();
     dir.write('gateway.yaml', [
@@ -69,7 +121,15 @@ describe('--workers 2', () => {
 
   test('a killed worker is replaced; the other keeps serving', async () => {
     const known = servers('web.local');
-    const [victim] = [...known];
+    // A live one (an earlier test replaced a worker too).
+    const [victim] = [...known].filter((pid) => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    });
     process.kill(victim!, 'SIGKILL');
     await portico.waitForLog((l) => String(l.msg).includes(`worker ${victim} exited`), 5000);
     for (let i = 0; i < 10; i++) assert.equal((await get(portico.http, 'web.local', '/')).status, 200);

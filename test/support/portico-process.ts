@@ -20,7 +20,8 @@ export interface PorticoProcess {
   stop(): Promise<number | null>;
 }
 
-export async function startPortico(args: string[], env: NodeJS.ProcessEnv = {}): Promise<PorticoProcess> {
+/** `readyTimeoutMs`: how long to wait for "portico ready" (benches at 10,000 Ingresses on a loaded machine take longer). */
+export async function startPortico(args: string[], env: NodeJS.ProcessEnv = {}, readyTimeoutMs = 15_000): Promise<PorticoProcess> {
   const child = spawn(process.execPath, [BIN, '--workers', '1', '--http-port', '0', '--https-port', '0', '--admin-port', '0', '--bind', '127.0.0.1', ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -68,7 +69,7 @@ export async function startPortico(args: string[], env: NodeJS.ProcessEnv = {}):
 
   let ready: Record<string, unknown>;
   try {
-    ready = await waitForLog((l) => typeof l.msg === 'string' && l.msg.startsWith('portico ready'));
+    ready = await waitForLog((l) => typeof l.msg === 'string' && l.msg.startsWith('portico ready'), readyTimeoutMs);
   } catch (err) {
     // Never ready: do not leave it (and its workers) running after the test.
     child.kill('SIGKILL');

@@ -19,6 +19,7 @@
 // GRPCRoute entries (byRank) compete by rank alone, apart from the others (RankedPaths).
 import { compileRegex, guardOf, type Guard } from '../conditions.ts';
 import { INGRESS_MATCHING, type MatchRequest, type Matcher, type MatcherFactory, type MatcherOptions, type RouteEntry } from '../matcher.ts';
+import { PatchedMap } from '../../util/patched-map.ts';
 
 const SLASH = 0x2f;
 
@@ -190,32 +191,38 @@ class PathGroup<T> {
   }
 }
 
+// Host maps are PatchedMaps: withHosts() (one Ingress changed) copies in proportion to
+// the hosts it changes, not to the table.
 class PrefixMapMatcher<T> implements Matcher<T> {
   size: number;
-  private exactHosts = new Map<string, PathGroup<T>>();
+  private exactHosts: PatchedMap<string, PathGroup<T>>;
   /** "*.foo.com" is stored under "foo.com". */
-  private wildcardHosts = new Map<string, PathGroup<T>>();
+  private wildcardHosts: PatchedMap<string, PathGroup<T>>;
   private hostless: PathGroup<T> | undefined;
   private readonly anyLabels: boolean;
   private readonly options: MatcherOptions;
   /** Entries per host as given (for withHosts: a group is rebuilt from its host's entries). */
-  private sizes = new Map<string, number>();
+  private sizes: PatchedMap<string, number>;
 
   constructor(entries: readonly RouteEntry<T>[], options: MatcherOptions) {
     this.options = options;
     this.size = entries.length;
-    for (const entry of entries) this.sizes.set(entry.host, (this.sizes.get(entry.host) ?? 0) + 1);
+    const sizes = new Map<string, number>();
+    for (const entry of entries) sizes.set(entry.host, (sizes.get(entry.host) ?? 0) + 1);
+    this.sizes = PatchedMap.of(sizes);
     this.anyLabels = options.wildcard === 'any-labels';
     let hostless: PathGroup<T> | undefined;
+    const exactHosts = new Map<string, PathGroup<T>>();
+    const wildcardHosts = new Map<string, PathGroup<T>>();
     for (const entry of entries) {
       const host = entry.host;
       if (host === '') {
         hostless ??= new PathGroup<T>();
         hostless.add(entry);
       } else if (host.startsWith('*.')) {
-        groupFor(this.wildcardHosts, host.slice(2)).add(entry);
+        groupFor(wildcardHosts, host.slice(2)).add(entry);
       } else {
-        groupFor(this.exactHosts, host).add(entry);
+        groupFor(exactHosts, host).add(entry);
       }
     }
     if (options.hosts === 'all-applicable') {
@@ -239,9 +246,11 @@ class PrefixMapMatcher<T> implements Matcher<T> {
         }
         for (const entry of hostlessEntries) group.add(entry);
       };
-      for (const [host, group] of this.exactHosts) addCovering(group, host);
-      for (const [suffix, group] of this.wildcardHosts) addCovering(group, suffix);
+      for (const [host, group] of exactHosts) addCovering(group, host);
+      for (const [suffix, group] of wildcardHosts) addCovering(group, suffix);
     }
+    this.exactHosts = PatchedMap.of(exactHosts);
+    this.wildcardHosts = PatchedMap.of(wildcardHosts);
     this.hostless = hostless;
   }
 
@@ -249,24 +258,25 @@ class PrefixMapMatcher<T> implements Matcher<T> {
     // Merged groups (Gateway API) hold other hosts' rules: rebuild those whole.
     if (this.options.hosts === 'all-applicable') throw new Error('withHosts: not for matchers that merge host groups');
     const next = Object.create(PrefixMapMatcher.prototype) as PrefixMapMatcher<T>;
-    Object.assign(next, this, { exactHosts: new Map(this.exactHosts), wildcardHosts: new Map(this.wildcardHosts), sizes: new Map(this.sizes) });
+    Object.assign(next, this);
+    const exact: [string, PathGroup<T> | undefined][] = [];
+    const wildcard: [string, PathGroup<T> | undefined][] = [];
+    const sizes: [string, number | undefined][] = [];
     for (const [host, entries] of changes) {
       let group: PathGroup<T> | undefined;
       if (entries.length > 0) {
         group = new PathGroup<T>();
         for (const entry of entries) group.add(entry);
       }
-      next.size += entries.length - (next.sizes.get(host) ?? 0);
-      if (entries.length > 0) next.sizes.set(host, entries.length);
-      else next.sizes.delete(host);
+      next.size += entries.length - (this.sizes.get(host) ?? 0);
+      sizes.push([host, entries.length > 0 ? entries.length : undefined]);
       if (host === '') next.hostless = group;
-      else {
-        const map = host.startsWith('*.') ? next.wildcardHosts : next.exactHosts;
-        const key = host.startsWith('*.') ? host.slice(2) : host;
-        if (group === undefined) map.delete(key);
-        else map.set(key, group);
-      }
+      else if (host.startsWith('*.')) wildcard.push([host.slice(2), group]);
+      else exact.push([host, group]);
     }
+    next.sizes = this.sizes.with(sizes);
+    if (exact.length > 0) next.exactHosts = this.exactHosts.with(exact);
+    if (wildcard.length > 0) next.wildcardHosts = this.wildcardHosts.with(wildcard);
     return next;
   }
 

@@ -1,0 +1,45 @@
+// Latency figures over samples (ms): p50/p90/p99/max, and the machine load they were
+// taken under (this VM is shared: a figure without its load says little).
+import { loadavg } from 'node:os';
+import type { FakeKubeApiServer } from '../../test/support/kube-apiserver/index.ts';
+
+export interface LatencySummary {
+  readonly count: number;
+  readonly p50: number;
+  readonly p90: number;
+  readonly p99: number;
+  readonly max: number;
+}
+
+/** Nearest-rank percentiles: p99 of 100 samples is the 99th smallest, not an interpolation. */
+export function summarize(samples: readonly number[]): LatencySummary {
+  if (samples.length === 0) throw new Error('no samples');
+  const sorted = [...samples].sort((a, b) => a - b);
+  const rank = (q: number) => sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)]!;
+  return { count: sorted.length, p50: rank(0.5), p90: rank(0.9), p99: rank(0.99), max: sorted.at(-1)! };
+}
+
+export function formatSummary(s: LatencySummary): string {
+  const f = (ms: number) => ms.toFixed(1);
+  return `p50 ${f(s.p50)} ms, p90 ${f(s.p90)} ms, p99 ${f(s.p99)} ms, max ${f(s.max)} ms over ${s.count} samples${s.count < 100 ? ' (fewer than 100: p99 is the max)' : ''}`;
+}
+
+/** The 1-minute load average and the cores, e.g. "load 1.32 on 2 cores". */
+export function machineLoad(): string {
+  return `load ${loadavg()[0]!.toFixed(2)} on ${navigatorCores()} cores`;
+}
+
+function navigatorCores(): number {
+  return globalThis.navigator?.hardwareConcurrency ?? 0;
+}
+
+/** Waits until every Ingress in the test API server has a load-balancer status (portico's first writes); resolves with the ms it took. */
+export async function statusWritten(api: FakeKubeApiServer, timeoutMs = 300_000): Promise<number> {
+  const t0 = performance.now();
+  for (;;) {
+    const pending = api.list('Ingress').filter((o) => !((o as { status?: { loadBalancer?: { ingress?: unknown[] } } }).status?.loadBalancer?.ingress?.length)).length;
+    if (pending === 0) return performance.now() - t0;
+    if (performance.now() - t0 > timeoutMs) throw new Error(`${pending} Ingresses still without status after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
