@@ -55,6 +55,7 @@ interface Options {
   nodeArgs: string[];
   variantEnv: string | undefined;
   variantNodeArgs: string[];
+  variantBin: string | undefined;
 }
 
 function readOptions(): Options {
@@ -71,6 +72,8 @@ function readOptions(): Options {
       // (e.g. a PORTICO_EXPERIMENT switch while tuning), in the same interleaved rounds.
       'variant-env': { type: 'string' },
       'variant-node-args': { type: 'string', default: '' },
+      // portico-b from another checkout (e.g. a worktree of an older commit): its bin/portico.js
+      'variant-bin': { type: 'string' },
     },
   });
   const positive = (name: string, raw: string): number => {
@@ -89,6 +92,7 @@ function readOptions(): Options {
     nodeArgs: values['node-args'].split(' ').filter((x) => x !== ''),
     variantEnv: values['variant-env'],
     variantNodeArgs: values['variant-node-args'].split(' ').filter((x) => x !== ''),
+    variantBin: values['variant-bin'],
   };
 }
 
@@ -389,12 +393,12 @@ async function main(): Promise<void> {
     }
     const nginx = startProcess('nginx', 'nginx', ['-p', dir, '-c', join(dir, 'proxy.conf'), '-e', join(dir, 'proxy-error.log')], { core: PROXY_CORE, logFile: join(dir, 'nginx.log') });
     const [porticoBHttp, porticoBHttps] = [await freePort(), await freePort()];
-    const porticoArgs = (http: number, https: number) => [PORTICO_BIN, '--manifests', join(dir, 'manifests'), '--http-port', String(http), '--https-port', String(https), '--bind', '127.0.0.1', '--admin-port', '0', '--access-log=false', '--log-level', 'warn', '--workers', '1', '--hsts=false'];
+    const porticoArgs = (http: number, https: number, bin = PORTICO_BIN) => [bin, '--manifests', join(dir, 'manifests'), '--http-port', String(http), '--https-port', String(https), '--bind', '127.0.0.1', '--admin-port', '0', '--access-log=false', '--log-level', 'warn', '--workers', '1', '--hsts=false'];
     const portico = startProcess('portico', process.execPath, [...o.nodeArgs, ...porticoArgs(porticoHttp, porticoHttps)], { core: PROXY_CORE, logFile: join(dir, 'portico.log') });
-    const withVariant = o.variantEnv !== undefined || o.variantNodeArgs.length > 0;
+    const withVariant = o.variantEnv !== undefined || o.variantNodeArgs.length > 0 || o.variantBin !== undefined;
     const variantEnv = Object.fromEntries((o.variantEnv ?? '').split(',').filter((x) => x.includes('=')).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
     const porticoB = withVariant
-      ? startProcess('portico-b', process.execPath, [...o.variantNodeArgs, ...porticoArgs(porticoBHttp, porticoBHttps)], { core: PROXY_CORE, logFile: join(dir, 'portico-b.log'), env: { ...process.env, ...variantEnv } })
+      ? startProcess('portico-b', process.execPath, [...o.variantNodeArgs, ...porticoArgs(porticoBHttp, porticoBHttps, o.variantBin)], { core: PROXY_CORE, logFile: join(dir, 'portico-b.log'), env: { ...process.env, ...variantEnv } })
       : undefined;
     const targets: Target[] = withVariant ? ['nginx', 'portico', 'portico-b'] : ['nginx', 'portico'];
     const proc: Record<Target, Managed | undefined> = { nginx, portico, 'portico-b': porticoB };
