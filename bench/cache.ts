@@ -17,12 +17,12 @@
 import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import { createServer, type AddressInfo } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { canPin, run, startProcess, stopAll, stopProcess, type Managed } from './lib/processes.ts';
+import { ensureTools, freePort } from './lib/tools.ts';
 import { cachingUpstreamConfig, porticoManifests, proxyCacheConfig } from './lib/nginx.ts';
 import { median, parseWrkOutput, type WrkResult } from './lib/wrk.ts';
 
@@ -60,31 +60,6 @@ function readOptions() {
     bodyBytes: positive('body-bytes', values['body-bytes']),
     cpuProf: values['cpu-prof'] === true,
   };
-}
-
-function have(command: string): boolean {
-  return spawnSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' }).status === 0;
-}
-
-function ensureTools(): void {
-  if (have('nginx') && have('wrk')) return;
-  console.log('installing nginx and wrk with apt-get ...');
-  const install = () => spawnSync('apt-get', ['install', '-y', 'nginx', 'wrk'], { stdio: 'inherit', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } }).status === 0;
-  if (!install()) {
-    spawnSync('apt-get', ['update'], { stdio: 'inherit' });
-    if (!install()) throw new Error('could not install nginx and wrk (apt-get install -y nginx wrk failed; are you root?)');
-  }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 function get(port: number): Promise<{ status: number; body: string; cache: string }> {
@@ -137,7 +112,7 @@ function row(label: string, target: Target, r: Pick<WrkResult, 'requestsPerSec' 
 
 async function main(): Promise<void> {
   const options = readOptions();
-  ensureTools();
+  ensureTools(['nginx', 'wrk'], ['nginx', 'wrk']);
   const pin = canPin();
   if (!pin) console.log('note: not pinning to cores (needs taskset and at least 2 CPUs); numbers will be noisier');
   const body = 'x'.repeat(options.bodyBytes - 1) + '\n';

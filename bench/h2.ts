@@ -21,12 +21,12 @@
 import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http2 from 'node:http2';
-import { createServer, type AddressInfo } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { canPin, cpuSeconds, rssBytes, run, startProcess, stopAll, type Managed } from './lib/processes.ts';
+import { ensureTools, freePort } from './lib/tools.ts';
 import { porticoManifests, upstreamConfig, UPSTREAM_BODY } from './lib/nginx.ts';
 import { median } from './lib/wrk.ts';
 
@@ -94,32 +94,6 @@ function readOptions(): Options {
     variantNodeArgs: values['variant-node-args'].split(' ').filter((x) => x !== ''),
     variantBin: values['variant-bin'],
   };
-}
-
-function have(command: string): boolean {
-  return spawnSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' }).status === 0;
-}
-
-/** nginx and h2load (nghttp2-client) from the distribution, installed on first use. */
-function ensureTools(): void {
-  if (have('nginx') && have('h2load') && have('openssl')) return;
-  console.log('installing nginx, nghttp2-client and openssl with apt-get ...');
-  const install = () => spawnSync('apt-get', ['install', '-y', 'nginx', 'nghttp2-client', 'openssl'], { stdio: 'inherit', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } }).status === 0;
-  if (!install()) {
-    spawnSync('apt-get', ['update'], { stdio: 'inherit' });
-    if (!install()) throw new Error('could not install nginx, nghttp2-client and openssl (are you root?)');
-  }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 const common = (dir: string, name: string) => `worker_processes 1;
@@ -367,7 +341,7 @@ const fmt = (label: string, target: string, r: Result) =>
 
 async function main(): Promise<void> {
   const o = readOptions();
-  ensureTools();
+  ensureTools(['nginx', 'h2load', 'openssl'], ['nginx', 'nghttp2-client', 'openssl']);
   const pin = canPin();
   if (!pin) console.log('note: not pinning to cores (needs taskset and at least 2 CPUs); numbers will be noisier');
   const dir = mkdtempSync(join(tmpdir(), 'portico-bench-h2-'));

@@ -4,8 +4,8 @@
 // once idle holds pages for reuse; one whose RSS stays up holds them for good.
 //   node bench/rss-after-load.ts [loadSeconds=15] [idleSeconds=60] [extra node flags...]
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { startEchoServer } from '../examples/echo-server.ts';
+import { processRss } from './lib/processes.ts';
 import { startPortico } from '../test/support/portico-process.ts';
 import { ManifestDir, ingress, ingressClass, serviceWithEndpoints } from '../test/support/objects.ts';
 
@@ -13,9 +13,7 @@ const loadSeconds = Number(process.argv[2] ?? 15);
 const idleSeconds = Number(process.argv[3] ?? 60);
 const nodeFlags = process.argv.slice(4);
 
-function rssMB(pid: number): number {
-  return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
-}
+const rssMB = (pid: number): number => processRss(pid) / (1024 * 1024);
 
 async function heapMB(admin: number): Promise<string> {
   const text = await (await fetch(`http://127.0.0.1:${admin}/metrics`)).text();

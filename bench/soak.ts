@@ -4,10 +4,11 @@
 // sampled every 30 s. Bounded: it stops after `minutes`.
 //   node_modules/.bin/node bench/soak.ts [ingresses=2000] [minutes=60] [workers=1] [interval=100]
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startEchoServer } from '../examples/echo-server.ts';
+import { processRss, processTree } from './lib/processes.ts';
 import { startPortico } from '../test/support/portico-process.ts';
 import { ingress, ingressClass, serviceWithEndpoints, toYaml } from '../test/support/objects.ts';
 
@@ -17,21 +18,7 @@ const workers = process.argv[4] ?? '1';
 const intervalMs = Number(process.argv[5] ?? 100);
 
 /** RSS in MB of a process and its children (the workers). */
-function rssTree(pid: number): number[] {
-  const out: number[] = [];
-  const visit = (p: number) => {
-    try {
-      const status = readFileSync(`/proc/${p}/status`, 'utf8');
-      out.push(Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024);
-      const children = readFileSync(`/proc/${p}/task/${p}/children`, 'utf8').trim();
-      for (const c of children.split(/\s+/).filter(Boolean)) visit(Number(c));
-    } catch {
-      // gone
-    }
-  };
-  visit(pid);
-  return out;
-}
+const rssTree = (pid: number): number[] => processTree(pid).map((p) => processRss(p) / (1024 * 1024));
 
 const dir = mkdtempSync(join(tmpdir(), 'portico-bench-soak-'));
 const echo = await startEchoServer({ name: 'web' });

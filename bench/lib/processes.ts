@@ -109,38 +109,58 @@ export async function stopAll(): Promise<void> {
   await Promise.all([...running].map((m) => stopProcess(m)));
 }
 
+/** A process and all its descendants (nginx's workers, portico's), from /proc; [] without /proc. */
+export function processTree(pid: number): number[] {
+  if (!existsSync(`/proc/${pid}`)) return [];
+  const out: number[] = [];
+  const visit = (p: number): void => {
+    out.push(p);
+    for (const task of safeReaddir(`/proc/${p}/task`)) {
+      const list = readProc(`/proc/${p}/task/${task}/children`) ?? '';
+      for (const child of list.split(' ')) if (child !== '') visit(Number(child));
+    }
+  };
+  visit(pid);
+  return out;
+}
+
 /**
- * CPU seconds (user + system) used so far by a process and all its descendants (nginx's
- * workers, portico's), from /proc; undefined where /proc is not there. CPU per request is
- * steadier than req/s on a shared machine: other load slows a proxy down, but it does
- * not make each request cost more cycles (much).
+ * CPU seconds (user + system) used so far by a process and all its descendants; undefined
+ * where /proc is not there. CPU per request is steadier than req/s on a shared machine:
+ * other load slows a proxy down, but it does not make each request cost more cycles (much).
  */
 export function cpuSeconds(pid: number): number | undefined {
   const ticksPerSecond = 100; // USER_HZ, 100 on every Linux architecture that matters here
-  const visit = (p: number): number => {
-    let stat: string;
-    try {
-      stat = readFileSync(`/proc/${p}/stat`, 'utf8');
-    } catch {
-      return 0;
-    }
+  const tree = processTree(pid);
+  if (tree.length === 0) return undefined;
+  let ticks = 0;
+  for (const p of tree) {
+    const stat = readProc(`/proc/${p}/stat`);
+    if (stat === undefined) continue;
     // Fields after the command name (which may hold spaces) in parentheses.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const own = Number(fields[11]) + Number(fields[12]); // utime, stime
-    let children = 0;
-    for (const task of safeReaddir(`/proc/${p}/task`)) {
-      let list = '';
-      try {
-        list = readFileSync(`/proc/${p}/task/${task}/children`, 'utf8');
-      } catch {
-        continue;
-      }
-      for (const child of list.split(' ')) if (child !== '') children += visit(Number(child));
-    }
-    return own / ticksPerSecond + children;
-  };
-  if (!existsSync(`/proc/${pid}/stat`)) return undefined;
-  return visit(pid);
+    ticks += Number(fields[11]) + Number(fields[12]); // utime, stime
+  }
+  return ticks / ticksPerSecond;
+}
+
+/** Resident memory (bytes) of one process; 0 when it is gone. */
+export function processRss(pid: number): number {
+  return Number(/VmRSS:\s+(\d+) kB/.exec(readProc(`/proc/${pid}/status`) ?? '')?.[1] ?? 0) * 1024;
+}
+
+/** Resident memory (bytes) of a process and its descendants; undefined without /proc. */
+export function rssBytes(pid: number): number | undefined {
+  const tree = processTree(pid);
+  return tree.length === 0 ? undefined : tree.reduce((sum, p) => sum + processRss(p), 0);
+}
+
+function readProc(path: string): string | undefined {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return undefined; // the process is gone, or this is not Linux
+  }
 }
 
 function safeReaddir(dir: string): string[] {
@@ -149,29 +169,4 @@ function safeReaddir(dir: string): string[] {
   } catch {
     return [];
   }
-}
-
-/** Resident memory (bytes) of a process and its descendants, from /proc; undefined without /proc. */
-export function rssBytes(pid: number): number | undefined {
-  const visit = (p: number): number => {
-    let status: string;
-    try {
-      status = readFileSync(`/proc/${p}/status`, 'utf8');
-    } catch {
-      return 0;
-    }
-    const own = Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * 1024;
-    let children = 0;
-    for (const task of safeReaddir(`/proc/${p}/task`)) {
-      let list = '';
-      try {
-        list = readFileSync(`/proc/${p}/task/${task}/children`, 'utf8');
-      } catch {
-        continue;
-      }
-      for (const child of list.split(' ')) if (child !== '') children += visit(Number(child));
-    }
-    return own + children;
-  };
-  return existsSync(`/proc/${pid}/status`) ? visit(pid) : undefined;
 }
