@@ -4,23 +4,14 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
-import net from 'node:net';
 import WebSocket from 'ws';
 import { startEchoServer } from '../../examples/echo-server.ts';
 import { eventually, startPortico, type PorticoProcess } from '../support/portico-process.ts';
 import { ManifestDir, ingress, ingressClass, serviceWithEndpoints } from '../support/objects.ts';
 import { get, send } from '../support/http.ts';
+import { closedPort } from '../support/ports.ts';
 
 type Echo = Awaited<ReturnType<typeof startEchoServer>>;
-
-/** A loopback port with nothing listening on it. */
-async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise((r) => server.close(r));
-  return port;
-}
 
 describe('standalone mode, black box', () => {
   const dir = new ManifestDir();

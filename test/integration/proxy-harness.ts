@@ -72,12 +72,7 @@ export function closeServer(server: http.Server): Promise<void> {
 }
 
 /** A port nothing listens on (bound, then closed). */
-export async function closedPort(): Promise<number> {
-  const s = http.createServer();
-  const port = await listen(s);
-  await closeServer(s);
-  return port;
-}
+export { closedPort } from '../support/ports.ts';
 
 export function backend(service: string, ports: number[], extra: Partial<BackendConfig> = {}): BackendConfig {
   return {

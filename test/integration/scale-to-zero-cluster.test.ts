@@ -7,7 +7,6 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
@@ -16,6 +15,7 @@ import { startEchoServer } from '../../examples/echo-server.ts';
 import { eventually, startPortico, type PorticoProcess } from '../support/portico-process.ts';
 import { ingress, ingressClass, type Obj } from '../support/objects.ts';
 import { get, send, type Reply } from '../support/http.ts';
+import { freePort } from '../support/ports.ts';
 
 type Echo = Awaited<ReturnType<typeof startEchoServer>>;
 
@@ -41,14 +41,6 @@ function deployment(name: string, replicas: number): Obj {
       template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'app', image: 'example/app' }] } },
     },
   };
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise((r) => server.close(r));
-  return port;
 }
 
 const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));

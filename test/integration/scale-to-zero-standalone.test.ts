@@ -6,11 +6,11 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
-import net from 'node:net';
 import { startEchoServer } from '../../examples/echo-server.ts';
 import { eventually, startPortico, type PorticoProcess } from '../support/portico-process.ts';
 import { ManifestDir, ingress, ingressClass, type Obj } from '../support/objects.ts';
 import { get, send, type Reply } from '../support/http.ts';
+import { freePort } from '../support/ports.ts';
 
 type Echo = Awaited<ReturnType<typeof startEchoServer>>;
 
@@ -32,14 +32,6 @@ function slice(service: string, port: number): Obj {
     ports: [{ name: 'http', port, protocol: 'TCP' }],
     endpoints: [{ addresses: ['127.0.0.1'], conditions: { ready: true } }],
   };
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise((r) => server.close(r));
-  return port;
 }
 
 interface SleepView {

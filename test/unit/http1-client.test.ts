@@ -12,6 +12,7 @@ import { Worker } from 'node:worker_threads';
 import { Http1Pool, type Http1DispatchOptions, type Http1PoolOptions } from '../../src/http1/client.ts';
 import { createTestPki } from './admin/fixtures.ts';
 import { Recorder } from './dispatch-recorder.ts';
+import { closedPort } from '../support/ports.ts';
 
 const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -105,14 +106,6 @@ async function rawServer(onData: (socket: net.Socket, all: string, index: number
 /** The number of complete request heads in what a connection sent (bodiless requests). */
 function heads(all: string): number {
   return all.split('\r\n\r\n').length - 1;
-}
-
-async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 async function until(condition: () => boolean, what: string, ms = 2_000): Promise<void> {

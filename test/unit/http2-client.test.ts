@@ -9,6 +9,7 @@ import { PassThrough } from 'node:stream';
 import { Http2Pool, type Http2DispatchOptions, type Http2PoolOptions } from '../../src/http2/client.ts';
 import { createTestPki } from './admin/fixtures.ts';
 import { Recorder } from './dispatch-recorder.ts';
+import { closedPort } from '../support/ports.ts';
 
 const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -159,11 +160,7 @@ test('abort: the pod sees the stream cancelled, the handler hears the reason onc
 });
 
 test('a refused connection fails before onRequestStart (nothing was sent), with the system code', async () => {
-  const probe = net.createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const port = (probe.address() as net.AddressInfo).port;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  const p = pool(port);
+  const p = pool(await closedPort());
   const r = new Recorder();
   p.dispatch(options(), r);
   await r.finished();
