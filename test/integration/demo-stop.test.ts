@@ -8,14 +8,17 @@ import net from 'node:net';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { exampleBackends } from '../../examples/start.ts';
+import { freePort } from '../support/ports.ts';
 
 const START = fileURLToPath(new URL('../../examples/start.ts', import.meta.url));
-const ARGS = ['--http-port', '0', '--https-port', 'off', '--admin-port', 'off', '--access-log=false'];
+// portico's port comes from freePort(), not 0: a port from listen(0), once freed, can be
+// handed to another test's server at once and would look like portico still listening.
+const args = async () => ['--http-port', String(await freePort()), '--https-port', 'off', '--admin-port', 'off', '--access-log=false'];
 
 /** Resolves with portico's HTTP port once the demo's portico says it is ready. */
 function readyPort(child: ChildProcess): Promise<number> {
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('the demo did not get ready')), 15_000);
+    const timer = setTimeout(() => reject(new Error('the demo did not get ready in 45 s')), 45_000);
     createInterface({ input: child.stdout! }).on('line', (line) => {
       if (!line.includes('portico ready')) return;
       clearTimeout(timer);
@@ -48,7 +51,7 @@ async function allFree(ports: number[]): Promise<void> {
 const backendPorts = [...new Set(exampleBackends().map((b) => b.port))];
 
 test('SIGKILL of the starter: portico and the backends go with it', async () => {
-  const demo = spawn(process.execPath, [START, ...ARGS], { stdio: ['ignore', 'pipe', 'ignore'] });
+  const demo = spawn(process.execPath, [START, ...(await args())], { stdio: ['ignore', 'pipe', 'ignore'] });
   const port = await readyPort(demo);
   assert.ok(await accepts(port));
   demo.kill('SIGKILL');
@@ -57,7 +60,7 @@ test('SIGKILL of the starter: portico and the backends go with it', async () => 
 
 test('SIGKILL of the process above the starter (npm): the starter notices and stops everything', async () => {
   // A stand-in for npm: runs the starter and shares its stdout.
-  const npm = spawn(process.execPath, ['-e', `require('node:child_process').spawn(process.execPath, ${JSON.stringify([START, ...ARGS])}, { stdio: 'inherit' }); setInterval(() => {}, 1000);`], {
+  const npm = spawn(process.execPath, ['-e', `require('node:child_process').spawn(process.execPath, ${JSON.stringify([START, ...(await args())])}, { stdio: 'inherit' }); setInterval(() => {}, 1000);`], {
     stdio: ['ignore', 'pipe', 'ignore'],
   });
   const port = await readyPort(npm);

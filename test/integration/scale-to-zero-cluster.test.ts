@@ -90,7 +90,7 @@ describe('scale-to-zero in a cluster, two replicas', { concurrency: true }, () =
   /** Both replicas track the Service (and the follower's workers have had time to get its routes). */
   async function known(name: string): Promise<void> {
     for (const p of [leader, follower]) {
-      await eventually(async () => ((await get(p.admin, 'x', '/routes')).json().scaleToZero as { service: string }[]).some((s) => s.service === `default/${name}`), 5000, `${name} tracked`);
+      await eventually(async () => ((await get(p.admin, 'x', '/routes')).json().scaleToZero as { service: string }[]).some((s) => s.service === `default/${name}`), 15_000, `${name} tracked`);
     }
     await delay(200);
   }
@@ -118,19 +118,19 @@ describe('scale-to-zero in a cluster, two replicas', { concurrency: true }, () =
 
   test('an idle Service is scaled to 0 by the leader, its replica count noted; a request wakes it back to that count, body kept', async () => {
     await app('idle', { 'portico.dev/sleep-after': '1s' }, { replicas: 2 });
-    await eventually(async () => replicasOf('idle') === 0, 10_000, 'scaled to 0');
+    await eventually(async () => replicasOf('idle') === 0, 20_000, 'scaled to 0');
     const workload = api.get('Deployment', 'default', 'idle') as KubeObj;
     assert.equal(workload.metadata.annotations?.['portico.dev/replicas-before-sleep'], '2');
-    await eventually(async () => serviceEvents('idle', 'Sleeping').length === 1, 5000, 'a Sleeping Event');
+    await eventually(async () => serviceEvents('idle', 'Sleeping').length === 1, 15_000, 'a Sleeping Event');
     // The endpoints are withdrawn: the next request is held and wakes it.
-    await eventually(async () => ((await get(leader.admin, 'x', '/routes')).json().scaleToZero as { service: string; state: string }[]).some((s) => s.service === 'default/idle' && s.state === 'sleeping'), 5000, 'shown sleeping');
+    await eventually(async () => ((await get(leader.admin, 'x', '/routes')).json().scaleToZero as { service: string; state: string }[]).some((s) => s.service === 'default/idle' && s.state === 'sleeping'), 15_000, 'shown sleeping');
 
     const body = randomBytes(100_000);
     const reply = await send(follower.http, { method: 'POST', host: 'idle.test', path: '/orders', body, timeoutMs: 20_000 });
     assert.equal(reply.status, 200, reply.text);
     assert.equal(reply.json().bodySha256, createHash('sha256').update(body).digest('hex'));
     assert.equal(replicasOf('idle'), 2, 'woken to the noted count');
-    await eventually(async () => serviceEvents('idle', 'Waking').length === 1, 5000, 'a Waking Event');
+    await eventually(async () => serviceEvents('idle', 'Waking').length === 1, 15_000, 'a Waking Event');
   });
 
   test('200 concurrent held requests through both replicas: one scale write, every request answered', async () => {
@@ -154,7 +154,7 @@ describe('scale-to-zero in a cluster, two replicas', { concurrency: true }, () =
     const port = await freePort();
     const sim = await app('boot', { 'portico.dev/sleep-after': '1h' }, { replicas: 0, bootDelayMs: 50, port });
     const pending = get(follower.http, 'boot.test', '/hello', { timeoutMs: 20_000 });
-    await eventually(async () => replicasOf('boot') === 1, 5000, 'scaled up');
+    await eventually(async () => replicasOf('boot') === 1, 15_000, 'scaled up');
     await delay(700); // the slice is published; the "pod" is not listening yet
     const echo = await startEchoServer({ name: 'boot', port });
     echoes.push(echo);
@@ -165,7 +165,7 @@ describe('scale-to-zero in a cluster, two replicas', { concurrency: true }, () =
 
   test('traffic through the follower alone keeps a Service awake; when it stops, the leader puts it to sleep', async () => {
     await app('shared', { 'portico.dev/sleep-after': '2s' });
-    await eventually(async () => (await get(follower.http, 'shared.test', '/')).status === 200, 5000, 'served');
+    await eventually(async () => (await get(follower.http, 'shared.test', '/')).status === 200, 15_000, 'served');
     const until = Date.now() + 5000;
     while (Date.now() < until) {
       assert.equal((await get(follower.http, 'shared.test', '/')).status, 200);
@@ -173,29 +173,29 @@ describe('scale-to-zero in a cluster, two replicas', { concurrency: true }, () =
     }
     assert.equal(replicasOf('shared'), 1, 'still awake after 2.5 × sleep-after of traffic through the follower');
     assert.equal(scaleWrites('shared').length, 0);
-    await eventually(async () => replicasOf('shared') === 0, 10_000, 'asleep once idle');
+    await eventually(async () => replicasOf('shared') === 0, 20_000, 'asleep once idle');
     const sleptIt = (p: PorticoProcess) => p.logs.some((l) => typeof l.msg === 'string' && l.msg.startsWith('Service default/shared: no request'));
-    await eventually(async () => sleptIt(leader), 5000, 'the leader logs the sleep');
+    await eventually(async () => sleptIt(leader), 15_000, 'the leader logs the sleep');
     assert.equal(sleptIt(follower), false, 'only the leader scales down');
   });
 
   test('a request at the moment of sleep is answered, and the Service comes back if it was needed', async () => {
     await app('edge', { 'portico.dev/sleep-after': '1s' });
-    await eventually(async () => (await get(leader.http, 'edge.test', '/')).status === 200, 5000, 'served');
+    await eventually(async () => (await get(leader.http, 'edge.test', '/')).status === 200, 15_000, 'served');
     // Fire requests as the scale-down lands, and right after it.
-    await eventually(async () => replicasOf('edge') === 0, 10_000, 'scaled to 0');
+    await eventually(async () => replicasOf('edge') === 0, 20_000, 'scaled to 0');
     const replies = await Promise.all([get(follower.http, 'edge.test', '/now', { timeoutMs: 20_000 }), delay(50).then(() => get(leader.http, 'edge.test', '/after', { timeoutMs: 20_000 }))]);
     for (const reply of replies) assert.equal(reply.status, 200, reply.text);
   });
 
   test('a long request in flight keeps its Service awake until it ends', async () => {
     await app('long', { 'portico.dev/sleep-after': '2s' });
-    await eventually(async () => (await get(follower.http, 'long.test', '/')).status === 200, 5000, 'served');
+    await eventually(async () => (await get(follower.http, 'long.test', '/')).status === 200, 15_000, 'served');
     const long = get(follower.http, 'long.test', '/slow?delay=5000ms', { timeoutMs: 20_000 });
     await delay(4500);
     assert.equal(replicasOf('long'), 1, 'awake while the request is in flight');
     assert.equal((await long).status, 200);
-    await eventually(async () => replicasOf('long') === 0, 10_000, 'asleep after it ended');
+    await eventually(async () => replicasOf('long') === 0, 20_000, 'asleep after it ended');
   });
 
   test('an open WebSocket keeps its Service awake until it closes', async () => {
@@ -211,7 +211,7 @@ describe('scale-to-zero in a cluster, two replicas', { concurrency: true }, () =
     ws.send('still here');
     assert.match(await echoed, /still here/);
     ws.close();
-    await eventually(async () => replicasOf('socket') === 0, 10_000, 'asleep after it closed');
+    await eventually(async () => replicasOf('socket') === 0, 20_000, 'asleep after it closed');
   });
 
   test('wake-timeout: held requests get 503 with Retry-After and a WakeTimeout Event', async () => {
@@ -223,14 +223,14 @@ describe('scale-to-zero in a cluster, two replicas', { concurrency: true }, () =
     assert.equal(reply.status, 503);
     assert.ok(Number(reply.headers['retry-after']) > 0);
     assert.equal(replicasOf('never'), 1, 'the wake was asked for');
-    await eventually(async () => serviceEvents('never', 'WakeTimeout').length === 1, 5000, 'a WakeTimeout Event');
+    await eventually(async () => serviceEvents('never', 'WakeTimeout').length === 1, 15_000, 'a WakeTimeout Event');
   });
 
   test('bad annotations and a missing scale target: Warning Events, and the Service is never put to sleep', async () => {
     await app('bad', { 'portico.dev/sleep-after': 'soon' }, { invalid: true });
-    await eventually(async () => serviceEvents('bad', 'InvalidAnnotation').length === 1, 5000, 'an InvalidAnnotation Event');
+    await eventually(async () => serviceEvents('bad', 'InvalidAnnotation').length === 1, 15_000, 'an InvalidAnnotation Event');
     await app('ghost', { 'portico.dev/sleep-after': '500ms', 'portico.dev/scale-target': 'deployment/missing' });
-    await eventually(async () => serviceEvents('ghost', 'ScaleTargetNotFound').length === 1, 8000, 'a ScaleTargetNotFound Event');
+    await eventually(async () => serviceEvents('ghost', 'ScaleTargetNotFound').length === 1, 15_000, 'a ScaleTargetNotFound Event');
     await delay(1500);
     assert.equal(replicasOf('bad'), 1);
     assert.equal(replicasOf('ghost'), 1);

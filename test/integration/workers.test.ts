@@ -164,32 +164,36 @@ describe('--workers 2 on SIGTERM', () => {
       ingress('slow', { rules: [{ host: 'slow.local', paths: [{ path: '/', service: 'slow' }] }] }),
       ...serviceWithEndpoints('slow', [(backend.address() as AddressInfo).port]),
     ]);
-    const portico = await startPortico(['--manifests', dir.path, '--workers', '2', '--shutdown-grace', '20s']);
+    let portico: PorticoProcess | undefined;
     try {
+      portico = await startPortico(['--manifests', dir.path, '--workers', '2', '--shutdown-grace', '20s']);
+      const proxy = portico;
       // Four connections, dealt round-robin: two in flight on each worker.
       const inFlight = Array.from({ length: 4 }, () =>
-        get(portico.http, 'slow.local', '/').then(
+        get(proxy.http, 'slow.local', '/').then(
           (r) => `${r.status} ${r.text}`,
           (err: Error) => `failed: ${err.message}`,
         ),
       );
       await eventually(async () => held.length === 4, 5000, 'four requests held by the backend');
 
-      const exited = portico.stop();
+      const exited = proxy.stop();
       // The listen socket closes once every worker has stopped accepting.
       await eventually(
-        () => get(portico.http, 'other.local', '/', { timeoutMs: 1000 }).then(() => false, (err: NodeJS.ErrnoException) => err.code === 'ECONNREFUSED'),
+        () => get(proxy.http, 'other.local', '/', { timeoutMs: 1000 }).then(() => false, (err: NodeJS.ErrnoException) => err.code === 'ECONNREFUSED'),
         10_000,
         'new connections refused',
       );
       for (const res of held) res.end('done');
       assert.deepEqual(await Promise.all(inFlight), ['200 done', '200 done', '200 done', '200 done']);
       assert.equal(await exited, 0, 'exits 0 once drained');
-      const servers = new Set(portico.logs.filter((l) => l.kind === 'access' && l.host === 'slow.local' && l.status === 200).map((l) => l.pid));
+      const servers = new Set(proxy.logs.filter((l) => l.kind === 'access' && l.host === 'slow.local' && l.status === 200).map((l) => l.pid));
       assert.equal(servers.size, 2, 'both workers drained their requests and logged them');
     } finally {
-      portico.child.kill('SIGKILL');
+      // Also when portico never got ready: the backend must close, or the test file hangs.
+      portico?.child.kill('SIGKILL');
       for (const res of held) if (!res.writableEnded) res.end();
+      backend.closeAllConnections();
       await new Promise((resolve) => backend.close(resolve));
       dir.cleanup();
     }

@@ -21,7 +21,7 @@ export interface PorticoProcess {
 }
 
 /** `readyTimeoutMs`: how long to wait for "portico ready" (benches at 10,000 Ingresses on a loaded machine take longer). */
-export async function startPortico(args: string[], env: NodeJS.ProcessEnv = {}, readyTimeoutMs = 15_000): Promise<PorticoProcess> {
+export async function startPortico(args: string[], env: NodeJS.ProcessEnv = {}, readyTimeoutMs = 40_000): Promise<PorticoProcess> {
   const child = spawn(process.execPath, [BIN, '--workers', '1', '--http-port', '0', '--https-port', '0', '--admin-port', '0', '--bind', '127.0.0.1', ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
