@@ -105,7 +105,7 @@ describe('the HTTP cache through the CLI', () => {
   test('when the client whose request went to the pod leaves, one of the waiters takes over: still one pod request at a time', async () => {
     origin.on('/leader-left', (_r, n) => ({ headers: { 'cache-control': 'max-age=60' }, body: `attempt ${n}\n`, delayMs: 400 }));
     const leader = send(portico.http, { host: HOST, path: '/leader-left', timeoutMs: 100 }).catch((err: Error) => err);
-    await eventually(async () => origin.count('/leader-left') === 1, 2000, 'the first request reached the pod');
+    await eventually(async () => origin.count('/leader-left') === 1, 10_000, 'the first request reached the pod');
     const waiters = Promise.all(Array.from({ length: 10 }, () => get(portico.http, HOST, '/leader-left')));
     assert.ok((await leader) instanceof Error, 'the first client gave up');
     const replies = await waiters;
@@ -290,7 +290,7 @@ describe('the HTTP cache through the CLI', () => {
       assert.equal(r.headers['x-cache'], 'STALE');
       assert.equal(r.text, 'swr 1\n');
     }
-    await eventually(async () => (await get(portico.http, HOST, '/swr')).text === 'swr 2\n', 3000, 'the refreshed copy served');
+    await eventually(async () => (await get(portico.http, HOST, '/swr')).text === 'swr 2\n', 10_000, 'the refreshed copy served');
     assert.equal(origin.count('/swr'), 2, 'one background refresh');
   });
 

@@ -86,13 +86,13 @@ describe('cluster mode against the API server', () => {
 
   test('created, changed and deleted objects reach routing', async () => {
     await createAll([ingress('late', { rules: [{ host: 'late.cluster', paths: [{ path: '/', service: 'web' }] }] })]);
-    await eventually(async () => (await serviceFor('late.cluster')) === 'web', 3000, 'created Ingress served');
+    await eventually(async () => (await serviceFor('late.cluster')) === 'web', 10_000, 'created Ingress served');
     await net.patchNamespacedIngress(
       { name: 'late', namespace: 'default', body: [{ op: 'replace', path: '/spec/rules/0/http/paths/0/backend/service/name', value: 'other' }] },
     );
-    await eventually(async () => (await serviceFor('late.cluster')) === 'other', 3000, 'changed Ingress served');
+    await eventually(async () => (await serviceFor('late.cluster')) === 'other', 10_000, 'changed Ingress served');
     await net.deleteNamespacedIngress({ name: 'late', namespace: 'default' });
-    await eventually(async () => (await serviceFor('late.cluster')) === 404, 3000, 'deleted Ingress gone');
+    await eventually(async () => (await serviceFor('late.cluster')) === 404, 10_000, 'deleted Ingress gone');
   });
 
   test('the leader writes the publish address to the status of served Ingresses only', async () => {

@@ -25,7 +25,7 @@ function captureAccessLog(lines: Line[]) {
 }
 
 async function accessLine(lines: Line[], pred: (l: Line) => boolean, what: string): Promise<Line> {
-  await eventually(async () => lines.some(pred), 2000, what);
+  await eventually(async () => lines.some(pred), 10_000, what);
   return lines.find(pred)!;
 }
 
@@ -113,7 +113,7 @@ describe('proxy: requests without a route are logged and counted', () => {
     assert.equal((await get(proxy.port, 'nothing.test', '/y')).status, 404);
     assert.equal((await get(proxy.port, 'web.test', '/elsewhere')).status, 404, 'a known host without a matching path');
     assert.equal((await get(proxy.port, 'web.test', '/a/%2e%2e/b')).status, 400);
-    await eventually(async () => count(await proxy.registry.metrics(), 404) === count(before, 404) + 2, 2000, '404s counted');
+    await eventually(async () => count(await proxy.registry.metrics(), 404) === count(before, 404) + 2, 10_000, '404s counted');
     const after = await proxy.registry.metrics();
     assert.equal(count(after, 400), count(before, 400) + 1);
     assert.doesNotMatch(after, /host="nothing\.test"/, 'the Host header never becomes a label');
@@ -134,7 +134,7 @@ describe('proxy: requests without a route are logged and counted', () => {
     const req = http.request({ host: '127.0.0.1', port: proxy.port, path: '/left', headers: { host: 'silent.test' }, agent: false });
     req.on('error', () => {});
     req.end();
-    await eventually(async () => silent.seen.length > seen, 2000, 'the pod got the request');
+    await eventually(async () => silent.seen.length > seen, 10_000, 'the pod got the request');
     req.destroy();
     const line = await accessLine(lines, (l) => l.path === '/left', '499 logged');
     assert.equal(line.status, 499);
@@ -212,7 +212,7 @@ describe('proxy: a table swap removes what the dropped routes left behind', () =
     proxy.install(routing([ingressRoute('inflight', 'inflight.test', 'slow-svc', slow.port)]));
     const seen = slow.seen.length;
     const pending = get(proxy.port, 'inflight.test', '/');
-    await eventually(async () => slow.seen.length > seen, 2000, 'the pod got the request');
+    await eventually(async () => slow.seen.length > seen, 10_000, 'the pod got the request');
     proxy.install(routing([]));
     assert.equal(await proxy.registry.metrics().then((t) => /ingress="inflight"/.test(t)), false);
     release.shift()!();
