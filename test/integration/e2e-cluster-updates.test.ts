@@ -66,6 +66,9 @@ describe('cluster mode: changes that rebuild nothing', () => {
       body: { ...(await net.readNamespacedIngress({ name: 'web', namespace: 'default' })), status: { loadBalancer: { ingress: [{ ip: '203.0.113.7' }] } } },
     });
     await eventually(async () => (await status()).join() === PUBLISH, 10_000, 'portico restoring its address');
+    // Each pass logs one summary line at info, not one line per Ingress.
+    await eventually(async () => portico.logs.filter((l) => l.msg === 'Ingress status written on 1 Ingress').length === 2, 10_000, 'a summary line per status pass');
+    assert.equal(portico.logs.filter((l) => l.msg === 'Ingress status updated').length, 0, 'per-Ingress lines are debug');
     // Both status writes came back through the watch: neither rebuilt the table.
     await new Promise((r) => setTimeout(r, 300));
     assert.equal(metric(await metrics(), 'portico_route_table_version'), version);
