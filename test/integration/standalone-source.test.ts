@@ -394,6 +394,53 @@ describe('ManifestDirectorySource: work in proportion to the change', () => {
     await applied('an edit in the new directory', () => servicePort(h.store, 'default/deep') === 84);
   });
 
+  test('a walk of the tree in progress does not hold an edit back, and does not undo it when it ends', async () => {
+    const dir = await tempDir();
+    await put(dir, 'web.yaml', [service('web', 80)]);
+    await put(dir, 'gone.yaml', [service('gone', 80)]);
+    await put(dir, 'slow/held.yaml', [service('held', 80)]);
+    const h = await start(dir, { rescanMs: 600_000 });
+    // The walk's stat of slow/held.yaml waits until the test lets it go, as a walk of
+    // 10,000 files keeps going for a while.
+    const realStat = fs.stat;
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let walkHeld = false;
+    fs.stat = ((path: fs.PathLike, ...rest: unknown[]) => {
+      if (String(path).endsWith(join('slow', 'held.yaml'))) {
+        walkHeld = true;
+        void gate.then(() => (realStat as (...a: unknown[]) => void)(path, ...rest));
+        return;
+      }
+      (realStat as (...a: unknown[]) => void)(path, ...rest);
+    }) as typeof fs.stat;
+    syncBuiltinESMExports();
+    try {
+      const walks = h.source.work.walks;
+      await mkdir(join(dir, 'newdir')); // a new directory: the tree is walked
+      await applied('the walk reaching the held file', () => walkHeld);
+      await put(dir, 'web.yaml', [service('web', 81)]);
+      await put(dir, 'added.yaml', [service('added', 82)]);
+      await unlink(join(dir, 'gone.yaml'));
+      await applied('the edit, while the walk waits', () => servicePort(h.store, 'default/web') === 81);
+      await applied('the new file, while the walk waits', () => servicePort(h.store, 'default/added') === 82);
+      await applied('the removal, while the walk waits', () => h.store.get('Service', 'default/gone') === undefined);
+      assert.ok(h.source.work.walking, 'the walk is still in progress');
+      assert.equal(h.source.work.walks, walks + 1);
+      release();
+      await applied('the walk ends', () => !h.source.work.walking);
+      // It applied what it found, and left the newer reads alone.
+      assert.equal(servicePort(h.store, 'default/web'), 81);
+      assert.equal(servicePort(h.store, 'default/added'), 82);
+      assert.equal(h.store.get('Service', 'default/gone'), undefined);
+      assert.equal(servicePort(h.store, 'default/held'), 80);
+    } finally {
+      release();
+      fs.stat = realStat;
+      syncBuiltinESMExports();
+    }
+  });
+
   test('duplicates across files follow edits of either file', async () => {
     const dir = await tempDir();
     await put(dir, 'a.yaml', [service('web', 80)]);
