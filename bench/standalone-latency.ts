@@ -61,10 +61,14 @@ try {
     routes.push(await measure(gatewayPorts[s % GATEWAYS]!, host, `new-route-${s}.yaml`, [httpRoute(`new-route-${s}`, { parentRefs: [{ name: `gw${s % GATEWAYS}` }], hostnames: [host], rules: [{ backendRefs: [{ name: 'web', port: 80 }] }] })]));
   }
   const load = machineLoad();
+  const logs = portico.logs;
   await portico.stop();
   portico = undefined;
   console.log(`${existing} Ingress files${httpRoutes > 0 ? `, ${httpRoutes} HTTPRoutes over ${GATEWAYS} Gateways` : ''}, --workers ${workers}; process start to ready ${(startMs / 1000).toFixed(1)} s; ${load}`);
   console.log(`new Ingress file -> first 200: ${summary(ingresses)}`);
+  // The controller's part: from the store change (file read and parsed) to the table swapped.
+  const serve = logs.filter((l) => l.msg === 'route table updated' && typeof l.changeToServeMs === 'number').map((l) => l.changeToServeMs as number);
+  if (serve.length > 0) console.log(`controller change -> table swapped (changeToServeMs, every update): ${summary(serve)}`);
   if (routes.length > 0) console.log(`new HTTPRoute file -> first 200: ${summary(routes)}`);
 } finally {
   // Also when a wait failed: never leave portico (and its workers) running.

@@ -16,7 +16,7 @@
 //   event names no file or a directory (created, removed, a symlink), and as the
 //   periodic rescan of mtimes and sizes that catches missed events (network
 //   filesystems), more often while watching fails.
-import { stat as statCallback, watch, type FSWatcher, type Stats } from 'node:fs';
+import { lstatSync, readFileSync, stat as statCallback, watch, type FSWatcher, type Stats } from 'node:fs';
 import { lstat, readdir, readFile, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { Problem } from '../model/config.ts';
@@ -56,6 +56,8 @@ const MAX_FILE_BYTES = 64 * 1024 * 1024;
 /** Concurrent stats in a walk: hides the thread-pool round trip without flooding it. */
 const STAT_BATCH = 64;
 
+/** Up to this many files named by events are read synchronously (see readNamed). */
+const SYNC_READS_UP_TO = 16;
 /** Rescans wait at least this many times the last walk, so they stay under ~20% of a core. */
 const RESCAN_COST_FACTOR = 4;
 
@@ -172,6 +174,7 @@ export class ManifestDirectorySource {
   /** When the first event of the current burst arrived (performance.now()). */
   private burstStart = 0;
   private rescanTimer: NodeJS.Timeout | undefined;
+  private rescanPending = false;
   private scanning: Promise<void> | undefined;
   private scanAgain = false;
   /** The scan in progress walks the tree (the periodic rescan at 10,000 files takes ~0.1 s). */
@@ -328,7 +331,9 @@ export class ManifestDirectorySource {
     if (this.stopped) return;
     const polling = !this.o.watch || this.unwatched !== undefined;
     const every = polling ? Math.min(this.o.pollMs, this.o.rescanMs) : this.o.rescanMs;
+    this.rescanPending = true;
     this.rescanTimer = setTimeout(() => {
+      this.rescanPending = false;
       this.walkNeeded = true;
       this.requestScan();
     }, Math.max(every, RESCAN_COST_FACTOR * this.lastWalkMs));
@@ -364,6 +369,7 @@ export class ManifestDirectorySource {
   private async serialized(): Promise<void> {
     // Never two reads of named files at once: they could apply out of order.
     const scan = (this.readingBeside ?? Promise.resolve()).catch(() => {}).then(() => this.scan());
+    const walks = this.walks;
     this.scanning = scan;
     try {
       await scan;
@@ -373,7 +379,9 @@ export class ManifestDirectorySource {
         this.scanAgain = false;
         this.requestScan();
       }
-      this.scheduleRescan();
+      // Counted from the end of the last walk: reads of named files every second must not
+      // put the safety net off for ever.
+      if (this.walks !== walks || !this.rescanPending) this.scheduleRescan();
     }
   }
 
@@ -488,11 +496,14 @@ export class ManifestDirectorySource {
    * A file that had objects and now reads empty is most often being written in place
    * (truncated, then written): its objects are dropped only if it is still empty when
    * read again a moment later, so a reader never serves the gap between the two.
+   * A file that is gone waits the same moment: `rm -r` of the directory removes the files
+   * before the directory, and a directory gone keeps serving (see scan).
    */
   private holdEmptied(updates: Map<string, FileEntry | undefined>): void {
     for (const [path, entry] of updates) {
       const before = this.files.get(path);
-      const emptied = entry !== undefined && entry.objects.size === 0 && entry.invalidations === undefined && entry.errors.length === 0 && ((before?.objects.size ?? 0) > 0 || before?.invalidations !== undefined);
+      const hadContent = (before?.objects.size ?? 0) > 0 || before?.invalidations !== undefined;
+      const emptied = hadContent && (entry === undefined || (entry.objects.size === 0 && entry.invalidations === undefined && entry.errors.length === 0));
       if (!emptied || this.emptiedOnce.has(path)) {
         this.emptiedOnce.delete(path);
         continue;
@@ -511,13 +522,18 @@ export class ManifestDirectorySource {
    */
   private async readNamed(names: ReadonlySet<string>): Promise<Map<string, FileEntry | undefined> | undefined> {
     const updates = new Map<string, FileEntry | undefined>();
+    // A few files are read synchronously: a small file costs tens of microseconds that
+    // way, while each async step is a thread-pool round trip, and on a busy machine those
+    // round trips were the tail of the change latency (10-50 ms). Many at once (a copied
+    // tree) stay async, so the event loop is not held.
+    const sync = names.size <= SYNC_READS_UP_TO;
     for (const rel of names) {
       // Dotfiles and dot-directories are skipped, as in walk().
       if (rel.split('/').some((part) => part.startsWith('.'))) continue;
       const path = join(this.o.dir, rel);
       let st: Stats;
       try {
-        st = await lstat(path);
+        st = sync ? lstatSync(path) : await lstat(path);
       } catch (err) {
         if (errorCode(err) !== 'ENOENT' && errorCode(err) !== 'ENOTDIR') return undefined;
         // The whole directory gone is not its files deleted: the walk keeps serving them.
@@ -529,7 +545,7 @@ export class ManifestDirectorySource {
       if (!st.isFile()) return undefined; // a directory or a symlink
       if (!isManifestFile(basename(rel))) continue;
       const file: FoundFile = { path, size: st.size, mtimeMs: st.mtimeMs, stamp: `${st.mtimeMs}|${st.ctimeMs}|${st.size}|${st.dev}:${st.ino}` };
-      const next = await this.readEntry(rel, file, this.files.get(rel));
+      const next = await this.readEntry(rel, file, this.files.get(rel), sync);
       updates.set(rel, next);
     }
     return updates;
@@ -618,14 +634,14 @@ export class ManifestDirectorySource {
   }
 
   /** Reads and parses one file into its next entry; undefined if it is gone. */
-  private async readEntry(rel: string, file: FoundFile, previous: FileEntry | undefined): Promise<FileEntry | undefined> {
+  private async readEntry(rel: string, file: FoundFile, previous: FileEntry | undefined, sync = false): Promise<FileEntry | undefined> {
     if (file.size > MAX_FILE_BYTES) {
       return { stamp: file.stamp, objects: previous?.objects ?? new Map(), errors: [{ file: rel, message: `larger than ${MAX_FILE_BYTES / 1024 / 1024} MiB; not read` }], invalidations: previous?.invalidations };
     }
     let bytes: Buffer;
     try {
       this.reads++;
-      bytes = await readFile(file.path);
+      bytes = sync ? readFileSync(file.path) : await readFile(file.path);
     } catch (err) {
       if (errorCode(err) === 'ENOENT') return undefined;
       return { stamp: file.stamp, objects: previous?.objects ?? new Map(), errors: [{ file: rel, message: `cannot read: ${(err as Error).message}` }], invalidations: previous?.invalidations };
