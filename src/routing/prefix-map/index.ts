@@ -203,6 +203,8 @@ class PrefixMapMatcher<T> implements Matcher<T> {
   private readonly options: MatcherOptions;
   /** Entries per host as given (for withHosts: a group is rebuilt from its host's entries). */
   private sizes: PatchedMap<string, number>;
+  /** With hosts: 'all-applicable', each host's own entries: a merged group is rebuilt from them. */
+  private byHost: PatchedMap<string, readonly RouteEntry<T>[]> | undefined;
 
   constructor(entries: readonly RouteEntry<T>[], options: MatcherOptions) {
     this.options = options;
@@ -210,6 +212,15 @@ class PrefixMapMatcher<T> implements Matcher<T> {
     const sizes = new Map<string, number>();
     for (const entry of entries) sizes.set(entry.host, (sizes.get(entry.host) ?? 0) + 1);
     this.sizes = PatchedMap.of(sizes);
+    if (options.hosts === 'all-applicable') {
+      const byHost = new Map<string, RouteEntry<T>[]>();
+      for (const entry of entries) {
+        const list = byHost.get(entry.host);
+        if (list === undefined) byHost.set(entry.host, [entry]);
+        else list.push(entry);
+      }
+      this.byHost = PatchedMap.of<string, readonly RouteEntry<T>[]>(byHost);
+    }
     this.anyLabels = options.wildcard === 'any-labels';
     let hostless: PathGroup<T> | undefined;
     const exactHosts = new Map<string, PathGroup<T>>();
@@ -255,8 +266,7 @@ class PrefixMapMatcher<T> implements Matcher<T> {
   }
 
   withHosts(changes: ReadonlyMap<string, readonly RouteEntry<T>[]>): Matcher<T> {
-    // Merged groups (Gateway API) hold other hosts' rules: rebuild those whole.
-    if (this.options.hosts === 'all-applicable') throw new Error('withHosts: not for matchers that merge host groups');
+    if (this.byHost !== undefined) return this.withMergedHosts(changes, this.byHost);
     const next = Object.create(PrefixMapMatcher.prototype) as PrefixMapMatcher<T>;
     Object.assign(next, this);
     const exact: [string, PathGroup<T> | undefined][] = [];
@@ -277,6 +287,47 @@ class PrefixMapMatcher<T> implements Matcher<T> {
     next.sizes = this.sizes.with(sizes);
     if (exact.length > 0) next.exactHosts = this.exactHosts.with(exact);
     if (wildcard.length > 0) next.wildcardHosts = this.wildcardHosts.with(wildcard);
+    return next;
+  }
+
+  /**
+   * withHosts for merged groups (Gateway API), where a host's group also holds the rules
+   * of the wildcards and the hostless rules covering it. Exact hosts changed: their
+   * groups are rebuilt, each from its own entries and the covering ones. A wildcard or
+   * hostless rule changed covers groups of other hosts: everything is rebuilt.
+   */
+  private withMergedHosts(changes: ReadonlyMap<string, readonly RouteEntry<T>[]>, byHost: PatchedMap<string, readonly RouteEntry<T>[]>): Matcher<T> {
+    const nextByHost = byHost.with([...changes].map(([host, entries]) => [host, entries.length > 0 ? entries : undefined] as const));
+    const covering = [...changes.keys()].some((host) => host === '' || host.startsWith('*.'));
+    if (covering) {
+      const all: RouteEntry<T>[] = [];
+      for (const entries of nextByHost.values()) for (const entry of entries) all.push(entry);
+      return new PrefixMapMatcher(all, this.options);
+    }
+    const next = Object.create(PrefixMapMatcher.prototype) as PrefixMapMatcher<T>;
+    Object.assign(next, this);
+    const exact: [string, PathGroup<T> | undefined][] = [];
+    const sizes: [string, number | undefined][] = [];
+    const hostless = nextByHost.get('') ?? [];
+    for (const [host, entries] of changes) {
+      next.size += entries.length - (this.sizes.get(host) ?? 0);
+      sizes.push([host, entries.length > 0 ? entries.length : undefined]);
+      if (entries.length === 0) {
+        exact.push([host, undefined]);
+        continue;
+      }
+      // As the constructor: the host's own entries, the wildcards over its suffixes, the hostless ones.
+      const group = new PathGroup<T>();
+      for (const entry of entries) group.add(entry);
+      for (let dot = host.indexOf('.'); dot > 0; dot = host.indexOf('.', dot + 1)) {
+        for (const entry of nextByHost.get(`*.${host.slice(dot + 1)}`) ?? []) group.add(entry);
+      }
+      for (const entry of hostless) group.add(entry);
+      exact.push([host, group]);
+    }
+    next.sizes = this.sizes.with(sizes);
+    next.byHost = nextByHost;
+    next.exactHosts = this.exactHosts.with(exact);
     return next;
   }
 

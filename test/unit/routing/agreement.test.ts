@@ -137,3 +137,34 @@ test('every implementation agrees with the linear reference on Gateway tables wi
   }
   assert.ok(matched > requests * 0.2 && matched < requests * 0.95, `${matched} of ${requests} requests matched`);
 });
+
+test('a Gateway (all-applicable) matcher patched with withHosts answers like one built from the resulting entries', () => {
+  const seed = 20261127;
+  const random = seededRandom(seed);
+  // Ranks unique per entry, as a route's precedence key is (it names the route and rule).
+  const unique = (entries: RouteEntry<string>[], tag: string) => entries.map((e, i) => ({ ...e, rank: `${e.rank} ${tag}-${i}` }));
+  let compared = 0;
+  for (let t = 0; t < 60; t++) {
+    const before = unique(randomRankedTable(random, 3 + Math.floor(random() * 30)), `b${t}`);
+    // Most tables change exact hosts only (patched in place); some a wildcard or the hostless rules (rebuilt).
+    const hosts = random() < 0.7 ? ROUTE_HOSTS.filter((h) => h !== '' && !h.startsWith('*.')) : ROUTE_HOSTS;
+    const changed = new Map<string, RouteEntry<string>[]>();
+    for (const host of hosts) {
+      if (random() < 0.4) changed.set(host, unique(randomRankedTable(random, Math.floor(random() * 5)), `n${t}-${host}`).map((e, i) => ({ ...e, host, value: `new-${t}-${host}-${i}` })));
+    }
+    const after = [...before.filter((e) => !changed.has(e.host)), ...[...changed.values()].flat()];
+    for (const impl of IMPLEMENTATIONS) {
+      const patched = impl.createMatcher(before, GATEWAY_MATCHING).withHosts(changed);
+      const fresh = REFERENCE.createMatcher(after, GATEWAY_MATCHING);
+      assert.equal(patched.size, after.length, `${impl.name}: size after withHosts (table ${t})`);
+      for (let r = 0; r < 60; r++) {
+        const host = pick(random, REQUEST_HOSTS);
+        const path = randomPath(random);
+        const expected = fresh.match(host, path);
+        if (expected !== undefined) compared++;
+        assert.equal(patched.match(host, path), expected, `${impl.name} patched (seed ${seed}, table ${t}): host ${JSON.stringify(host)} path ${JSON.stringify(path)}`);
+      }
+    }
+  }
+  assert.ok(compared > 500, `only ${compared} matching requests compared`);
+});
