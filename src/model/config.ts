@@ -249,10 +249,21 @@ export interface RoutingConfig {
   readonly gatewayStatus: GatewayApiStatus;
   /** The Ingress routes of `routes`, by host: lets the route table rebuild only the hosts a change touched. */
   readonly ingressHosts?: ReadonlyMap<string, readonly RouteConfig[]>;
+  /** The Gateway routes of `routes`, by the route they come from (gatewaySourceKey): lets the table patch only the routes a change touched. */
+  readonly gatewayRoutes?: ReadonlyMap<string, readonly RouteConfig[]>;
   /** Numbers the configs one translator makes, so a delta can name the config it follows. */
   readonly serial?: number;
-  /** What changed since the config numbered `base`: the Ingress hosts whose routes differ, and whether Gateway API output did. */
-  readonly delta?: { readonly base: number; readonly hosts: ReadonlySet<string>; readonly gateway: boolean };
+  /**
+   * What changed since the config numbered `base`: the Ingress hosts whose routes differ,
+   * whether Gateway API output did, and then (when known) which Gateway routes' RouteConfigs
+   * differ (gatewaySourceKey; a key without routes now: removed).
+   */
+  readonly delta?: { readonly base: number; readonly hosts: ReadonlySet<string>; readonly gateway: boolean; readonly gatewayRoutes?: ReadonlySet<string> };
+}
+
+/** "<kind>/<ns>/<name>" of a Gateway route's source: an HTTPRoute and a GRPCRoute of one name stay apart. */
+export function gatewaySourceKey(source: RouteSource): string {
+  return `${source.kind}/${source.namespace}/${source.name}`;
 }
 
 export interface IgnoredIngress {

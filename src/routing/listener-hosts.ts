@@ -8,8 +8,11 @@ export class ListenerHosts<T> {
   /** "*.foo.com" is stored under "foo.com". */
   private readonly wildcard = new Map<string, T>();
   private readonly any: T | undefined;
+  /** As given: a table patch makes a new ListenerHosts from it. */
+  readonly byHostname: ReadonlyMap<string, T>;
 
   constructor(byHostname: ReadonlyMap<string, T>) {
+    this.byHostname = byHostname;
     let any: T | undefined;
     for (const [hostname, value] of byHostname) {
       if (hostname === '') any = value;

@@ -1,5 +1,6 @@
 // Which routes a config added and removed relative to the one before it, from its
-// delta: the hosts it names and the Gateway routes when those changed. What keeps
+// delta: the hosts it names and the Gateway routes it names (or all of them when it
+// does not say which changed). What keeps
 // state per route (compiled chains, pools per pod address) updates only those, so a
 // change costs in proportion to it, not to the table.
 import type { RouteConfig, RoutingConfig } from '../model/config.ts';
@@ -24,7 +25,9 @@ export function routeChanges(previous: RoutingConfig | undefined, config: Routin
     for (const r of before) if (!now.has(r)) removed.push(r);
   };
   for (const host of delta.hosts) diff(previous.ingressHosts.get(host) ?? [], config.ingressHosts.get(host) ?? []);
-  if (delta.gateway) {
+  if (delta.gateway && delta.gatewayRoutes !== undefined && previous.gatewayRoutes !== undefined && config.gatewayRoutes !== undefined) {
+    for (const source of delta.gatewayRoutes) diff(previous.gatewayRoutes.get(source) ?? [], config.gatewayRoutes.get(source) ?? []);
+  } else if (delta.gateway) {
     diff(
       previous.routes.filter((r) => r.port !== undefined),
       config.routes.filter((r) => r.port !== undefined),

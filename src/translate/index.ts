@@ -11,7 +11,7 @@
 // only the hosts those touch are settled again. Without the changes (or after an
 // IngressClass or option change) everything is re-checked, memoized by object
 // identity (the store replaces objects on change, never mutates them).
-import type { EndpointUpdate, IgnoredIngress, Problem, RoutingConfig, Snapshot, TranslateOptions, UpstreamAddress } from '../model/config.ts';
+import type { EndpointUpdate, IgnoredIngress, Problem, RouteConfig, RoutingConfig, Snapshot, TranslateOptions, UpstreamAddress } from '../model/config.ts';
 import { NO_GATEWAYS, withLazyRoutes } from '../model/config.ts';
 import { GATEWAY_KINDS, type GRPCRoute, type HTTPRoute, type Ingress } from '../model/k8s.ts';
 import type { ObjectChange } from '../sources/store.ts';
@@ -237,6 +237,7 @@ export function createTranslator(): IncrementalTranslator {
       gateway = translateGateway(s, snapshot, options, reuse);
     }
     const gatewayChanged = gateway !== s.gateway;
+    const changedGatewayRoutes = gatewayChanged ? changedSources(s.gateway?.output.routesBySource, gateway?.output.routesBySource) : undefined;
     s.gateway = gateway;
     refreshTracked(s, full ? undefined : touched);
 
@@ -263,9 +264,10 @@ export function createTranslator(): IncrementalTranslator {
       problems,
       ...(gateway !== undefined ? { listeners: gateway.output.listeners, gatewayStatus: gateway.output.status } : NO_GATEWAYS),
       ingressHosts: assembled.byHost,
+      ...(gateway !== undefined ? { gatewayRoutes: gateway.output.routesBySource } : {}),
       serial: ++s.serial,
       ...(last?.serial !== undefined && assembled.changedHosts !== undefined && !full
-        ? { delta: { base: last.serial, hosts: assembled.changedHosts, gateway: gatewayChanged } }
+        ? { delta: { base: last.serial, hosts: assembled.changedHosts, gateway: gatewayChanged, ...(changedGatewayRoutes !== undefined ? { gatewayRoutes: changedGatewayRoutes } : {}) } }
         : {}),
     }, () => (gatewayRoutes === undefined ? assembled.routes() : [...assembled.routes(), ...gatewayRoutes]));
     s.last = config;
@@ -369,6 +371,20 @@ function translateGateway(
   }
   for (const read of certificateReads) reads.add(read);
   return { output, reads, certificateReads };
+}
+
+/** The Gateway routes whose RouteConfigs are not the very objects of before (and those gone). */
+function changedSources(before: ReadonlyMap<string, readonly RouteConfig[]> | undefined, now: ReadonlyMap<string, readonly RouteConfig[]> | undefined): Set<string> {
+  const changed = new Set<string>();
+  const empty: ReadonlyMap<string, readonly RouteConfig[]> = new Map();
+  const old = before ?? empty;
+  const next = now ?? empty;
+  for (const [key, list] of next) {
+    const was = old.get(key);
+    if (was !== list && (was === undefined || was.length !== list.length || list.some((r, i) => r !== was[i]))) changed.add(key);
+  }
+  for (const key of old.keys()) if (!next.has(key)) changed.add(key);
+  return changed;
 }
 
 /**

@@ -5,7 +5,7 @@
 import type { CertificateConfig, EndpointUpdate, ListenerConfig, RouteConfig, RoutingConfig, SleepPolicy } from '../model/config.ts';
 import type { ActivityEntry } from '../scale-to-zero/gates.ts';
 import type { InvalidationRequest, InvalidationResult } from '../cache/invalidation.ts';
-import { NO_GATEWAYS, withLazyRoutes } from '../model/config.ts';
+import { gatewaySourceKey, NO_GATEWAYS, withLazyRoutes } from '../model/config.ts';
 import { PatchedMap } from '../util/patched-map.ts';
 import { insertSorted, removeSorted } from '../util/sorted.ts';
 
@@ -62,13 +62,13 @@ export type SleepMessage =
   | { readonly t: 'wake'; readonly service: string; readonly policy: SleepPolicy }
   | { readonly t: 'wake-timeout'; readonly service: string; readonly count: number };
 
-/** The primary's side: what to send for `config`, given the one the worker has. */
 /** Gateway routes grouped by the route (kind, namespace, name) they come from. */
-function gatewayGroups(config: RoutingConfig): Map<string, RouteConfig[]> {
+function gatewayGroups(config: RoutingConfig): ReadonlyMap<string, readonly RouteConfig[]> {
+  if (config.gatewayRoutes !== undefined) return config.gatewayRoutes;
   const groups = new Map<string, RouteConfig[]>();
   for (const r of config.routes) {
     if (r.port === undefined) continue;
-    const key = `${r.source.kind}/${r.source.namespace}/${r.source.name}`;
+    const key = gatewaySourceKey(r.source);
     let list = groups.get(key);
     if (list === undefined) groups.set(key, (list = []));
     list.push(r);
@@ -77,8 +77,8 @@ function gatewayGroups(config: RoutingConfig): Map<string, RouteConfig[]> {
 }
 
 /** The routes whose RouteConfigs are not the very objects shipped before (and those gone). */
-function changedGroups(now: Map<string, RouteConfig[]>, before: Map<string, RouteConfig[]>): [string, RouteConfig[]][] {
-  const out: [string, RouteConfig[]][] = [];
+function changedGroups(now: ReadonlyMap<string, readonly RouteConfig[]>, before: ReadonlyMap<string, readonly RouteConfig[]>): [string, readonly RouteConfig[]][] {
+  const out: [string, readonly RouteConfig[]][] = [];
   for (const [key, list] of now) {
     const old = before.get(key);
     if (old === undefined || old.length !== list.length || list.some((r, i) => r !== old[i])) out.push([key, list]);
@@ -87,6 +87,7 @@ function changedGroups(now: Map<string, RouteConfig[]>, before: Map<string, Rout
   return out;
 }
 
+/** The primary's side: what to send for `config`, given the one the worker has. */
 export function configMessage(config: RoutingConfig, shipped: RoutingConfig | undefined): ConfigMessage {
   const serial = config.serial ?? 0;
   const delta = config.delta;
@@ -97,7 +98,16 @@ export function configMessage(config: RoutingConfig, shipped: RoutingConfig | un
       base: delta.base,
       hosts: [...delta.hosts].map((host) => [host, config.ingressHosts!.get(host) ?? []] as const),
       ...(delta.gateway || config.listeners !== shipped.listeners
-        ? { gateway: { routes: changedGroups(gatewayGroups(config), gatewayGroups(shipped)), listeners: config.listeners } }
+        ? {
+            gateway: {
+              // The delta names the routes that changed; without it, compare them all.
+              routes:
+                delta.gatewayRoutes !== undefined && config.gatewayRoutes !== undefined
+                  ? [...delta.gatewayRoutes].map((key) => [key, config.gatewayRoutes!.get(key) ?? []] as const)
+                  : changedGroups(gatewayGroups(config), gatewayGroups(shipped)),
+              listeners: config.listeners,
+            },
+          }
         : {}),
       // The same object ships once, so workers keep its compiled route.
       ...(config.defaultBackend !== shipped.defaultBackend ? { defaultBackend: config.defaultBackend ?? null } : {}),
@@ -131,7 +141,9 @@ export class ConfigReplica {
   private hosts = PatchedMap.of<string, readonly RouteConfig[]>();
   private sortedHosts: string[] = [];
   private routeCount = 0;
-  private gatewayRoutes = new Map<string, readonly RouteConfig[]>();
+  /** By gatewaySourceKey; a PatchedMap for the same reason as hosts. */
+  private gatewayRoutes = PatchedMap.of<string, readonly RouteConfig[]>();
+  private gatewayCount = 0;
   private listeners: ReadonlyMap<number, ListenerConfig> = new Map();
   private certificates: ReadonlyMap<string, CertificateConfig> = new Map();
   private defaultBackend: RouteConfig | undefined;
@@ -159,12 +171,12 @@ export class ConfigReplica {
     }
     const hosts = (this.hosts = this.hosts.with(changes));
     if (message.gateway !== undefined) {
-      const gateway = isDelta ? new Map(this.gatewayRoutes) : new Map<string, readonly RouteConfig[]>();
-      for (const [key, routes] of message.gateway.routes) {
-        if (routes.length === 0) gateway.delete(key);
-        else gateway.set(key, routes);
+      if (!isDelta) {
+        this.gatewayRoutes = PatchedMap.of();
+        this.gatewayCount = 0;
       }
-      this.gatewayRoutes = gateway;
+      for (const [key, routes] of message.gateway.routes) this.gatewayCount += routes.length - (this.gatewayRoutes.get(key)?.length ?? 0);
+      this.gatewayRoutes = this.gatewayRoutes.with(message.gateway.routes.map(([key, routes]) => [key, routes.length > 0 ? routes : undefined] as const));
       this.listeners = message.gateway.listeners;
     }
     if (message.certificates !== undefined) this.certificates = message.certificates;
@@ -174,11 +186,9 @@ export class ConfigReplica {
     // The whole route list is made only if read (a full rebuild); a delta patches the host maps.
     const hostOrder = this.sortedHosts.slice();
     const gatewayRoutes = this.gatewayRoutes;
-    let gatewayCount = 0;
-    for (const list of gatewayRoutes.values()) gatewayCount += list.length;
     return withLazyRoutes(
       {
-        routeCount: this.routeCount + gatewayCount,
+        routeCount: this.routeCount + this.gatewayCount,
         ...(this.defaultBackend !== undefined ? { defaultBackend: this.defaultBackend } : {}),
         certificates: this.certificates,
         // What only the primary uses (status, /routes) is not shipped.
@@ -188,9 +198,18 @@ export class ConfigReplica {
         gatewayStatus: NO_GATEWAYS.gatewayStatus,
         listeners: this.listeners,
         ingressHosts: hosts,
+        gatewayRoutes,
         serial: message.serial,
         ...(isDelta && previous !== undefined
-          ? { delta: { base: previous, hosts: new Set(message.hosts.map(([h]) => h)), gateway: message.gateway !== undefined } }
+          ? {
+              delta: {
+                base: previous,
+                hosts: new Set(message.hosts.map(([h]) => h)),
+                gateway: message.gateway !== undefined,
+                // A delta message names the routes that changed (and those gone, with no routes).
+                ...(message.gateway !== undefined ? { gatewayRoutes: new Set(message.gateway.routes.map(([key]) => key)) } : {}),
+              },
+            }
           : {}),
       },
       () => {

@@ -1,7 +1,7 @@
 // Gateway API -> the same routing model as Ingress: RouteConfigs on Gateway listener
 // ports, the listeners to bind with their certificates, and the status of each
 // GatewayClass, Gateway, HTTPRoute and GRPCRoute. Pure, like the Ingress translation.
-import type { CertificateConfig, GatewayApiStatus, ListenerConfig, Problem, RouteConfig, Snapshot } from '../../model/config.ts';
+import { gatewaySourceKey, type CertificateConfig, type GatewayApiStatus, type ListenerConfig, type Problem, type RouteConfig, type Snapshot } from '../../model/config.ts';
 import { GATEWAY_CONTROLLER_NAME, keyOf, type GRPCRoute, type HTTPRoute, type RouteParentStatus } from '../../model/k8s.ts';
 import type { RequestMirrorConfig } from '../../middleware/request-mirror.ts';
 import type { BackendResolver } from '../backends.ts';
@@ -32,6 +32,8 @@ export interface GatewayApiOutput {
   readonly problems: Problem[];
   /** By "<kind>:<ns>/<name>" ("HTTPRoute:default/web"). */
   readonly fragments: ReadonlyMap<string, RouteFragment>;
+  /** The routes served, by gatewaySourceKey of their route (only routes that serve something). */
+  readonly routesBySource: ReadonlyMap<string, readonly RouteConfig[]>;
 }
 
 export interface GatewayApiDeps {
@@ -72,6 +74,7 @@ export function translateGatewayApi(snapshot: Snapshot, deps: GatewayApiDeps): G
   const fragments = new Map<string, RouteFragment>();
   const httpRoutes = new Map<string, { generation?: number; parents: readonly RouteParentStatus[] }>();
   const grpcRoutes = new Map<string, { generation?: number; parents: readonly RouteParentStatus[] }>();
+  const routesBySource = new Map<string, readonly RouteConfig[]>();
   if (pass.gateways.size > 0) {
     const listenersById = new Map<string, { attached: number }>();
     for (const gw of pass.gateways.values()) for (const l of gw.listeners) listenersById.set(`${l.gatewayKey}#${l.index}`, l);
@@ -96,6 +99,7 @@ export function translateGatewayApi(snapshot: Snapshot, deps: GatewayApiDeps): G
       const key = keyOf(fragment.route);
       (fragment.route.kind === 'GRPCRoute' ? grpcRoutes : httpRoutes).set(key, { generation: fragment.route.metadata.generation, parents: served.parents });
       for (const r of served.routes) routeConfigs.push(r);
+      if (served.routes.length > 0) routesBySource.set(gatewaySourceKey(served.routes[0]!.source), served.routes);
       for (const p of served.problems) problems.push(p);
     }
   }
@@ -114,5 +118,5 @@ export function translateGatewayApi(snapshot: Snapshot, deps: GatewayApiDeps): G
   const listenerConfigs = new Map<number, ListenerConfig>();
   for (const [port, l] of listeners) listenerConfigs.set(port, { port, protocol: l.protocol, certificates: l.certificates });
 
-  return { routes: routeConfigs, listeners: listenerConfigs, status: { gatewayClasses: pass.classes, gateways, httpRoutes, grpcRoutes }, problems, fragments };
+  return { routes: routeConfigs, listeners: listenerConfigs, status: { gatewayClasses: pass.classes, gateways, httpRoutes, grpcRoutes }, problems, fragments, routesBySource };
 }
