@@ -47,7 +47,20 @@ export function createMetrics(): Metrics {
   const registers = [registry];
 
   const routes = new Gauge({ name: 'portico_route_table_routes', help: 'Path rules in the live route table', registers });
-  const hosts = new Gauge({ name: 'portico_route_table_hosts', help: 'Distinct hosts in the live route table (rules without host count as one)', registers });
+  // Counted when scraped, once per table: a count on every swap would walk every Gateway
+  // route for a one-route change.
+  let live: RouteTable | undefined;
+  let counted: { table: RouteTable; hosts: number } | undefined;
+  new Gauge({
+    name: 'portico_route_table_hosts',
+    help: 'Distinct hosts in the live route table (rules without host count as one)',
+    registers,
+    collect() {
+      if (live === undefined) return;
+      if (counted?.table !== live) counted = { table: live, hosts: countHosts(live) };
+      this.set(counted.hosts);
+    },
+  });
   const rebuildSeconds = new Histogram({
     name: 'portico_route_table_rebuild_seconds',
     help: 'Time to rebuild the route table: translation plus building the table',
@@ -126,7 +139,7 @@ export function createMetrics(): Metrics {
     },
     recordRebuild(table, translateMs, problems) {
       routes.set(table.size);
-      hosts.set(countHosts(table));
+      live = table;
       rebuildSeconds.observe((translateMs + table.buildMillis) / 1000);
       version.set(table.version);
       lastRebuild.set(Date.now() / 1000);
@@ -169,7 +182,8 @@ function countHosts(table: RouteTable): number {
   if (config.ingressHosts !== undefined) {
     // Without Gateway listeners every route is an Ingress route: no need to look at them.
     if (config.listeners.size === 0) return config.ingressHosts.size;
-    for (const route of config.routes) if (route.port !== undefined && !config.ingressHosts.has(route.host)) seen.add(route.host);
+    const gatewayRoutes = config.gatewayRoutes ?? new Map([['', config.routes.filter((route) => route.port !== undefined)]]);
+    for (const list of gatewayRoutes.values()) for (const route of list) if (!config.ingressHosts.has(route.host)) seen.add(route.host);
     return config.ingressHosts.size + seen.size;
   }
   for (const route of config.routes) seen.add(route.host);

@@ -360,6 +360,12 @@ function translateGateway(
     reservedPorts: options.ingressPorts ?? new Map(),
     reuse,
   });
+  // Routes re-translated with the reads they had (and Gateways unchanged): the sets stay.
+  // A read left over from a deleted route only costs a needless translation later.
+  const previous = s.gateway;
+  if (reuse !== undefined && previous !== undefined && output.translated.every((f) => [...f.reads].every((read) => previous.reads.has(read)))) {
+    return { output, reads: previous.reads, certificateReads: previous.certificateReads };
+  }
   const reads = new Set<string>();
   for (const fragment of output.fragments.values()) for (const read of fragment.reads) reads.add(read);
   // Certificates are read by Gateway listeners.

@@ -9,7 +9,7 @@ import type { SecretParser } from '../tls.ts';
 import { gatewayStatusOf, translateGateways } from './gateways.ts';
 import { translateGrpcRoute } from './grpcroutes.ts';
 import { translateHttpRoute } from './httproutes.ts';
-import { crossKindConflicts, withoutRejected } from './route-conflicts.ts';
+import { crossKindConflicts, withoutRejected, type Rejections } from './route-conflicts.ts';
 import type { Attachment, RouteOutput } from './route-parents.ts';
 import { ReferenceGrants } from './reference-grants.ts';
 
@@ -23,6 +23,11 @@ export interface RouteFragment {
   readonly attachments: readonly Attachment[];
   /** "ns/name" of the Services its backends name. */
   readonly reads: ReadonlySet<string>;
+  /** The route's "ns/name", and its gatewaySourceKey: made once, not on every translation at 10,000 routes. */
+  readonly key: string;
+  readonly sourceKey: string;
+  /** Its status entry while no route of the other kind takes a hostname from it (kept, so unchanged routes keep it). */
+  readonly status: { readonly generation?: number; readonly parents: readonly RouteParentStatus[] };
 }
 
 export interface GatewayApiOutput {
@@ -34,6 +39,8 @@ export interface GatewayApiOutput {
   readonly fragments: ReadonlyMap<string, RouteFragment>;
   /** The routes served, by gatewaySourceKey of their route (only routes that serve something). */
   readonly routesBySource: ReadonlyMap<string, readonly RouteConfig[]>;
+  /** The fragments made by this translation (the others were reused). */
+  readonly translated: readonly RouteFragment[];
 }
 
 export interface GatewayApiDeps {
@@ -49,6 +56,7 @@ export interface GatewayApiDeps {
 }
 
 const NO_GRPC_ROUTES: ReadonlyMap<string, GRPCRoute> = new Map();
+const NO_REJECTIONS: Rejections = new Map();
 
 function fragmentOf(route: HTTPRoute | GRPCRoute, out: RouteOutput): RouteFragment {
   const reads = new Set<string>();
@@ -61,7 +69,18 @@ function fragmentOf(route: HTTPRoute | GRPCRoute, out: RouteOutput): RouteFragme
       }
     }
   }
-  return { route, routes: out.routes, parents: out.parents, problems: out.problems, attachments: out.attachments, reads };
+  const key = keyOf(route);
+  return {
+    route,
+    routes: out.routes,
+    parents: out.parents,
+    problems: out.problems,
+    attachments: out.attachments,
+    reads,
+    key,
+    sourceKey: gatewaySourceKey({ kind: route.kind, namespace: route.metadata.namespace ?? 'default', name: route.metadata.name }),
+    status: { generation: route.metadata.generation, parents: out.parents },
+  };
 }
 
 export function translateGatewayApi(snapshot: Snapshot, deps: GatewayApiDeps): GatewayApiOutput {
@@ -75,31 +94,35 @@ export function translateGatewayApi(snapshot: Snapshot, deps: GatewayApiDeps): G
   const httpRoutes = new Map<string, { generation?: number; parents: readonly RouteParentStatus[] }>();
   const grpcRoutes = new Map<string, { generation?: number; parents: readonly RouteParentStatus[] }>();
   const routesBySource = new Map<string, readonly RouteConfig[]>();
+  const translated: RouteFragment[] = [];
   if (pass.gateways.size > 0) {
     const listenersById = new Map<string, { attached: number }>();
     for (const gw of pass.gateways.values()) for (const l of gw.listeners) listenersById.set(`${l.gatewayKey}#${l.index}`, l);
     const routeDeps = { snapshot, controllerName, grants, backends: deps.backends };
     const attached: RouteFragment[] = [];
+    let attachedGrpc = 0;
     const translateAll = <R extends HTTPRoute | GRPCRoute>(kind: string, routes: ReadonlyMap<string, R>, translate: (route: R) => RouteOutput) => {
       for (const [key, route] of routes) {
         const fragmentKey = `${kind}:${key}`;
-        const fragment = deps.reuse?.(fragmentKey, route) ?? fragmentOf(route, translate(route));
+        let fragment = deps.reuse?.(fragmentKey, route);
+        if (fragment === undefined) translated.push((fragment = fragmentOf(route, translate(route))));
         fragments.set(fragmentKey, fragment);
         if (fragment.parents.length > 0) attached.push(fragment);
       }
     };
     translateAll('HTTPRoute', snapshot.httpRoutes, (route) => translateHttpRoute(routeDeps, route, pass));
+    const httpAttached = attached.length;
     translateAll('GRPCRoute', snapshot.grpcRoutes ?? NO_GRPC_ROUTES, (route) => translateGrpcRoute(routeDeps, route, pass));
+    attachedGrpc = attached.length - httpAttached;
     // An HTTPRoute and a GRPCRoute may not share a hostname on a listener: one of each such pair is rejected there.
-    const rejected = crossKindConflicts(attached);
+    const rejected = attachedGrpc > 0 && httpAttached > 0 ? crossKindConflicts(attached) : NO_REJECTIONS;
     for (const fragment of attached) {
       const lost = rejected.get(fragment);
       const served = lost === undefined ? fragment : withoutRejected(fragment, lost);
       for (const a of served.attachments) listenersById.get(a.listener)!.attached++;
-      const key = keyOf(fragment.route);
-      (fragment.route.kind === 'GRPCRoute' ? grpcRoutes : httpRoutes).set(key, { generation: fragment.route.metadata.generation, parents: served.parents });
+      (fragment.route.kind === 'GRPCRoute' ? grpcRoutes : httpRoutes).set(fragment.key, lost === undefined ? fragment.status : { generation: fragment.route.metadata.generation, parents: served.parents });
       for (const r of served.routes) routeConfigs.push(r);
-      if (served.routes.length > 0) routesBySource.set(gatewaySourceKey(served.routes[0]!.source), served.routes);
+      if (served.routes.length > 0) routesBySource.set(fragment.sourceKey, served.routes);
       for (const p of served.problems) problems.push(p);
     }
   }
@@ -118,5 +141,5 @@ export function translateGatewayApi(snapshot: Snapshot, deps: GatewayApiDeps): G
   const listenerConfigs = new Map<number, ListenerConfig>();
   for (const [port, l] of listeners) listenerConfigs.set(port, { port, protocol: l.protocol, certificates: l.certificates });
 
-  return { routes: routeConfigs, listeners: listenerConfigs, status: { gatewayClasses: pass.classes, gateways, httpRoutes, grpcRoutes }, problems, fragments, routesBySource };
+  return { routes: routeConfigs, listeners: listenerConfigs, status: { gatewayClasses: pass.classes, gateways, httpRoutes, grpcRoutes }, problems, fragments, routesBySource, translated };
 }
