@@ -18,7 +18,7 @@ import type { ObjectChange } from '../sources/store.ts';
 import { deepEqual, serviceOf } from '../sources/store.ts';
 import { IngressAssembly } from './assembly.ts';
 import { BackendResolver } from './backends.ts';
-import { translateGatewayApi, type GatewayApiDeps, type GatewayApiOutput } from './gateway-api/index.ts';
+import { translateGatewayApi, updateGatewayApi, type GatewayApiDeps, type GatewayApiOutput } from './gateway-api/index.ts';
 import { buildIngressEntry, isCurrent, type IngressContext, type IngressEntry } from './ingress.ts';
 import { selectClasses, type ClassSelection } from './ingress-class.ts';
 import { SecretParser } from './tls.ts';
@@ -75,7 +75,7 @@ interface TranslatorState {
   readonly sliceService: Map<string, string>;
   /** Why an Ingress object is not served, kept while the object and the classes are the same. */
   ignoredReasons: WeakMap<Ingress, { readonly classes: unknown; readonly entry: IgnoredIngress }>;
-  gateway: { readonly output: GatewayApiOutput; readonly reads: ReadonlySet<string>; readonly certificateReads: ReadonlySet<string> } | undefined;
+  gateway: { readonly output: GatewayApiOutput; readonly certificateReads: ReadonlySet<string> } | undefined;
   /**
    * Backends ("ns/service:port") whose addresses endpoints() moved since their routes were
    * translated: their current addresses. The routes of a backend here may carry older ones.
@@ -222,7 +222,7 @@ export function createTranslator(): IncrementalTranslator {
     let gateway = s.gateway;
     const gatewayInUse = snapshot.gatewayClasses.size > 0 || snapshot.gateways.size > 0;
     if (!gatewayInUse) gateway = undefined;
-    else if (full || gateway === undefined || [...touched].some((key) => key.includes(':') || gateway!.reads.has(key))) {
+    else if (full || gateway === undefined || [...touched].some((key) => key.includes(':') || gateway!.output.readers.has(key) || gateway!.certificateReads.has(key))) {
       // Gateways, classes, grants, namespaces or certificates: every route is attached again.
       const structural = full || gateway === undefined || [...touched].some((key) => (key.includes(':') && !ROUTE_CHANGE.test(key)) || gateway!.certificateReads.has(key));
       const previous = gateway?.output.fragments;
@@ -234,10 +234,10 @@ export function createTranslator(): IncrementalTranslator {
             for (const read of fragment.reads) if (touched.has(read)) return undefined;
             return fragment;
           };
-      gateway = translateGateway(s, snapshot, options, reuse);
+      gateway = translateGateway(s, snapshot, options, reuse, structural ? undefined : touched);
     }
     const gatewayChanged = gateway !== s.gateway;
-    const changedGatewayRoutes = gatewayChanged ? changedSources(s.gateway?.output.routesBySource, gateway?.output.routesBySource) : undefined;
+    const changedGatewayRoutes = gatewayChanged ? (gateway?.output.changedSources ?? changedSources(s.gateway?.output.routesBySource, gateway?.output.routesBySource)) : undefined;
     s.gateway = gateway;
     refreshTracked(s, full ? undefined : touched);
 
@@ -254,9 +254,10 @@ export function createTranslator(): IncrementalTranslator {
     // Stable: an object's problems stay in the order they were found (spec order, then conflicts).
     problems.sort(compareProblemObjects);
 
-    const gatewayRoutes = gateway?.output.routes;
+    // Read when the route list is (a getter that makes every Gateway route).
+    const gatewayOutput = gateway?.output;
     const config: RoutingConfig = withLazyRoutes({
-      routeCount: assembled.routeCount + (gatewayRoutes?.length ?? 0),
+      routeCount: assembled.routeCount + (gateway?.output.routeCount ?? 0),
       ...(assembled.defaultBackend ? { defaultBackend: assembled.defaultBackend } : {}),
       certificates: assembled.certificates,
       servedIngresses: s.served.slice(),
@@ -269,7 +270,7 @@ export function createTranslator(): IncrementalTranslator {
       ...(last?.serial !== undefined && assembled.changedHosts !== undefined && !full
         ? { delta: { base: last.serial, hosts: assembled.changedHosts, gateway: gatewayChanged, ...(changedGatewayRoutes !== undefined ? { gatewayRoutes: changedGatewayRoutes } : {}) } }
         : {}),
-    }, () => (gatewayRoutes === undefined ? assembled.routes() : [...assembled.routes(), ...gatewayRoutes]));
+    }, () => (gatewayOutput === undefined ? assembled.routes() : [...assembled.routes(), ...gatewayOutput.routes]));
     s.last = config;
     return config;
   };
@@ -352,22 +353,28 @@ function translateGateway(
   snapshot: Snapshot,
   options: TranslateOptions,
   reuse: GatewayApiDeps['reuse'],
+  /** Only routes and Services changed (no Gateway, class, grant, namespace or certificate): what did. */
+  touched?: ReadonlySet<string>,
 ): NonNullable<TranslatorState['gateway']> {
-  const output = translateGatewayApi(snapshot, {
+  const deps: GatewayApiDeps = {
     backends: s.backends,
     secrets: s.secrets,
     controllerName: options.gatewayControllerName,
     reservedPorts: options.ingressPorts ?? new Map(),
     reuse,
-  });
-  // Routes re-translated with the reads they had (and Gateways unchanged): the sets stay.
-  // A read left over from a deleted route only costs a needless translation later.
+  };
   const previous = s.gateway;
-  if (reuse !== undefined && previous !== undefined && output.translated.every((f) => [...f.reads].every((read) => previous.reads.has(read)))) {
-    return { output, reads: previous.reads, certificateReads: previous.certificateReads };
+  if (touched !== undefined && previous !== undefined) {
+    // The routes that changed, and those reading a Service that did: only they are translated.
+    const redo = new Set<string>();
+    for (const key of touched) {
+      if (ROUTE_CHANGE.test(key)) redo.add(key);
+      else for (const reader of previous.output.readers.get(key) ?? []) redo.add(reader);
+    }
+    const output = updateGatewayApi(snapshot, deps, previous.output, redo);
+    if (output !== undefined) return { output, certificateReads: previous.certificateReads };
   }
-  const reads = new Set<string>();
-  for (const fragment of output.fragments.values()) for (const read of fragment.reads) reads.add(read);
+  const output = translateGatewayApi(snapshot, deps);
   // Certificates are read by Gateway listeners.
   const certificateReads = new Set<string>();
   for (const gw of snapshot.gateways.values()) {
@@ -375,8 +382,7 @@ function translateGateway(
       for (const ref of l.tls?.certificateRefs ?? []) certificateReads.add(`${ref.namespace ?? gw.metadata.namespace ?? 'default'}/${ref.name}`);
     }
   }
-  for (const read of certificateReads) reads.add(read);
-  return { output, reads, certificateReads };
+  return { output, certificateReads };
 }
 
 /** The Gateway routes whose RouteConfigs are not the very objects of before (and those gone). */

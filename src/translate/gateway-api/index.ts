@@ -12,6 +12,7 @@ import { translateHttpRoute } from './httproutes.ts';
 import { crossKindConflicts, withoutRejected, type Rejections } from './route-conflicts.ts';
 import type { Attachment, RouteOutput } from './route-parents.ts';
 import { ReferenceGrants } from './reference-grants.ts';
+import { PatchedMap } from '../../util/patched-map.ts';
 
 /** What one HTTPRoute or GRPCRoute made, kept to be reused while nothing it depends on changed. */
 export interface RouteFragment {
@@ -31,16 +32,40 @@ export interface RouteFragment {
 }
 
 export interface GatewayApiOutput {
-  readonly routes: RouteConfig[];
+  /** Every Gateway route, by source route (made when read: a full table build, /routes). */
+  readonly routes: readonly RouteConfig[];
+  readonly routeCount: number;
   readonly listeners: ReadonlyMap<number, ListenerConfig>;
   readonly status: GatewayApiStatus;
-  readonly problems: Problem[];
+  readonly problems: readonly Problem[];
   /** By "<kind>:<ns>/<name>" ("HTTPRoute:default/web"). */
   readonly fragments: ReadonlyMap<string, RouteFragment>;
   /** The routes served, by gatewaySourceKey of their route (only routes that serve something). */
   readonly routesBySource: ReadonlyMap<string, readonly RouteConfig[]>;
   /** The fragments made by this translation (the others were reused). */
   readonly translated: readonly RouteFragment[];
+  /** Set by updateGatewayApi: the sources whose served routes may differ from the previous output's. */
+  readonly changedSources?: ReadonlySet<string>;
+  /** Service "ns/name" -> the fragments that read it. Handed from output to output (updated in place). */
+  readonly readers: Map<string, Set<string>>;
+  /** What updateGatewayApi patches. */
+  readonly state: GatewayRouteState;
+}
+
+/** The route side of an output, kept so that a route change patches it instead of redoing all routes. */
+interface GatewayRouteState {
+  /** Fragments attached somewhere, as served (after cross-kind conflicts). */
+  readonly served: PatchedMap<string, RouteFragment>;
+  /** Listener ("gateway#index") -> routes attached. */
+  readonly attached: ReadonlyMap<string, number>;
+  /** Attached fragments of each kind: conflicts between the kinds are only possible when both are there. */
+  readonly http: number;
+  readonly grpc: number;
+  /** RouteConfigs of the served fragments. */
+  readonly routes: number;
+  readonly passProblems: readonly Problem[];
+  /** Served fragments' problems, only those that have some. */
+  readonly routeProblems: PatchedMap<string, readonly Problem[]>;
 }
 
 export interface GatewayApiDeps {
@@ -87,46 +112,169 @@ export function translateGatewayApi(snapshot: Snapshot, deps: GatewayApiDeps): G
   const controllerName = deps.controllerName ?? GATEWAY_CONTROLLER_NAME;
   const grants = new ReferenceGrants(snapshot);
   const pass = translateGateways({ snapshot, controllerName, grants, secrets: deps.secrets, reservedPorts: deps.reservedPorts });
-  const problems = [...pass.problems];
 
-  const routeConfigs: RouteConfig[] = [];
   const fragments = new Map<string, RouteFragment>();
-  const httpRoutes = new Map<string, { generation?: number; parents: readonly RouteParentStatus[] }>();
-  const grpcRoutes = new Map<string, { generation?: number; parents: readonly RouteParentStatus[] }>();
-  const routesBySource = new Map<string, readonly RouteConfig[]>();
+  const served = new Map<string, RouteFragment>();
+  const routeProblems = new Map<string, readonly Problem[]>();
+  const attachedCounts = new Map<string, number>();
   const translated: RouteFragment[] = [];
+  let http = 0;
+  let grpc = 0;
+  let routeCount = 0;
   if (pass.gateways.size > 0) {
-    const listenersById = new Map<string, { attached: number }>();
-    for (const gw of pass.gateways.values()) for (const l of gw.listeners) listenersById.set(`${l.gatewayKey}#${l.index}`, l);
     const routeDeps = { snapshot, controllerName, grants, backends: deps.backends };
-    const attached: RouteFragment[] = [];
-    let attachedGrpc = 0;
+    const attached: [string, RouteFragment][] = [];
     const translateAll = <R extends HTTPRoute | GRPCRoute>(kind: string, routes: ReadonlyMap<string, R>, translate: (route: R) => RouteOutput) => {
       for (const [key, route] of routes) {
         const fragmentKey = `${kind}:${key}`;
         let fragment = deps.reuse?.(fragmentKey, route);
         if (fragment === undefined) translated.push((fragment = fragmentOf(route, translate(route))));
         fragments.set(fragmentKey, fragment);
-        if (fragment.parents.length > 0) attached.push(fragment);
+        if (fragment.parents.length > 0) attached.push([fragmentKey, fragment]);
       }
     };
     translateAll('HTTPRoute', snapshot.httpRoutes, (route) => translateHttpRoute(routeDeps, route, pass));
-    const httpAttached = attached.length;
+    http = attached.length;
     translateAll('GRPCRoute', snapshot.grpcRoutes ?? NO_GRPC_ROUTES, (route) => translateGrpcRoute(routeDeps, route, pass));
-    attachedGrpc = attached.length - httpAttached;
+    grpc = attached.length - http;
     // An HTTPRoute and a GRPCRoute may not share a hostname on a listener: one of each such pair is rejected there.
-    const rejected = attachedGrpc > 0 && httpAttached > 0 ? crossKindConflicts(attached) : NO_REJECTIONS;
-    for (const fragment of attached) {
+    const rejected = grpc > 0 && http > 0 ? crossKindConflicts(attached.map(([, f]) => f)) : NO_REJECTIONS;
+    for (const [fragmentKey, fragment] of attached) {
       const lost = rejected.get(fragment);
-      const served = lost === undefined ? fragment : withoutRejected(fragment, lost);
-      for (const a of served.attachments) listenersById.get(a.listener)!.attached++;
-      (fragment.route.kind === 'GRPCRoute' ? grpcRoutes : httpRoutes).set(fragment.key, lost === undefined ? fragment.status : { generation: fragment.route.metadata.generation, parents: served.parents });
-      for (const r of served.routes) routeConfigs.push(r);
-      if (served.routes.length > 0) routesBySource.set(fragment.sourceKey, served.routes);
-      for (const p of served.problems) problems.push(p);
+      let version = fragment;
+      if (lost !== undefined) {
+        const cut = withoutRejected(fragment, lost);
+        version = { ...cut, status: { generation: fragment.route.metadata.generation, parents: cut.parents } };
+      }
+      served.set(fragmentKey, version);
+      routeCount += version.routes.length;
+      countAttachments(attachedCounts, version, 1);
+      if (version.problems.length > 0) routeProblems.set(fragmentKey, version.problems);
     }
   }
+  const readers = new Map<string, Set<string>>();
+  for (const [fragmentKey, fragment] of fragments) indexReads(readers, fragmentKey, fragment, 1);
+  const state: GatewayRouteState = {
+    served: PatchedMap.of(served),
+    attached: attachedCounts,
+    http,
+    grpc,
+    routes: routeCount,
+    passProblems: pass.problems,
+    routeProblems: PatchedMap.of(routeProblems),
+  };
+  return assemble(pass, PatchedMap.of(fragments), state, translated, readers, undefined);
+}
 
+/**
+ * The previous output with the routes named in `redo` ("<kind>:<ns>/<name>": changed, or
+ * reading a changed Service) translated again: work for those routes, not for the
+ * 10,000 others. Only while Gateways, classes, grants, namespaces and certificates are
+ * unchanged (the caller knows), and while no listener has routes of both kinds (then
+ * hostname conflicts between them can move anywhere): undefined, translate it all.
+ */
+export function updateGatewayApi(snapshot: Snapshot, deps: GatewayApiDeps, previous: GatewayApiOutput, redo: ReadonlySet<string>): GatewayApiOutput | undefined {
+  const before = previous.state;
+  if (before.http > 0 && before.grpc > 0) return undefined;
+  const controllerName = deps.controllerName ?? GATEWAY_CONTROLLER_NAME;
+  const grants = new ReferenceGrants(snapshot);
+  const pass = translateGateways({ snapshot, controllerName, grants, secrets: deps.secrets, reservedPorts: deps.reservedPorts });
+  if (pass.gateways.size === 0) return undefined;
+  const routeDeps = { snapshot, controllerName, grants, backends: deps.backends };
+
+  const translated: RouteFragment[] = [];
+  const fragmentChanges: [string, RouteFragment | undefined][] = [];
+  const servedChanges: [string, RouteFragment | undefined][] = [];
+  const problemChanges: [string, readonly Problem[] | undefined][] = [];
+  const attached = new Map(before.attached);
+  const changedSources = new Set<string>();
+  let { http, grpc, routes: routeCount } = before;
+  const readers = previous.readers;
+  for (const fragmentKey of redo) {
+    const colon = fragmentKey.indexOf(':');
+    const kind = fragmentKey.slice(0, colon);
+    const key = fragmentKey.slice(colon + 1);
+    const route = kind === 'HTTPRoute' ? snapshot.httpRoutes.get(key) : kind === 'GRPCRoute' ? snapshot.grpcRoutes?.get(key) : undefined;
+    const old = previous.fragments.get(fragmentKey);
+    let next: RouteFragment | undefined;
+    if (route !== undefined) {
+      next = deps.reuse?.(fragmentKey, route);
+      if (next === undefined) {
+        const out = kind === 'HTTPRoute' ? translateHttpRoute(routeDeps, route as HTTPRoute, pass) : translateGrpcRoute(routeDeps, route as GRPCRoute, pass);
+        translated.push((next = fragmentOf(route, out)));
+      }
+    }
+    if (next === old) continue;
+    fragmentChanges.push([fragmentKey, next]);
+    if (old !== undefined) indexReads(readers, fragmentKey, old, -1);
+    if (next !== undefined) indexReads(readers, fragmentKey, next, 1);
+    const wasServed = before.served.get(fragmentKey);
+    const nowServed = next !== undefined && next.parents.length > 0 ? next : undefined;
+    if (wasServed !== undefined) {
+      routeCount -= wasServed.routes.length;
+      countAttachments(attached, wasServed, -1);
+      if (kind === 'GRPCRoute') grpc--;
+      else http--;
+      changedSources.add(wasServed.sourceKey);
+    }
+    if (nowServed !== undefined) {
+      routeCount += nowServed.routes.length;
+      countAttachments(attached, nowServed, 1);
+      if (kind === 'GRPCRoute') grpc++;
+      else http++;
+      changedSources.add(nowServed.sourceKey);
+    }
+    servedChanges.push([fragmentKey, nowServed]);
+    problemChanges.push([fragmentKey, nowServed !== undefined && nowServed.problems.length > 0 ? nowServed.problems : undefined]);
+  }
+  // Both kinds now: which of them keep a shared hostname depends on every route's age.
+  if (http > 0 && grpc > 0) {
+    for (const [fragmentKey, next] of fragmentChanges) {
+      const old = previous.fragments.get(fragmentKey);
+      if (next !== undefined) indexReads(readers, fragmentKey, next, -1);
+      if (old !== undefined) indexReads(readers, fragmentKey, old, 1);
+    }
+    return undefined;
+  }
+  const state: GatewayRouteState = {
+    served: before.served.with(servedChanges),
+    attached,
+    http,
+    grpc,
+    routes: routeCount,
+    passProblems: pass.problems,
+    routeProblems: before.routeProblems.with(problemChanges),
+  };
+  return assemble(pass, (previous.fragments as PatchedMap<string, RouteFragment>).with(fragmentChanges), state, translated, readers, changedSources);
+}
+
+function countAttachments(counts: Map<string, number>, fragment: RouteFragment, sign: 1 | -1): void {
+  for (const a of fragment.attachments) counts.set(a.listener, (counts.get(a.listener) ?? 0) + sign);
+}
+
+function indexReads(readers: Map<string, Set<string>>, fragmentKey: string, fragment: RouteFragment, sign: 1 | -1): void {
+  for (const read of fragment.reads) {
+    let set = readers.get(read);
+    if (sign > 0) {
+      if (set === undefined) readers.set(read, (set = new Set()));
+      set.add(fragmentKey);
+    } else if (set !== undefined) {
+      set.delete(fragmentKey);
+      if (set.size === 0) readers.delete(read);
+    }
+  }
+}
+
+/** The output from the Gateways' pass and the routes' state: statuses, listeners, problems, route lists. */
+function assemble(
+  pass: ReturnType<typeof translateGateways>,
+  fragments: PatchedMap<string, RouteFragment>,
+  state: GatewayRouteState,
+  translated: readonly RouteFragment[],
+  readers: Map<string, Set<string>>,
+  changedSources: ReadonlySet<string> | undefined,
+): GatewayApiOutput {
+  for (const gw of pass.gateways.values()) for (const l of gw.listeners) l.attached = state.attached.get(`${l.gatewayKey}#${l.index}`) ?? 0;
   const listeners = new Map<number, { protocol: 'HTTP' | 'HTTPS'; certificates: Map<string, CertificateConfig> }>();
   const gateways = new Map<string, ReturnType<typeof gatewayStatusOf>>();
   for (const info of pass.gateways.values()) {
@@ -141,5 +289,100 @@ export function translateGatewayApi(snapshot: Snapshot, deps: GatewayApiDeps): G
   const listenerConfigs = new Map<number, ListenerConfig>();
   for (const [port, l] of listeners) listenerConfigs.set(port, { port, protocol: l.protocol, certificates: l.certificates });
 
-  return { routes: routeConfigs, listeners: listenerConfigs, status: { gatewayClasses: pass.classes, gateways, httpRoutes, grpcRoutes }, problems, fragments, routesBySource, translated };
+  // Per route kind and per source: views over the served fragments (a lookup is one
+  // probe; iterating makes the whole map, in key order, once).
+  const served = state.served;
+  const statusOf = (kind: string) =>
+    new ServedView<{ generation?: number; parents: readonly RouteParentStatus[] }>(
+      served,
+      (key) => `${kind}:${key}`,
+      (f) => (f.route.kind === kind ? [f.key, f.status] : undefined),
+    );
+  const routesBySource = new ServedView<readonly RouteConfig[]>(
+    served,
+    // "HTTPRoute/ns/name" -> "HTTPRoute:ns/name"
+    (sourceKey) => sourceKey.replace('/', ':'),
+    (f) => (f.routes.length > 0 ? [f.sourceKey, f.routes] : undefined),
+  );
+  const routeCount = state.routes;
+  const problems: Problem[] = [...state.passProblems];
+  for (const list of state.routeProblems.values()) for (const p of list) problems.push(p);
+  let routes: readonly RouteConfig[] | undefined;
+  return {
+    get routes() {
+      return (routes ??= [...routesBySource.values()].flat());
+    },
+    routeCount,
+    listeners: listenerConfigs,
+    status: { gatewayClasses: pass.classes, gateways, httpRoutes: statusOf('HTTPRoute'), grpcRoutes: statusOf('GRPCRoute') },
+    problems,
+    fragments,
+    routesBySource,
+    translated,
+    ...(changedSources !== undefined ? { changedSources } : {}),
+    readers,
+    state,
+  };
+}
+
+/** A read-only map over the served fragments: `entryOf` says what a fragment is in it (or nothing). */
+class ServedView<V> implements ReadonlyMap<string, V> {
+  private made: Map<string, V> | undefined;
+  private readonly served: ReadonlyMap<string, RouteFragment>;
+  private readonly fragmentKeyOf: (key: string) => string;
+  private readonly entryOf: (fragment: RouteFragment) => readonly [string, V] | undefined;
+
+  constructor(served: ReadonlyMap<string, RouteFragment>, fragmentKeyOf: (key: string) => string, entryOf: (fragment: RouteFragment) => readonly [string, V] | undefined) {
+    this.served = served;
+    this.fragmentKeyOf = fragmentKeyOf;
+    this.entryOf = entryOf;
+  }
+
+  get(key: string): V | undefined {
+    if (this.made !== undefined) return this.made.get(key);
+    const fragment = this.served.get(this.fragmentKeyOf(key));
+    if (fragment === undefined) return undefined;
+    const entry = this.entryOf(fragment);
+    return entry !== undefined && entry[0] === key ? entry[1] : undefined;
+  }
+
+  has(key: string): boolean {
+    return this.get(key) !== undefined;
+  }
+
+  private all(): Map<string, V> {
+    if (this.made === undefined) {
+      const made = new Map<string, V>();
+      for (const fragmentKey of [...this.served.keys()].sort()) {
+        const entry = this.entryOf(this.served.get(fragmentKey)!);
+        if (entry !== undefined) made.set(entry[0], entry[1]);
+      }
+      this.made = made;
+    }
+    return this.made;
+  }
+
+  get size(): number {
+    return this.all().size;
+  }
+
+  forEach(callback: (value: V, key: string, map: ReadonlyMap<string, V>) => void): void {
+    for (const [key, value] of this.all()) callback(value, key, this);
+  }
+
+  entries(): MapIterator<[string, V]> {
+    return this.all().entries();
+  }
+
+  keys(): MapIterator<string> {
+    return this.all().keys();
+  }
+
+  values(): MapIterator<V> {
+    return this.all().values();
+  }
+
+  [Symbol.iterator](): MapIterator<[string, V]> {
+    return this.all()[Symbol.iterator]();
+  }
 }

@@ -225,9 +225,15 @@ describe('Gateway API translation, given the changes', () => {
       ].map((o) => [id(o), o]),
     );
     const memo = createTranslator();
+    // The maps as their entries (key order included): the translator hands out views
+    // over its state, which a fresh translation builds differently inside.
     const content = (c: RoutingConfig) => {
-      const { serial: _s, delta: _d, ...rest } = c;
-      return rest;
+      const { serial: _s, delta: _d, gatewayRoutes, gatewayStatus, ...rest } = c;
+      return {
+        ...rest,
+        gatewayRoutes: gatewayRoutes === undefined ? undefined : [...gatewayRoutes],
+        gatewayStatus: { ...gatewayStatus, httpRoutes: [...gatewayStatus.httpRoutes], grpcRoutes: [...gatewayStatus.grpcRoutes] },
+      };
     };
     memo(snapshotOf([...objects.values()]), OPTIONS);
     const steps: [string, (o: Map<string, KubeObject>) => void][] = [
