@@ -306,8 +306,9 @@ function onStreamData(this: OwnedStream, chunk: Buffer): void {
   this[kRequest]!.data(chunk);
 }
 function onStreamTrailers(this: OwnedStream, trailers: http2.IncomingHttpHeaders): void {
-  // Kept until 'end': DATA buffered while paused is still to be delivered.
-  this[kRequest]!.trailers = withoutPseudo(trailers);
+  // Kept until 'end': DATA buffered while paused is still to be delivered. Trailers have
+  // no pseudo-headers (nghttp2 refuses them), so they pass as node:http2 made them.
+  this[kRequest]!.trailers = trailers;
 }
 function onStreamEnd(this: OwnedStream): void {
   this[kRequest]!.ended();
@@ -403,7 +404,8 @@ class Http2Request {
     const body = options.body ?? null;
     let stream: OwnedStream;
     try {
-      stream = session.request(headers, { endStream: body === null });
+      // node:http2's types know only the object form; it takes the flat list as well (Node 24).
+      stream = session.request(headers as unknown as http2.OutgoingHttpHeaders, { endStream: body === null });
     } catch (err) {
       // node:http2 validates names and values (CR, LF, NUL, uppercase...): the request, not the pod, is at fault.
       this.fail(clientError('UND_ERR_INVALID_ARG', (err as Error).message));
@@ -470,14 +472,15 @@ class Http2Request {
     clearTimeout(this.headersTimer);
     this.headersTimer = undefined;
     if (this.bodyTimeout > 0 && !this.paused) this.stream!.setTimeout(this.bodyTimeout);
-    this.handler.onResponseStart?.(this, headers[':status'] ?? 502, withoutPseudo(headers), '');
+    // With :status among them: the forwarder skips pseudo-headers (buildResponseHeaders), so no copy without it.
+    this.handler.onResponseStart?.(this, headers[':status'] ?? 502, headers, '');
   }
 
   /** @internal a 1xx head */
   informational(headers: http2.IncomingHttpHeaders & http2.IncomingHttpStatusHeader): void {
     const status = headers[':status'];
     if (this.done || status === undefined || status >= 200) return;
-    this.handler.onResponseStart?.(this, status, withoutPseudo(headers), '');
+    this.handler.onResponseStart?.(this, status, headers, '');
   }
 
   /** @internal */
@@ -538,13 +541,13 @@ class Http2Request {
   }
 }
 
-/** The request head for node:http2: pseudo-headers, lowercase names, no connection-specific fields. */
-function h2Headers(options: Http2DispatchOptions, pool: Http2Pool): http2.OutgoingHttpHeaders {
-  const out: http2.OutgoingHttpHeaders = {
-    ':method': options.method,
-    ':path': options.path,
-    ':scheme': pool.tls === undefined ? 'http' : 'https',
-  };
+/**
+ * The request head for node:http2 as a flat list of names and values (taken as it is,
+ * where an object would be copied first): pseudo-headers, lowercase names, a repeated
+ * name repeated, no connection-specific fields.
+ */
+function h2Headers(options: Http2DispatchOptions, pool: Http2Pool): string[] {
+  const out: string[] = [':method', options.method, ':path', options.path, ':scheme', pool.tls === undefined ? 'http' : 'https', ':authority', ''];
   let authority = '';
   const raw = options.headers;
   if (raw !== undefined && raw !== null) {
@@ -558,21 +561,9 @@ function h2Headers(options: Http2DispatchOptions, pool: Http2Pool): http2.Outgoi
       if (CONNECTION_SPECIFIC.has(name)) continue;
       // TE is allowed only as "trailers" (RFC 9113 section 8.2.2).
       if (name === 'te' && value.trim().toLowerCase() !== 'trailers') continue;
-      const prev = out[name];
-      if (prev === undefined) out[name] = value;
-      else if (Array.isArray(prev)) prev.push(value);
-      else out[name] = [prev as string, value];
+      out.push(name, value);
     }
   }
-  out[':authority'] = authority === '' ? pool.authority : authority;
-  return out;
-}
-
-/** Response headers without :status (node:http2 puts it among them). */
-function withoutPseudo(headers: http2.IncomingHttpHeaders): Record<string, string | string[] | undefined> {
-  const out: Record<string, string | string[] | undefined> = {};
-  for (const name in headers) {
-    if (name.charCodeAt(0) !== 0x3a /* : */) out[name] = headers[name];
-  }
+  out[7] = authority === '' ? pool.authority : authority;
   return out;
 }
