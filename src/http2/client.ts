@@ -306,9 +306,8 @@ function onStreamData(this: OwnedStream, chunk: Buffer): void {
   this[kRequest]!.data(chunk);
 }
 function onStreamTrailers(this: OwnedStream, trailers: http2.IncomingHttpHeaders): void {
-  // Kept until 'end': DATA buffered while paused is still to be delivered. Trailers have
-  // no pseudo-headers (nghttp2 refuses them), so they pass as node:http2 made them.
-  this[kRequest]!.trailers = trailers;
+  // Kept until 'end': DATA buffered while paused is still to be delivered.
+  this[kRequest]!.trailers = withoutPseudo(trailers);
 }
 function onStreamEnd(this: OwnedStream): void {
   this[kRequest]!.ended();
@@ -472,15 +471,14 @@ class Http2Request {
     clearTimeout(this.headersTimer);
     this.headersTimer = undefined;
     if (this.bodyTimeout > 0 && !this.paused) this.stream!.setTimeout(this.bodyTimeout);
-    // With :status among them: the forwarder skips pseudo-headers (buildResponseHeaders), so no copy without it.
-    this.handler.onResponseStart?.(this, headers[':status'] ?? 502, headers, '');
+    this.handler.onResponseStart?.(this, headers[':status'] ?? 502, withoutPseudo(headers), '');
   }
 
   /** @internal a 1xx head */
   informational(headers: http2.IncomingHttpHeaders & http2.IncomingHttpStatusHeader): void {
     const status = headers[':status'];
     if (this.done || status === undefined || status >= 200) return;
-    this.handler.onResponseStart?.(this, status, headers, '');
+    this.handler.onResponseStart?.(this, status, withoutPseudo(headers), '');
   }
 
   /** @internal */
@@ -565,5 +563,14 @@ function h2Headers(options: Http2DispatchOptions, pool: Http2Pool): string[] {
     }
   }
   out[7] = authority === '' ? pool.authority : authority;
+  return out;
+}
+
+/** Response headers without :status (node:http2 puts it among them). */
+function withoutPseudo(headers: http2.IncomingHttpHeaders): Record<string, string | string[] | undefined> {
+  const out: Record<string, string | string[] | undefined> = {};
+  for (const name in headers) {
+    if (name.charCodeAt(0) !== 0x3a /* : */) out[name] = headers[name];
+  }
   return out;
 }
