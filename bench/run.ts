@@ -32,7 +32,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { canPin, cpuSeconds, run, startProcess, stopAll, stopProcess, type Managed } from './lib/processes.ts';
-import { ensureTools, freePort } from './lib/tools.ts';
+import { ensureTools, freePort, roundOrder } from './lib/tools.ts';
 import { porticoManifests, proxyConfig, upstreamConfig, UPSTREAM_BODY } from './lib/nginx.ts';
 import { median, parseWrkOutput, type WrkResult } from './lib/wrk.ts';
 
@@ -238,7 +238,7 @@ async function main(): Promise<void> {
 
     const results: Record<Target, RoundResult[]> = { nginx: [], portico: [], 'portico-b': [] };
     for (let round = 1; round <= options.rounds; round++) {
-      for (const target of targets) {
+      for (const target of roundOrder(targets, round)) {
         const r = await wrk(ports[target], options.durationS, options.connections, procs[target]!.child.pid);
         results[target].push(r);
         console.log(row(`round ${round}`, target, { ...r, errors: r.non2xx + r.socketErrors }));
