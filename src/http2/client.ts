@@ -403,8 +403,7 @@ class Http2Request {
     const body = options.body ?? null;
     let stream: OwnedStream;
     try {
-      // node:http2's types know only the object form; it takes the flat list as well (Node 24).
-      stream = session.request(headers as unknown as http2.OutgoingHttpHeaders, { endStream: body === null });
+      stream = session.request(headers, { endStream: body === null });
     } catch (err) {
       // node:http2 validates names and values (CR, LF, NUL, uppercase...): the request, not the pod, is at fault.
       this.fail(clientError('UND_ERR_INVALID_ARG', (err as Error).message));
@@ -540,13 +539,13 @@ class Http2Request {
   }
 }
 
-/**
- * The request head for node:http2 as a flat list of names and values (taken as it is,
- * where an object would be copied first): pseudo-headers, lowercase names, a repeated
- * name repeated, no connection-specific fields.
- */
-function h2Headers(options: Http2DispatchOptions, pool: Http2Pool): string[] {
-  const out: string[] = [':method', options.method, ':path', options.path, ':scheme', pool.tls === undefined ? 'http' : 'https', ':authority', ''];
+/** The request head for node:http2: pseudo-headers, lowercase names, no connection-specific fields. */
+function h2Headers(options: Http2DispatchOptions, pool: Http2Pool): http2.OutgoingHttpHeaders {
+  const out: http2.OutgoingHttpHeaders = {
+    ':method': options.method,
+    ':path': options.path,
+    ':scheme': pool.tls === undefined ? 'http' : 'https',
+  };
   let authority = '';
   const raw = options.headers;
   if (raw !== undefined && raw !== null) {
@@ -560,10 +559,13 @@ function h2Headers(options: Http2DispatchOptions, pool: Http2Pool): string[] {
       if (CONNECTION_SPECIFIC.has(name)) continue;
       // TE is allowed only as "trailers" (RFC 9113 section 8.2.2).
       if (name === 'te' && value.trim().toLowerCase() !== 'trailers') continue;
-      out.push(name, value);
+      const prev = out[name];
+      if (prev === undefined) out[name] = value;
+      else if (Array.isArray(prev)) prev.push(value);
+      else out[name] = [prev as string, value];
     }
   }
-  out[7] = authority === '' ? pool.authority : authority;
+  out[':authority'] = authority === '' ? pool.authority : authority;
   return out;
 }
 

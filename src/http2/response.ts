@@ -108,13 +108,9 @@ export class Http2Response extends EventEmitter {
     }
   }
 
-  /**
-   * The HEADERS frame's fields as a flat list of names and values (node:http2 takes it as
-   * it is, where an object is copied into another one first): :status first, lowercase
-   * names, a repeated name repeated, connection-specific fields dropped.
-   */
-  private h2Headers(endLength: number): (string | number)[] {
-    const out: (string | number)[] = [':status', this.statusCode];
+  /** The HEADERS frame's fields: lowercase names, repeated names as arrays, connection-specific ones dropped. */
+  private h2Headers(endLength: number): OutgoingHttpHeaders {
+    const out: OutgoingHttpHeaders = { ':status': this.statusCode };
     const list = this.headerList;
     const check = !this.headersChecked;
     let hasLength = false;
@@ -129,15 +125,15 @@ export class Http2Response extends EventEmitter {
         if (isConnectionSpecific(lower) || (check && !isToken(lower))) continue;
         if (lower === 'content-length') hasLength = true;
         if (typeof value === 'number') {
-          out.push(lower, String(value));
+          add(out, lower, String(value));
         } else if (typeof value === 'string') {
-          if (!check || isCleanValue(value)) out.push(lower, value);
+          if (!check || isCleanValue(value)) add(out, lower, value);
         } else {
-          for (let j = 0; j < value.length; j++) if (!check || isCleanValue(value[j]!)) out.push(lower, value[j]!);
+          for (let j = 0; j < value.length; j++) if (!check || isCleanValue(value[j]!)) add(out, lower, value[j]!);
         }
       }
     }
-    if (!hasLength && endLength >= 0 && !this.noBody) out.push('content-length', endLength);
+    if (!hasLength && endLength >= 0 && !this.noBody) out['content-length'] = endLength;
     return out;
   }
 
@@ -147,8 +143,7 @@ export class Http2Response extends EventEmitter {
     this.noBody = bodyForbidden(this.req.method, this.statusCode);
     try {
       const end = endStream || this.noBody;
-      // node:http2's types know only the object form; it takes the flat list as well (Node 24).
-      this.stream.respond(this.h2Headers(endLength) as unknown as OutgoingHttpHeaders, { endStream: end, waitForTrailers: this.trailersExpected && !end });
+      this.stream.respond(this.h2Headers(endLength), { endStream: end, waitForTrailers: this.trailersExpected && !end });
       return true;
     } catch {
       this.destroy();
@@ -220,6 +215,13 @@ export class Http2Response extends EventEmitter {
     this.closed = true;
     this.emit('close');
   }
+}
+
+function add(out: OutgoingHttpHeaders, name: string, value: string): void {
+  const prior = out[name];
+  if (prior === undefined) out[name] = value;
+  else if (Array.isArray(prior)) prior.push(value);
+  else out[name] = [String(prior), value];
 }
 
 /** Trailer fields for sendTrailers: lowercase tokens with clean values, no pseudo or connection-specific fields. */
