@@ -26,7 +26,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { canPin, cpuSeconds, rssBytes, run, startProcess, stopAll, type Managed } from './lib/processes.ts';
-import { ensureTools, freePort } from './lib/tools.ts';
+import { ensureTools, freePort, roundOrder } from './lib/tools.ts';
 import { porticoManifests, upstreamConfig, UPSTREAM_BODY } from './lib/nginx.ts';
 import { median } from './lib/wrk.ts';
 
@@ -385,7 +385,7 @@ async function main(): Promise<void> {
     const results: Record<Scenario, Record<Target, Result[]>> = { h2: { nginx: [], portico: [], 'portico-b': [] }, grpc: { nginx: [], portico: [], 'portico-b': [] } };
     for (let round = 1; round <= o.rounds; round++) {
       for (const scenario of o.scenarios) {
-        for (const target of targets) {
+        for (const target of roundOrder(targets, round)) {
           const r = await h2load(dir, scenario, ports[scenario][target], o.durationS, o, true, proc[target]!.child.pid);
           results[scenario][target].push(r);
           console.log(fmt(`${scenario} r${round}`, target, r));

@@ -17,6 +17,13 @@
 //                    machine they then share the cores with wrk and the upstream)
 //   --access-log     both proxies log every request BENCH_ACCESS_LOG   (off): nginx to a file with
 //                    buffer=64k, portico its JSON lines to a file (its stdout)
+//   --node-args "..."           Node options for portico (e.g. --cpu-prof --cpu-prof-dir=DIR)
+//   --variant-bin PATH          A/B: a second portico ("portico-b", e.g. another checkout's
+//                               bin/portico.js) in the same interleaved rounds, same core
+//   --variant-node-args "..."   portico-b with other Node options (alone or with --variant-bin)
+//   --variant-env K=V,K=V       portico-b with extra environment
+// Each round also reports the CPU each proxy used per request (from /proc): steadier than
+// req/s when other work shares the machine.
 import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -24,8 +31,8 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { canPin, run, startProcess, stopAll, stopProcess, type Managed } from './lib/processes.ts';
-import { ensureTools, freePort } from './lib/tools.ts';
+import { canPin, cpuSeconds, run, startProcess, stopAll, stopProcess, type Managed } from './lib/processes.ts';
+import { ensureTools, freePort, roundOrder } from './lib/tools.ts';
 import { porticoManifests, proxyConfig, upstreamConfig, UPSTREAM_BODY } from './lib/nginx.ts';
 import { median, parseWrkOutput, type WrkResult } from './lib/wrk.ts';
 
@@ -36,7 +43,7 @@ const PROXY_CORE = 0;
 const LOAD_CORE = 1;
 const HOST = 'bench.local';
 
-type Target = 'nginx' | 'portico';
+type Target = 'nginx' | 'portico' | 'portico-b';
 
 /** Ctrl-C or SIGTERM: what fails afterwards is the stopping, not an error to report. */
 let interrupted = false;
@@ -49,6 +56,9 @@ interface BenchOptions {
   accessLog: boolean;
   workers: number;
   nodeArgs: string[];
+  variantBin: string | undefined;
+  variantNodeArgs: string[];
+  variantEnv: string | undefined;
 }
 
 function readOptions(): BenchOptions {
@@ -62,6 +72,9 @@ function readOptions(): BenchOptions {
       workers: { type: 'string', default: process.env.BENCH_WORKERS ?? '1' },
       // Node options for portico, e.g. --node-args="--cpu-prof --cpu-prof-dir=/tmp/prof"
       'node-args': { type: 'string', default: '' },
+      'variant-bin': { type: 'string' },
+      'variant-node-args': { type: 'string', default: '' },
+      'variant-env': { type: 'string' },
     },
   });
   const positive = (name: string, raw: string): number => {
@@ -77,6 +90,9 @@ function readOptions(): BenchOptions {
     accessLog: values['access-log'] === true,
     workers: positive('workers', values.workers),
     nodeArgs: values['node-args'].split(' ').filter((x) => x !== ''),
+    variantBin: values['variant-bin'],
+    variantNodeArgs: values['variant-node-args'].split(' ').filter((x) => x !== ''),
+    variantEnv: values['variant-env'],
   };
 }
 
@@ -116,19 +132,27 @@ async function waitServing(name: string, port: number, proc: Managed, logFile: s
   throw new Error(`${name} is not serving ${HOST} on 127.0.0.1:${port} (${exited ? 'it exited' : last})\n--- ${logFile} (last lines) ---\n${log}`);
 }
 
-async function wrk(port: number, seconds: number, connections: number): Promise<WrkResult> {
+type RoundResult = WrkResult & { cpuUsPerRequest?: number };
+
+/** One wrk run; with the proxy's pid, also the CPU it spent per request meanwhile. */
+async function wrk(port: number, seconds: number, connections: number, proxyPid?: number): Promise<RoundResult> {
   const args = ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', '-H', `Host: ${HOST}`, `http://127.0.0.1:${port}/`];
+  const cpuBefore = proxyPid === undefined ? undefined : cpuSeconds(proxyPid);
   const r = await run('wrk', args, LOAD_CORE);
+  const cpuAfter = proxyPid === undefined ? undefined : cpuSeconds(proxyPid);
   if (r.code !== 0) throw new Error(`wrk exited with ${r.code}: ${r.stderr || r.stdout}`);
-  return parseWrkOutput(r.stdout);
+  const result = parseWrkOutput(r.stdout);
+  const cpuUsPerRequest = cpuBefore !== undefined && cpuAfter !== undefined && result.requests > 0 ? ((cpuAfter - cpuBefore) * 1e6) / result.requests : undefined;
+  return { ...result, cpuUsPerRequest };
 }
 
 const fmtRps = (n: number) => Math.round(n).toLocaleString('en-US');
 const fmtMs = (n: number) => `${n.toFixed(2)}ms`;
 
-function row(label: string, target: Target, r: Pick<WrkResult, 'requestsPerSec' | 'p50Ms' | 'p99Ms'> & { errors?: number }): string {
+function row(label: string, target: Target, r: Pick<WrkResult, 'requestsPerSec' | 'p50Ms' | 'p99Ms'> & { errors?: number; cpuUsPerRequest?: number }): string {
   const errors = r.errors ? `  (${r.errors} errors)` : '';
-  return `${label.padEnd(8)} ${target.padEnd(8)} ${fmtRps(r.requestsPerSec).padStart(10)} req/s   p50 ${fmtMs(r.p50Ms).padStart(9)}   p99 ${fmtMs(r.p99Ms).padStart(9)}${errors}`;
+  const cpu = r.cpuUsPerRequest !== undefined && Number.isFinite(r.cpuUsPerRequest) ? `   cpu ${r.cpuUsPerRequest.toFixed(1).padStart(6)}µs/req` : '';
+  return `${label.padEnd(8)} ${target.padEnd(9)} ${fmtRps(r.requestsPerSec).padStart(10)} req/s   p50 ${fmtMs(r.p50Ms).padStart(9)}   p99 ${fmtMs(r.p99Ms).padStart(9)}${cpu}${errors}`;
 }
 
 async function main(): Promise<void> {
@@ -172,11 +196,10 @@ async function main(): Promise<void> {
       core: proxyCore,
       logFile: join(dir, 'nginx.log'),
     });
-    const porticoArgs = [
-      ...options.nodeArgs,
-      PORTICO_BIN,
+    const porticoArgs = (bin: string, port: number) => [
+      bin,
       '--manifests', manifests,
-      '--http-port', String(porticoPort),
+      '--http-port', String(port),
       '--bind', '127.0.0.1',
       '--https-port', '0',
       '--admin-port', '0',
@@ -184,26 +207,39 @@ async function main(): Promise<void> {
       '--shutdown-grace', '1s',
       '--workers', String(options.workers),
     ];
-    const portico = startProcess('portico', process.execPath, porticoArgs, { core: proxyCore, logFile: join(dir, 'portico.log') });
+    const portico = startProcess('portico', process.execPath, [...options.nodeArgs, ...porticoArgs(PORTICO_BIN, porticoPort)], { core: proxyCore, logFile: join(dir, 'portico.log') });
+    const withVariant = options.variantBin !== undefined || options.variantNodeArgs.length > 0 || options.variantEnv !== undefined;
+    const variantPort = await freePort();
+    const variantEnv = Object.fromEntries((options.variantEnv ?? '').split(',').filter((x) => x.includes('=')).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+    const porticoB = withVariant
+      ? startProcess('portico-b', process.execPath, [...options.variantNodeArgs, ...porticoArgs(options.variantBin ?? PORTICO_BIN, variantPort)], {
+          core: proxyCore,
+          logFile: join(dir, 'portico-b.log'),
+          env: { ...process.env, ...variantEnv },
+        })
+      : undefined;
+    const targets: Target[] = withVariant ? ['nginx', 'portico', 'portico-b'] : ['nginx', 'portico'];
+    const procs: Record<Target, Managed | undefined> = { nginx, portico, 'portico-b': porticoB };
 
-    const ports: Record<Target, number> = { nginx: nginxPort, portico: porticoPort };
+    const ports: Record<Target, number> = { nginx: nginxPort, portico: porticoPort, 'portico-b': variantPort };
     await waitServing('nginx', nginxPort, nginx, join(dir, 'proxy-error.log'));
     await waitServing('portico', porticoPort, portico, join(dir, 'portico.log'));
+    if (porticoB) await waitServing('portico-b', variantPort, porticoB, join(dir, 'portico-b.log'));
     if (upstream.child.exitCode !== null) throw new Error('the upstream nginx exited');
 
     const nginxVersion = spawnSync('nginx', ['-v'], { encoding: 'utf8' }).stderr.trim().replace(/^nginx version: /, '');
-    const totalS = 2 * (options.warmupS + options.rounds * options.durationS);
+    const totalS = targets.length * (options.warmupS + options.rounds * options.durationS);
     console.log(
       `portico vs ${nginxVersion}: ${options.rounds} rounds x ${options.durationS}s each, wrk -t1 -c${options.connections}, ` +
-        `${pin ? `proxies on ${options.workers > 1 ? 'any core' : `core ${PROXY_CORE}`}, wrk + upstream on core ${LOAD_CORE}` : 'unpinned'}, ${options.workers} worker(s) each, access logs ${options.accessLog ? 'on' : 'off'} (about ${totalS}s)\n`,
+        `${pin ? `proxies on ${options.workers > 1 ? 'any core' : `core ${PROXY_CORE}`}, wrk + upstream on core ${LOAD_CORE}` : 'unpinned'}, ${options.workers} worker(s) each, access logs ${options.accessLog ? 'on' : 'off'}${porticoB ? `, portico-b: ${options.variantBin ?? 'same bin'} ${options.variantNodeArgs.join(' ')} ${options.variantEnv ?? ''}` : ''} (about ${totalS}s)\n`,
     );
 
-    for (const target of ['nginx', 'portico'] as const) await wrk(ports[target], options.warmupS, options.connections);
+    for (const target of targets) await wrk(ports[target], options.warmupS, options.connections);
 
-    const results: Record<Target, WrkResult[]> = { nginx: [], portico: [] };
+    const results: Record<Target, RoundResult[]> = { nginx: [], portico: [], 'portico-b': [] };
     for (let round = 1; round <= options.rounds; round++) {
-      for (const target of ['nginx', 'portico'] as const) {
-        const r = await wrk(ports[target], options.durationS, options.connections);
+      for (const target of roundOrder(targets, round)) {
+        const r = await wrk(ports[target], options.durationS, options.connections, procs[target]!.child.pid);
         results[target].push(r);
         console.log(row(`round ${round}`, target, { ...r, errors: r.non2xx + r.socketErrors }));
       }
@@ -214,8 +250,13 @@ async function main(): Promise<void> {
       p50Ms: median(results[target].map((r) => r.p50Ms)),
       p99Ms: median(results[target].map((r) => r.p99Ms)),
       errors: results[target].reduce((sum, r) => sum + r.non2xx + r.socketErrors, 0),
+      cpuUsPerRequest: median(results[target].flatMap((r) => (r.cpuUsPerRequest === undefined ? [] : [r.cpuUsPerRequest]))),
     });
-    const medians = { nginx: summary('nginx'), portico: summary('portico') };
+    const medians: Partial<Record<Target, ReturnType<typeof summary>>> & Record<'nginx' | 'portico', ReturnType<typeof summary>> = {
+      nginx: summary('nginx'),
+      portico: summary('portico'),
+      ...(porticoB ? { 'portico-b': summary('portico-b') } : {}),
+    };
     const ratio = {
       requestsPerSec: medians.portico.requestsPerSec / medians.nginx.requestsPerSec,
       p50: medians.portico.p50Ms / medians.nginx.p50Ms,
@@ -224,11 +265,18 @@ async function main(): Promise<void> {
     console.log('');
     console.log(row('median', 'nginx', medians.nginx));
     console.log(row('median', 'portico', medians.portico));
+    if (medians['portico-b']) console.log(row('median', 'portico-b', medians['portico-b']));
+    const perCpu = (a: number, b: number) => (Number.isFinite(a) && Number.isFinite(b) ? `, requests per CPU-second ${(a / b).toFixed(2)}x` : '');
     console.log(
-      `\nportico/nginx: throughput ${ratio.requestsPerSec.toFixed(2)}x, p50 latency ${ratio.p50.toFixed(2)}x, p99 latency ${ratio.p99.toFixed(2)}x`,
+      `\nportico/nginx: throughput ${ratio.requestsPerSec.toFixed(2)}x${perCpu(medians.nginx.cpuUsPerRequest, medians.portico.cpuUsPerRequest)}, p50 latency ${ratio.p50.toFixed(2)}x, p99 latency ${ratio.p99.toFixed(2)}x`,
     );
-    for (const target of ['nginx', 'portico'] as const) {
-      if (medians[target].errors > 0) console.log(`warning: ${target} had ${medians[target].errors} non-2xx responses or socket errors; its numbers are suspect`);
+    const b = medians['portico-b'];
+    if (b) {
+      console.log(`portico-b/nginx: throughput ${(b.requestsPerSec / medians.nginx.requestsPerSec).toFixed(2)}x${perCpu(medians.nginx.cpuUsPerRequest, b.cpuUsPerRequest)}`);
+      console.log(`portico-b/portico: throughput ${(b.requestsPerSec / medians.portico.requestsPerSec).toFixed(2)}x${perCpu(medians.portico.cpuUsPerRequest, b.cpuUsPerRequest)}`);
+    }
+    for (const target of targets) {
+      if (medians[target]!.errors > 0) console.log(`warning: ${target} had ${medians[target]!.errors} non-2xx responses or socket errors; its numbers are suspect`);
     }
 
     mkdirSync(RESULTS_DIR, { recursive: true });
@@ -250,7 +298,7 @@ async function main(): Promise<void> {
     writeFileSync(file, JSON.stringify(report, null, 2) + '\n');
     console.log(`\nresults written to ${file}`);
 
-    await Promise.all([stopProcess(portico), stopProcess(nginx), stopProcess(upstream)]);
+    await Promise.all([stopProcess(portico), ...(porticoB ? [stopProcess(porticoB)] : []), stopProcess(nginx), stopProcess(upstream)]);
   } finally {
     await cleanup();
   }

@@ -428,7 +428,8 @@ class Http2Request {
   private sendBody(stream: OwnedStream, body: Readable | Buffer): void {
     if (Buffer.isBuffer(body)) {
       this.handler.onBodySent?.(body);
-      stream.end(body);
+      // The handler may have given up on it (a body over the size limit).
+      if (!this.done) stream.end(body);
       return;
     }
     const source = body as OwnedBody;

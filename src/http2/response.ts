@@ -38,6 +38,19 @@ function onStreamClose(this: OwnedStream): void {
   this[kResponse]?.streamClosed();
 }
 
+/** The pod's trailers go out once node:http2 asks for them (after the last DATA frame). */
+function onWantTrailers(this: OwnedStream): void {
+  const response = this[kResponse];
+  const trailers = response?.pendingTrailers;
+  if (trailers === undefined) return;
+  response!.pendingTrailers = undefined;
+  try {
+    this.sendTrailers(trailerFields(trailers));
+  } catch {
+    this.close(constants.NGHTTP2_INTERNAL_ERROR);
+  }
+}
+
 function onStreamError(): void {
   // A reset stream errors; 'close' follows and says it to the response.
 }
@@ -60,6 +73,8 @@ export class Http2Response extends EventEmitter {
   private responded = false;
   private noBody = false;
   private closed = false;
+  /** Set by endWithTrailers until node:http2 asks for them ('wantTrailers'). */
+  pendingTrailers: Readonly<Record<string, string | string[] | undefined>> | undefined = undefined;
 
   constructor(req: Http2Request, stream: ServerHttp2Stream) {
     super();
@@ -174,13 +189,9 @@ export class Http2Response extends EventEmitter {
     if (!this.headersSent) this.writeHead(this.statusCode);
     if (!this.responded && !this.respond(false, -1)) return;
     const stream = this.stream;
-    stream.once('wantTrailers', () => {
-      try {
-        stream.sendTrailers(trailerFields(trailers));
-      } catch {
-        stream.close(constants.NGHTTP2_INTERNAL_ERROR);
-      }
-    });
+    // A shared listener rather than a closure per call (one per gRPC answer).
+    this.pendingTrailers = trailers;
+    stream.on('wantTrailers', onWantTrailers);
     stream.end();
     this.writableFinished = true;
     this.emitClose();

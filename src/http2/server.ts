@@ -122,7 +122,8 @@ export class Http2Front {
     }
     session[kOpen]!++;
     (stream as OwnedStream)[kSession] = session;
-    stream.once('close', streamClosed);
+    // 'close' comes once: on() spares the wrapper once() makes per stream.
+    stream.on('close', streamClosed);
     const req = new Http2Request(stream, socket, head);
     const res = new Http2Response(req, stream);
     // A head and DATA that came in one read are all checked by nghttp2 before the request

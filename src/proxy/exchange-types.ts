@@ -24,6 +24,12 @@ export interface ProxyRequest {
   readonly upgradeHead: Buffer | undefined;
   /** The body as a stream, with back-pressure to the client. */
   body(): Readable;
+  /**
+   * The whole body as one Buffer when all of it has arrived already and none was read
+   * (an HTTP/2 request whose DATA and END_STREAM came with its head: a gRPC unary call);
+   * undefined otherwise, and then body() is the way. Optional: HTTP/1.1 streams always.
+   */
+  receivedBody?(): Buffer | undefined;
 }
 
 /** Emits 'drain' (write may go on) and 'close' (ended, or cut) once. */

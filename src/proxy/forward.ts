@@ -262,7 +262,8 @@ class Exchange extends UpstreamRequestHead implements Dispatcher.DispatchHandler
   private forwarder: Forwarder;
   /** Refused connections retried through the gate (a sleepable Service's pods booting). */
   private bootRetries = 0;
-  private body: Readable | null = null;
+  /** A Buffer when the whole body had arrived before it was forwarded to an HTTP/2 pod (receivedBody). */
+  private body: Readable | Buffer | null = null;
   private endpoint: Endpoint | undefined = undefined;
   private controller: Dispatcher.DispatchController | undefined = undefined;
   /** An attempt is counted in its endpoint's in-flight number. */
@@ -294,7 +295,9 @@ class Exchange extends UpstreamRequestHead implements Dispatcher.DispatchHandler
       return;
     }
     if (this.contentLength > 0 || this.chunked) {
-      this.body = ctx.req.body();
+      // To HTTP/2 pods (gRPC) a body already received in full goes as one Buffer, not a stream.
+      const h2 = ctx.upstream.protocol === 'h2c' || ctx.upstream.protocol === 'h2';
+      this.body = (h2 ? ctx.req.receivedBody?.() : undefined) ?? ctx.req.body();
       this.countBody = limit >= 0 && this.contentLength < 0;
     }
     const picked = this.forwarder.balancer.pick();

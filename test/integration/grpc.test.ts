@@ -39,6 +39,8 @@ describe('gRPC through portico', () => {
       { apiVersion: 'v1', kind: 'Service', metadata: { name: 'down', namespace: 'default' }, spec: { ports: [{ name: 'http', port: 80 }] } },
       ...serviceWithEndpoints('refused', [9]),
       ingress('by-app-protocol', { rules: [{ host: 'app.test', paths: [{ path: '/', service: 'app' }] }] }),
+      // A body limit smaller than a message: small calls arrive whole with their head and go to the pod as one buffer.
+      ingress('tiny', { rules: [{ host: 'tiny.test', paths: [{ path: '/', service: 'grpc' }] }] }, { annotations: { 'portico.dev/upstream-protocol': 'h2c', 'portico.dev/max-body-size': '64' } }),
       ...h2cService('app', other.port),
     ]);
     portico = await startPortico(['--manifests', dir.path]);
@@ -115,6 +117,16 @@ describe('gRPC through portico', () => {
     const { err } = await unary(client('grpc.test'), 'unary', Buffer.alloc(9 * 1024 * 1024, 'x'));
     assert.equal(err?.code, grpc.status.RESOURCE_EXHAUSTED);
     assert.match(err!.details, /larger than the limit/);
+  });
+
+  test('a small call, whose body arrives with its head, is held to the body limit too: within it the pod gets it exact, over it RESOURCE_EXHAUSTED', async () => {
+    const c = client('tiny.test');
+    const within = await unary(c, 'unary', Buffer.from('0123456789'.repeat(5)));
+    assert.equal(within.err, null);
+    assert.equal(within.res?.toString(), 'pod-a:/test.Echo/Unary:' + '0123456789'.repeat(5));
+    const over = await unary(c, 'unary', Buffer.alloc(100, 'x'));
+    assert.equal(over.err?.code, grpc.status.RESOURCE_EXHAUSTED);
+    assert.match(over.err!.details, /larger than the limit/);
   });
 
   test('4 MiB messages pass both ways', async () => {
