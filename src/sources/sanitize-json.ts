@@ -89,10 +89,19 @@ export function describe(v: unknown): string {
   return String(v);
 }
 
-/** Copies `obj` without its undefined fields, so stored objects compare and print cleanly. */
+/**
+ * Copies `obj` without its undefined fields, so stored objects compare and print cleanly.
+ * A new object rather than `delete`: deleting a field turns an object into a dictionary
+ * (about 300 bytes more, and a hidden class of its own once frozen), and the store keeps
+ * hundreds of thousands of these at 10,000 Ingresses.
+ */
 export function compact<T extends object>(obj: T): T {
-  for (const key of Object.keys(obj) as (keyof T)[]) if (obj[key] === undefined) delete obj[key];
-  return obj;
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(obj)) {
+    const value = (obj as Record<string, unknown>)[key];
+    if (value !== undefined) out[key] = value;
+  }
+  return out as T;
 }
 
 export function deepFreeze<T>(value: T): T {
