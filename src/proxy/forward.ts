@@ -99,8 +99,8 @@ export class Forwarder implements EndpointUser {
   private unavailable: string | undefined;
   private unavailableKind: UpstreamErrorKind;
   private readonly unavailableStatus: number;
-  /** TLS name for pods (https/h2 profiles): the Service's cluster DNS name. */
-  readonly servername: string;
+  /** TLS name for pods (https/h2 profiles), made on first use: most routes never need it. */
+  private servernameText: string | undefined = undefined;
   /** The Service sleeps when idle (scale-to-zero): without endpoints its requests wait here for it to wake. */
   readonly gate: ServiceGate<Forwarder> | undefined;
   private readonly h2cByAppProtocol: boolean;
@@ -112,7 +112,6 @@ export class Forwarder implements EndpointUser {
     this.upstreams = upstreams;
     const backend = config.backend;
     const service = `${backend.namespace}/${backend.service}`;
-    this.servername = `${backend.service}.${backend.namespace}.svc`;
     // The backend's addresses now: this route's may be older when only endpoints changed since it was translated.
     const addresses = backend.error ? [] : upstreams.registry.addresses(backend);
     this.balancer = new Balancer(addresses.map((a) => upstreams.endpoint(a)));
@@ -155,6 +154,11 @@ export class Forwarder implements EndpointUser {
     if (backend.error === undefined) upstreams.registry.attach(backend.key, this);
     // Requests held for this backend go on with the newest forwarder, once it has endpoints.
     this.gate?.compiled(this);
+  }
+
+  /** TLS name for pods (https/h2 profiles): the Service's cluster DNS name. */
+  get servername(): string {
+    return (this.servernameText ??= `${this.config.backend.service}.${this.config.backend.namespace}.svc`);
   }
 
   /** A backend without error and without addresses answers 503, unless its requests wait for a wake. */

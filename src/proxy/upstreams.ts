@@ -172,7 +172,8 @@ export class UpstreamPools {
       stats = new AddressStats(key);
       this.stats.set(key, stats);
     }
-    return new Endpoint(this, address, key, stats);
+    // The stats' key: one string per address, not one per route that uses it.
+    return new Endpoint(this, address, stats.key, stats);
   }
 
   /** The pool for (profile, connect timeout, address), created on first use. */
