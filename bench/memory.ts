@@ -10,7 +10,7 @@
 // as in the container image; otherwise the TypeScript sources. Node flags go on node's
 // command line, as the image's ENTRYPOINT puts them, and the workers inherit them.
 import { spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -87,21 +87,27 @@ try {
   }
   const final = rss();
   const fmt = (list: number[]) => list.map((mb) => mb.toFixed(1)).join(' + ');
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN) / 1024;
   console.log(
     `${mode}, --workers ${workers}, ${compiled ? 'compiled (dist/)' : 'sources (type stripping)'}, node flags: ${nodeFlags.join(' ') || '(none)'}; ` +
-      `ready in ${(readyMs / 1000).toFixed(1)} s; RSS after ${settleSeconds} s: ${fmt(final)} MB (primary first; peak seen ${fmt(peak)}); load ${loadavg()[0]!.toFixed(1)}`,
+      `ready in ${(readyMs / 1000).toFixed(1)} s; RSS after ${settleSeconds} s: ${fmt(final)} MB (primary first; peak seen ${fmt(peak)}; the primary's is ${kb('RssAnon').toFixed(1)} MB anonymous, ${kb('RssFile').toFixed(1)} MB file-backed: Node's own code); load ${loadavg()[0]!.toFixed(1)}`,
   );
+  // The primary's V8 heap, from its own /metrics (prom-client's default metrics).
+  const metrics = await (await fetch(`http://127.0.0.1:${admin}/metrics`)).text();
+  const gauge = (name: string) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)`, 'm').exec(metrics)?.[1] ?? NaN) / (1024 * 1024);
+  const space = (kind: string, name: string) => Number(new RegExp(`^nodejs_heap_space_size_${kind}_bytes\\{space="${name}"\\} (\\S+)`, 'm').exec(metrics)?.[1] ?? NaN) / (1024 * 1024);
+  const spaces = ['new', 'old', 'code', 'large_object']
+    .map((name) => `${name} ${space('used', name).toFixed(0)}/${space('total', name).toFixed(0)}`)
+    .join(', ');
+  console.log(`primary heap: ${gauge('nodejs_heap_size_used_bytes').toFixed(1)} MB used of ${gauge('nodejs_heap_size_total_bytes').toFixed(1)} MB (${spaces}), external ${gauge('nodejs_external_memory_bytes').toFixed(1)} MB`);
   if (snapshotDir) {
     const before = new Set(readdirSync(snapshotDir));
     process.kill(pid, 'SIGUSR2');
     while (!readdirSync(snapshotDir).some((f) => !before.has(f) && f.endsWith('.heapsnapshot'))) await new Promise((r) => setTimeout(r, 500));
     await new Promise((r) => setTimeout(r, 5000)); // the file appears before it is complete
-    console.log(`heap snapshot written to ${snapshotDir}`);
+    console.log(`heap snapshot written to ${snapshotDir}; RSS after it (a full GC): ${fmt(rss())} MB`);
   }
-  // The primary's V8 heap, from its own /metrics (prom-client's default metrics).
-  const metrics = await (await fetch(`http://127.0.0.1:${admin}/metrics`)).text();
-  const gauge = (name: string) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)`, 'm').exec(metrics)?.[1] ?? NaN) / (1024 * 1024);
-  console.log(`primary heap: ${gauge('nodejs_heap_size_used_bytes').toFixed(1)} MB used of ${gauge('nodejs_heap_size_total_bytes').toFixed(1)} MB, external ${gauge('nodejs_external_memory_bytes').toFixed(1)} MB`);
   child.kill('SIGTERM');
   await new Promise((r) => child.once('exit', r));
   pid = undefined;

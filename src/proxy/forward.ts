@@ -8,7 +8,7 @@ import type { Dispatcher } from 'undici';
 import type { ProxyResponse } from './exchange-types.ts';
 import type { RouteConfig, UpstreamAddress } from '../model/config.ts';
 import type { EndpointUser } from './endpoint-registry.ts';
-import { Balancer, endpointLimit } from './balancer.ts';
+import { endpointLimit, type Balancer } from './balancer.ts';
 import { PLAIN_HTTP, type RequestContext, type UpstreamProfile } from './context.ts';
 import { sendError } from './errors.ts';
 import { buildRequestHeaders, buildResponseHeaders, UpstreamRequestHead } from './headers.ts';
@@ -114,7 +114,7 @@ export class Forwarder implements EndpointUser {
     const service = `${backend.namespace}/${backend.service}`;
     // The backend's addresses now: this route's may be older when only endpoints changed since it was translated.
     const addresses = backend.error ? [] : upstreams.registry.addresses(backend);
-    this.balancer = new Balancer(addresses.map((a) => upstreams.endpoint(a)));
+    this.balancer = upstreams.balancer(addresses);
     this.h2cByAppProtocol = backend.appProtocol === 'kubernetes.io/h2c';
     this.gate = backend.sleep !== undefined && backend.error === undefined && gates !== undefined ? gates.gate(service, backend.sleep) : undefined;
     this.unavailableKind = 'service_unavailable';
@@ -174,7 +174,7 @@ export class Forwarder implements EndpointUser {
 
   /** The backend's ready addresses moved (EndpointRegistry): requests from now on go to these. */
   setAddresses(addresses: readonly UpstreamAddress[]): void {
-    this.balancer = new Balancer(addresses.map((a) => this.upstreams.endpoint(a)));
+    this.balancer = this.upstreams.balancer(addresses);
     this.noEndpointsUnless(addresses.length > 0);
     // Requests held while the Service slept go on now (with the newest forwarder of the backend).
     if (this.gate !== undefined && this.gate.forwarders.get(this.backendKey) === this) this.gate.compiled(this);
