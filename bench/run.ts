@@ -17,6 +17,9 @@
 //                    machine they then share the cores with wrk and the upstream)
 //   --access-log     both proxies log every request BENCH_ACCESS_LOG   (off): nginx to a file with
 //                    buffer=64k, portico its JSON lines to a file (its stdout)
+//   --node-args "..."          Node options for portico (e.g. --max-semi-space-size=8)
+//   --variant-node-args "..."  a second portico with these Node options in the same rounds
+//                    (an A/B of a V8 setting under the same machine load)
 import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -36,7 +39,7 @@ const PROXY_CORE = 0;
 const LOAD_CORE = 1;
 const HOST = 'bench.local';
 
-type Target = 'nginx' | 'portico';
+type Target = 'nginx' | 'portico' | 'variant';
 
 /** Ctrl-C or SIGTERM: what fails afterwards is the stopping, not an error to report. */
 let interrupted = false;
@@ -49,6 +52,8 @@ interface BenchOptions {
   accessLog: boolean;
   workers: number;
   nodeArgs: string[];
+  /** Node options of a second portico measured in the same rounds; undefined: none. */
+  variantNodeArgs: string[] | undefined;
 }
 
 function readOptions(): BenchOptions {
@@ -62,6 +67,7 @@ function readOptions(): BenchOptions {
       workers: { type: 'string', default: process.env.BENCH_WORKERS ?? '1' },
       // Node options for portico, e.g. --node-args="--cpu-prof --cpu-prof-dir=/tmp/prof"
       'node-args': { type: 'string', default: '' },
+      'variant-node-args': { type: 'string' },
     },
   });
   const positive = (name: string, raw: string): number => {
@@ -77,6 +83,7 @@ function readOptions(): BenchOptions {
     accessLog: values['access-log'] === true,
     workers: positive('workers', values.workers),
     nodeArgs: values['node-args'].split(' ').filter((x) => x !== ''),
+    variantNodeArgs: values['variant-node-args']?.split(' ').filter((x) => x !== ''),
   };
 }
 
@@ -157,7 +164,7 @@ async function main(): Promise<void> {
   process.on('SIGTERM', onSignal);
 
   try {
-    const [upstreamPort, nginxPort, porticoPort] = [await freePort(), await freePort(), await freePort()];
+    const [upstreamPort, nginxPort, porticoPort, variantPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
 
     writeFileSync(join(dir, 'upstream.conf'), upstreamConfig(dir, upstreamPort));
     writeFileSync(join(dir, 'proxy.conf'), proxyConfig(dir, nginxPort, upstreamPort, options.accessLog, options.workers));
@@ -185,10 +192,14 @@ async function main(): Promise<void> {
       '--workers', String(options.workers),
     ];
     const portico = startProcess('portico', process.execPath, porticoArgs, { core: proxyCore, logFile: join(dir, 'portico.log') });
+    const variantArgs = options.variantNodeArgs && [...options.variantNodeArgs, ...porticoArgs.slice(options.nodeArgs.length)].map((a) => (a === String(porticoPort) ? String(variantPort) : a));
+    const variant = variantArgs && startProcess('variant', process.execPath, variantArgs, { core: proxyCore, logFile: join(dir, 'variant.log') });
+    const targets: readonly Target[] = variant ? ['nginx', 'portico', 'variant'] : ['nginx', 'portico'];
 
-    const ports: Record<Target, number> = { nginx: nginxPort, portico: porticoPort };
+    const ports: Record<Target, number> = { nginx: nginxPort, portico: porticoPort, variant: variantPort };
     await waitServing('nginx', nginxPort, nginx, join(dir, 'proxy-error.log'));
     await waitServing('portico', porticoPort, portico, join(dir, 'portico.log'));
+    if (variant) await waitServing('variant', variantPort, variant, join(dir, 'variant.log'));
     if (upstream.child.exitCode !== null) throw new Error('the upstream nginx exited');
 
     const nginxVersion = spawnSync('nginx', ['-v'], { encoding: 'utf8' }).stderr.trim().replace(/^nginx version: /, '');
@@ -198,11 +209,11 @@ async function main(): Promise<void> {
         `${pin ? `proxies on ${options.workers > 1 ? 'any core' : `core ${PROXY_CORE}`}, wrk + upstream on core ${LOAD_CORE}` : 'unpinned'}, ${options.workers} worker(s) each, access logs ${options.accessLog ? 'on' : 'off'} (about ${totalS}s)\n`,
     );
 
-    for (const target of ['nginx', 'portico'] as const) await wrk(ports[target], options.warmupS, options.connections);
+    for (const target of targets) await wrk(ports[target], options.warmupS, options.connections);
 
-    const results: Record<Target, WrkResult[]> = { nginx: [], portico: [] };
+    const results: Record<Target, WrkResult[]> = { nginx: [], portico: [], variant: [] };
     for (let round = 1; round <= options.rounds; round++) {
-      for (const target of ['nginx', 'portico'] as const) {
+      for (const target of targets) {
         const r = await wrk(ports[target], options.durationS, options.connections);
         results[target].push(r);
         console.log(row(`round ${round}`, target, { ...r, errors: r.non2xx + r.socketErrors }));
@@ -215,7 +226,7 @@ async function main(): Promise<void> {
       p99Ms: median(results[target].map((r) => r.p99Ms)),
       errors: results[target].reduce((sum, r) => sum + r.non2xx + r.socketErrors, 0),
     });
-    const medians = { nginx: summary('nginx'), portico: summary('portico') };
+    const medians = { nginx: summary('nginx'), portico: summary('portico'), ...(variant ? { variant: summary('variant') } : {}) };
     const ratio = {
       requestsPerSec: medians.portico.requestsPerSec / medians.nginx.requestsPerSec,
       p50: medians.portico.p50Ms / medians.nginx.p50Ms,
@@ -224,11 +235,19 @@ async function main(): Promise<void> {
     console.log('');
     console.log(row('median', 'nginx', medians.nginx));
     console.log(row('median', 'portico', medians.portico));
+    if (medians.variant) console.log(row('median', 'variant', medians.variant));
     console.log(
       `\nportico/nginx: throughput ${ratio.requestsPerSec.toFixed(2)}x, p50 latency ${ratio.p50.toFixed(2)}x, p99 latency ${ratio.p99.toFixed(2)}x`,
     );
-    for (const target of ['nginx', 'portico'] as const) {
-      if (medians[target].errors > 0) console.log(`warning: ${target} had ${medians[target].errors} non-2xx responses or socket errors; its numbers are suspect`);
+    if (medians.variant) {
+      console.log(
+        `variant (${options.variantNodeArgs!.join(' ') || 'no Node options'})/nginx: throughput ${(medians.variant.requestsPerSec / medians.nginx.requestsPerSec).toFixed(2)}x; ` +
+          `variant/portico (${options.nodeArgs.join(' ') || 'no Node options'}): throughput ${(medians.variant.requestsPerSec / medians.portico.requestsPerSec).toFixed(2)}x, p99 ${(medians.variant.p99Ms / medians.portico.p99Ms).toFixed(2)}x`,
+      );
+    }
+    for (const target of targets) {
+      const m = medians[target];
+      if (m !== undefined && m.errors > 0) console.log(`warning: ${target} had ${m.errors} non-2xx responses or socket errors; its numbers are suspect`);
     }
 
     mkdirSync(RESULTS_DIR, { recursive: true });
@@ -250,7 +269,7 @@ async function main(): Promise<void> {
     writeFileSync(file, JSON.stringify(report, null, 2) + '\n');
     console.log(`\nresults written to ${file}`);
 
-    await Promise.all([stopProcess(portico), stopProcess(nginx), stopProcess(upstream)]);
+    await Promise.all([stopProcess(portico), ...(variant ? [stopProcess(variant)] : []), stopProcess(nginx), stopProcess(upstream)]);
   } finally {
     await cleanup();
   }

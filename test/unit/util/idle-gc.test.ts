@@ -1,0 +1,28 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { IdleCollectionPolicy } from '../../../src/util/idle-gc.ts';
+
+const MB = 1024 * 1024;
+
+test('collects once the event loop goes quiet after start-up, then not again until a busy spell', () => {
+  const policy = new IdleCollectionPolicy();
+  assert.equal(policy.shouldCollect(0.4, 300 * MB), false, 'busy: never while the loop works');
+  assert.equal(policy.shouldCollect(0.002, 300 * MB), true, 'quiet after start-up');
+  policy.collected(200 * MB);
+  assert.equal(policy.shouldCollect(0.002, 260 * MB), false, 'still quiet: once is enough');
+  assert.equal(policy.shouldCollect(0.3, 260 * MB), false);
+  assert.equal(policy.shouldCollect(0.002, 260 * MB), true, 'quiet again after a busy spell, and the heap grew');
+});
+
+test('a light but steady load (between quiet and busy) never triggers a collection', () => {
+  const policy = new IdleCollectionPolicy();
+  policy.collected(100 * MB);
+  for (let i = 0; i < 20; i++) assert.equal(policy.shouldCollect(0.03, 200 * MB), false);
+});
+
+test('a quiet spell after a busy one leaves the heap alone when it did not grow', () => {
+  const policy = new IdleCollectionPolicy();
+  policy.collected(100 * MB);
+  assert.equal(policy.shouldCollect(0.5, 101 * MB), false);
+  assert.equal(policy.shouldCollect(0.001, 101 * MB), false);
+});
