@@ -60,7 +60,7 @@ try {
   }
   // HEAP_SNAPSHOT_DIR=DIR: also write a heap snapshot of the primary there after the settle time.
   const snapshotDir = process.env.HEAP_SNAPSHOT_DIR;
-  const args = [...nodeFlags, ...(snapshotDir ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${snapshotDir}`] : []), join(ROOT, 'bin/portico.js'), '--manifests', dir, '--workers', workers, '--http-port', '0', '--https-port', '0', '--admin-port', '0', '--bind', '127.0.0.1', '--access-log=false'];
+  const args = [...nodeFlags, ...(snapshotDir ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${snapshotDir}`] : []), join(ROOT, 'bin/portico.js'), '--manifests', dir, '--workers', workers, '--http-port', '0', '--https-port', '0', '--admin-port', '0', '--bind', '127.0.0.1', '--access-log=false', ...(process.env.PORTICO_ARGS?.split(' ').filter(Boolean) ?? [])];
   const t0 = performance.now();
   const child = spawn(join(ROOT, 'node_modules/.bin/node'), args, { stdio: ['ignore', 'pipe', 'inherit'], env: process.env });
   pid = child.pid!;
@@ -68,6 +68,7 @@ try {
     const timer = setTimeout(() => reject(new Error('not ready within 180 s')), 180_000);
     child.once('exit', (code) => reject(new Error(`portico exited with ${code}`)));
     createInterface({ input: child.stdout! }).on('line', (line) => {
+      if (process.env.PORTICO_ARGS !== undefined && !line.includes('"route table')) console.log(line.slice(0, 300));
       if (line.includes('"portico ready')) {
         clearTimeout(timer);
         resolve((JSON.parse(line) as { admin: number }).admin);

@@ -62,6 +62,8 @@ export interface Portico {
    */
   invalidate: Invalidate;
   stop(graceMs: number): Promise<void>;
+  /** Client connections this process serves now; absent in a primary with workers (they serve). */
+  openConnections?(): number;
 }
 
 export type Role = 'single' | 'primary' | 'worker';
@@ -101,7 +103,7 @@ export async function startPortico(options: Options, logger?: Logger, role: Role
   const log = logger ?? createLogger(options.logLevel);
   const portico = role === 'worker' ? await startWorker(options, log) : await startControlPlane(options, log, role);
   // Node 24 never runs V8's memory reducer in an ESM program: see src/util/idle-gc.ts.
-  const stopCollecting = collectWhenIdle(log);
+  const stopCollecting = collectWhenIdle(log, () => portico.openConnections?.() ?? 0);
   const stop = portico.stop.bind(portico);
   portico.stop = (graceMs) => {
     stopCollecting();
@@ -203,6 +205,7 @@ async function startWorker(options: Options, log: Logger): Promise<Portico> {
     holder: data.holder,
     ports: data.ports,
     invalidate,
+    openConnections: () => data.openConnections(),
     async stop(graceMs) {
       await (stopping ??= data.drain(graceMs));
     },
@@ -550,6 +553,7 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
     holder,
     ports,
     invalidate,
+    openConnections: () => data?.openConnections() ?? 0,
     async stop(graceMs: number) {
       holder.ready = false;
       controller.stop();

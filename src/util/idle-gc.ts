@@ -8,18 +8,21 @@
 // of a large rebuild or of a burst of traffic stayed resident for good (at 10,000 Ingresses,
 // 70 MB of dead objects and a 128 MB young generation).
 //
-// This does the same from JavaScript: every 10 s it looks at how busy the event loop was;
-// after a busy spell (or start) followed by a quiet interval, and if the heap grew since the
-// last collection, it runs one memory-reducing GC. It pauses the process (a few ms idle, up
-// to about 100 ms at 10,000 Ingresses), which is why it waits for a quiet event loop.
+// This does the same from JavaScript: every 10 s it looks at how busy the event loop was
+// and whether clients are connected; after a busy spell (start-up, a burst of changes, or
+// traffic) followed by an interval with no client connected and the loop mostly idle, and
+// if the heap grew since the last collection, it runs one memory-reducing GC. That pauses
+// the process (tens of ms idle, a few hundred at 10,000 Ingresses), so never while a client
+// is connected: at worst a change waits for it. "Mostly idle" leaves room for the periodic
+// rescans of a large manifest tree (up to a fifth of a core at 10,000 files).
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import type { Logger } from 'pino';
 
 /** Event-loop utilization (0-1) at or above which an interval counts as busy. */
-const BUSY = 0.05;
-/** ... and below which it counts as quiet. */
-const QUIET = 0.01;
+const BUSY = 0.3;
+/** ... and below which it counts as quiet (with no client connected). */
+const QUIET = 0.25;
 /** Heap growth since the last collection below which a quiet spell is left alone. */
 const MIN_GROWTH_BYTES = 4 * 1024 * 1024;
 
@@ -29,9 +32,9 @@ export class IdleCollectionPolicy {
   private heapAfterCollection = 0;
 
   /** Called once an interval; true: collect now. */
-  shouldCollect(utilization: number, heapBytes: number): boolean {
-    if (utilization >= BUSY) this.busySinceCollection = true;
-    if (utilization >= QUIET || !this.busySinceCollection) return false;
+  shouldCollect(utilization: number, clientsConnected: boolean, heapBytes: number): boolean {
+    if (utilization >= BUSY || clientsConnected) this.busySinceCollection = true;
+    if (clientsConnected || utilization >= QUIET || !this.busySinceCollection) return false;
     return heapBytes - this.heapAfterCollection >= MIN_GROWTH_BYTES;
   }
 
@@ -41,7 +44,7 @@ export class IdleCollectionPolicy {
   }
 }
 
-type Gc = (options: { type: 'major'; execution: 'sync'; flavor: 'last-resort' }) => void;
+type Gc = (options: { type: 'major'; execution: 'sync'; flavor: 'regular' }) => void;
 let gc: Gc | undefined;
 
 /** V8's gc() without --expose-gc on the command line: the flag, then a context that has it. */
@@ -53,19 +56,27 @@ function gcFunction(): Gc {
   return gc;
 }
 
-/** Starts watching; returns a function that stops it. */
-export function collectWhenIdle(log: Logger, intervalMs = 10_000): () => void {
+/**
+ * Starts watching; returns a function that stops it. `openConnections`: the client
+ * connections this process serves now (none for a primary with workers).
+ */
+export function collectWhenIdle(log: Logger, openConnections: () => number, intervalMs = 10_000): () => void {
   const policy = new IdleCollectionPolicy();
   let last = performance.eventLoopUtilization();
+  let connectedBefore = false;
   const timer = setInterval(() => {
     const now = performance.eventLoopUtilization();
     const { utilization } = performance.eventLoopUtilization(now, last);
     last = now;
-    if (!policy.shouldCollect(utilization, getHeapStatistics().total_heap_size)) return;
+    // Connected at either end of the interval: a pause would stall someone's request.
+    const connectedNow = openConnections() > 0;
+    const clientsConnected = connectedNow || connectedBefore;
+    connectedBefore = connectedNow;
+    if (!policy.shouldCollect(utilization, clientsConnected, getHeapStatistics().total_heap_size)) return;
     const before = getHeapStatistics().total_heap_size;
     const started = performance.now();
     // 'last-resort': V8's memory-reducing full GC (what the memory reducer runs).
-    gcFunction()({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+    gcFunction()({ type: 'major', execution: 'sync', flavor: 'regular' });
     const after = getHeapStatistics().total_heap_size;
     policy.collected(after);
     log.debug({ heapBeforeMB: Math.round(before / 1e6), heapAfterMB: Math.round(after / 1e6), ms: Math.round(performance.now() - started) }, 'quiet: gave unused heap memory back');
