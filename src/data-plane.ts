@@ -44,6 +44,8 @@ export interface DataPlane {
   updateEndpoints(updates: readonly EndpointUpdate[], replace?: boolean): void;
   /** Stops accepting, finishes requests in flight within graceMs, closes pools, flushes the access log. */
   drain(graceMs: number): Promise<void>;
+  /** Client connections open now, on every listener. */
+  openConnections(): number;
 }
 
 export function listen(server: net.Server, port: number, host: string, what: string): Promise<number> {
@@ -214,6 +216,9 @@ export async function startDataPlane(options: Options, log: Logger, metrics: Met
     },
     updateEndpoints(updates, replace) {
       upstreams.registry.apply(updates, replace);
+    },
+    openConnections() {
+      return proxies.reduce((sum, p) => sum + p.openConnections, gatewayListeners.openConnections);
     },
     async drain(graceMs) {
       holder.ready = false;

@@ -27,6 +27,7 @@ import type { IngressStatusWriter } from './status/ingress-status.ts';
 import type { GatewayStatusWriter } from './status/gateway-status.ts';
 import type { EventRecorder } from './status/events.ts';
 import { createLogger } from './util/log.ts';
+import { collectWhenIdle } from './util/idle-gc.ts';
 import { createMetrics } from './admin/metrics.ts';
 import { createAdminServer } from './admin/server.ts';
 import { CidrSet, parseCidrList } from './middleware/cidr.ts';
@@ -61,6 +62,8 @@ export interface Portico {
    */
   invalidate: Invalidate;
   stop(graceMs: number): Promise<void>;
+  /** Client connections this process serves now; absent in a primary with workers (they serve). */
+  openConnections?(): number;
 }
 
 export type Role = 'single' | 'primary' | 'worker';
@@ -98,7 +101,15 @@ export function roleOf(options: Options): Role {
 
 export async function startPortico(options: Options, logger?: Logger, role: Role = 'single'): Promise<Portico> {
   const log = logger ?? createLogger(options.logLevel);
-  return role === 'worker' ? startWorker(options, log) : startControlPlane(options, log, role);
+  const portico = role === 'worker' ? await startWorker(options, log) : await startControlPlane(options, log, role);
+  // Node 24 never runs V8's memory reducer in an ESM program: see src/util/idle-gc.ts.
+  const stopCollecting = collectWhenIdle(log, () => portico.openConnections?.() ?? 0);
+  const stop = portico.stop.bind(portico);
+  portico.stop = (graceMs) => {
+    stopCollecting();
+    return stop(graceMs);
+  };
+  return portico;
 }
 
 /** A worker: serves traffic with the configs the primary sends. */
@@ -194,6 +205,7 @@ async function startWorker(options: Options, log: Logger): Promise<Portico> {
     holder: data.holder,
     ports: data.ports,
     invalidate,
+    openConnections: () => data.openConnections(),
     async stop(graceMs) {
       await (stopping ??= data.drain(graceMs));
     },
@@ -541,6 +553,7 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
     holder,
     ports,
     invalidate,
+    openConnections: () => data?.openConnections() ?? 0,
     async stop(graceMs: number) {
       holder.ready = false;
       controller.stop();

@@ -1,6 +1,10 @@
 // The admin listener: probes for the kubelet, metrics for Prometheus, and the
 // live route table for people. Kept off the proxy ports (see --admin-port).
-import http from 'node:http';
+import type http from 'node:http';
+
+// Not `import http from 'node:http'`: an ESM import reads every export of the module,
+// and its lazy WebSocket/fetch getters load all of undici (about 12 MB per process).
+const { createServer } = process.getBuiltinModule('node:http');
 import type { Registry } from 'prom-client';
 import type { RouteTable, RouteTableHolder } from '../routing/table.ts';
 import { serializeRoutesView, type AddressesOf } from './routes-view.ts';
@@ -62,7 +66,7 @@ export function createAdminServer(options: AdminServerOptions): http.Server {
     return `${JSON.stringify({ version: table.version, time: Date.now(), listeners: options.listeners?.() ?? {}, hosts: hostTotals(metrics, table.config) })}\n`;
   });
 
-  const server = http.createServer((req, res) => {
+  const server = createServer((req, res) => {
     const method = req.method ?? 'GET';
     const url = req.url ?? '/';
     const query = url.indexOf('?');

@@ -19,13 +19,12 @@
 // The controller (pause/resume/abort) is the request itself. Pausing stops reading the
 // stream, so the pod runs out of flow-control window: at most one window (64 KiB, the
 // HTTP/2 default) is buffered per paused stream.
-import * as http2 from 'node:http2';
+import type * as http2 from 'node:http2';
 import * as net from 'node:net';
 import type { Readable } from 'node:stream';
 import * as tls from 'node:tls';
 import type { Dispatcher } from 'undici';
-
-const { NGHTTP2_CANCEL } = http2.constants;
+import { NGHTTP2_CANCEL, nodeHttp2 } from './node-http2.ts';
 
 export interface Http2PoolOptions {
   /** ms to establish the connection (TCP, and TLS); 0: no limit */
@@ -208,7 +207,7 @@ class Session {
       this.end(clientError('UND_ERR_SOCKET', `the pod at ${this.pool.authority} did not accept HTTP/2 in ALPN`));
       return;
     }
-    const session = http2.connect(`${this.pool.tls === undefined ? 'http' : 'https'}://${this.pool.authority}`, {
+    const session = nodeHttp2().connect(`${this.pool.tls === undefined ? 'http' : 'https'}://${this.pool.authority}`, {
       createConnection: () => socket,
       settings: { enablePush: false },
     });

@@ -3,7 +3,8 @@
 // end() (with END_STREAM when there is no body); write/end/destroy map to the stream's
 // write/end/RST_STREAM, its 'drain' and 'close' are passed on.
 import { EventEmitter } from 'node:events';
-import { constants, type OutgoingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
+import type { OutgoingHttpHeaders, ServerHttp2Stream } from 'node:http2';
+import { NGHTTP2_INTERNAL_ERROR } from './node-http2.ts';
 import { isCleanValue, isToken } from '../http1/header-chars.ts';
 import type { HeaderInput, HeaderValue } from '../http1/response.ts';
 import type { Http2Request } from './request.ts';
@@ -47,7 +48,7 @@ function onWantTrailers(this: OwnedStream): void {
   try {
     this.sendTrailers(trailerFields(trailers));
   } catch {
-    this.close(constants.NGHTTP2_INTERNAL_ERROR);
+    this.close(NGHTTP2_INTERNAL_ERROR);
   }
 }
 
@@ -200,7 +201,7 @@ export class Http2Response extends EventEmitter {
   destroy(): void {
     if (this.destroyed) return;
     this.destroyed = true;
-    if (!this.stream.closed) this.stream.close(constants.NGHTTP2_INTERNAL_ERROR);
+    if (!this.stream.closed) this.stream.close(NGHTTP2_INTERNAL_ERROR);
     this.emitClose();
   }
 

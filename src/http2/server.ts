@@ -9,7 +9,9 @@
 // syntax of names and values, pseudo-headers, connection-specific headers and
 // Content-Length against DATA; node:http2 bounds each session's memory and its rate
 // of RST_STREAM frames (a GOAWAY ends the connection beyond it). See http2Limits.
-import http2, { constants, type Http2Server, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
+import type * as http2 from 'node:http2';
+import type { Http2Server, ServerHttp2Session, ServerHttp2Stream } from 'node:http2';
+import { NGHTTP2_FLAG_END_STREAM, NGHTTP2_INTERNAL_ERROR, nodeHttp2 } from './node-http2.ts';
 import type { Socket } from 'node:net';
 import type { ProxyRequest, ProxyResponse } from '../proxy/exchange-types.ts';
 import { http2Head, Http2Request } from './request.ts';
@@ -53,7 +55,8 @@ function ignore(): void {
 export class Http2Front {
   private readonly handler: Http2Handler;
   private readonly options: Http2FrontOptions;
-  private readonly server: Http2Server;
+  /** Made on the first HTTP/2 connection (node:http2 is loaded then). */
+  private server: Http2Server | undefined = undefined;
   private readonly sessions = new Set<Session>();
   /** The socket being handed to node:http2, for the 'session' event it emits at once. */
   private accepting: Socket | undefined = undefined;
@@ -64,23 +67,6 @@ export class Http2Front {
   constructor(handler: Http2Handler, options: Http2FrontOptions) {
     this.handler = handler;
     this.options = options;
-    this.server = http2.createServer({
-      settings: {
-        maxConcurrentStreams: http2Limits.maxConcurrentStreams,
-        maxHeaderListSize: http2Limits.maxHeaderListSize,
-        enablePush: false,
-      },
-      // Pseudo-headers count too.
-      maxHeaderListPairs: options.maxHeaders + 8,
-      maxSessionMemory: http2Limits.maxSessionMemory,
-      maxSessionInvalidFrames: http2Limits.maxSessionInvalidFrames,
-      maxSessionRejectedStreams: http2Limits.maxSessionRejectedStreams,
-      streamResetBurst: http2Limits.streamResetBurst,
-      streamResetRate: http2Limits.streamResetRate,
-    } as http2.ServerOptions);
-    this.server.on('session', (session: Session) => this.opened(session));
-    this.server.on('stream', (stream: ServerHttp2Stream, _headers: unknown, flags: number, rawHeaders: string[]) => this.onStream(stream, flags, rawHeaders));
-    this.server.on('sessionError', ignore);
     this.accept = this.accept.bind(this);
   }
 
@@ -90,9 +76,32 @@ export class Http2Front {
       socket.destroy();
       return;
     }
+    const server = this.serverFor();
     this.accepting = socket;
-    this.server.emit('connection', socket);
+    server.emit('connection', socket);
     this.accepting = undefined;
+  }
+
+  private serverFor(): Http2Server {
+    if (this.server !== undefined) return this.server;
+    const server = nodeHttp2().createServer({
+      settings: {
+        maxConcurrentStreams: http2Limits.maxConcurrentStreams,
+        maxHeaderListSize: http2Limits.maxHeaderListSize,
+        enablePush: false,
+      },
+      // Pseudo-headers count too.
+      maxHeaderListPairs: this.options.maxHeaders + 8,
+      maxSessionMemory: http2Limits.maxSessionMemory,
+      maxSessionInvalidFrames: http2Limits.maxSessionInvalidFrames,
+      maxSessionRejectedStreams: http2Limits.maxSessionRejectedStreams,
+      streamResetBurst: http2Limits.streamResetBurst,
+      streamResetRate: http2Limits.streamResetRate,
+    } as http2.ServerOptions);
+    server.on('session', (session: Session) => this.opened(session));
+    server.on('stream', (stream: ServerHttp2Stream, _headers: unknown, flags: number, rawHeaders: string[]) => this.onStream(stream, flags, rawHeaders));
+    server.on('sessionError', ignore);
+    return (this.server = server);
   }
 
   private opened(session: Session): void {
@@ -113,7 +122,7 @@ export class Http2Front {
     const session = stream.session as Session | undefined;
     const socket = session?.[kSocket];
     if (session === undefined || socket === undefined || stream.destroyed) return;
-    const endStream = (flags & constants.NGHTTP2_FLAG_END_STREAM) !== 0;
+    const endStream = (flags & NGHTTP2_FLAG_END_STREAM) !== 0;
     const head = http2Head(rawHeaders, endStream);
     if (!('rawHeaders' in head)) {
       this.onRefused?.(head.reason, socket);
@@ -169,6 +178,6 @@ function refuse(stream: ServerHttp2Stream, status: number, message: string): voi
     stream.respond({ ':status': status, 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store' });
     stream.end(body);
   } catch {
-    stream.close(constants.NGHTTP2_INTERNAL_ERROR);
+    stream.close(NGHTTP2_INTERNAL_ERROR);
   }
 }

@@ -157,6 +157,8 @@ function split(
   };
 }
 
+const NO_KEYS: readonly string[] = Object.freeze([]);
+
 /** A SharedState that notes each key read into `keys`. */
 function recordingKeys(shared: SharedState, keys: string[]): SharedState {
   return {
@@ -184,17 +186,19 @@ export function createRouteCompiler(deps: RouteCompilerDeps): ProxyRoutes {
       const key = `${config.source.namespace}/${config.source.name}`;
       const read: string[] = [];
       const shared = recordingKeys(deps.shared, read);
-      const forwarders: Forwarder[] = [];
+      // Arrays made at their size: one grown by push keeps room for 17 (40,000 routes).
+      let forwarders: Forwarder[];
       let terminal: Handler;
       if (config.backends === undefined) {
         const forwarder = new Forwarder(config, deps.upstreams, routeMetrics, deps.gates);
-        forwarders.push(forwarder);
+        forwarders = [forwarder];
         terminal = forwarder.handle;
       } else {
+        forwarders = [];
         terminal = split(config, deps.upstreams, routeMetrics, shared, key, deps.gates, forwarders);
       }
       const chain = composeChain(config.policies, terminal, shared, key, config);
-      const sharedKeys = [...new Set(read)];
+      const sharedKeys = read.length === 0 ? NO_KEYS : [...new Set(read)];
       for (const k of sharedKeys) sharedRefs.set(k, (sharedRefs.get(k) ?? 0) + 1);
       route = new CompiledRoute(config, chain, routeMetrics, deps.accessLog, timeouts, sharedKeys, forwarders);
       compiled.set(config, route);

@@ -8,7 +8,7 @@ import type { Dispatcher } from 'undici';
 import type { ProxyResponse } from './exchange-types.ts';
 import type { RouteConfig, UpstreamAddress } from '../model/config.ts';
 import type { EndpointUser } from './endpoint-registry.ts';
-import { Balancer, endpointLimit } from './balancer.ts';
+import { endpointLimit, type Balancer } from './balancer.ts';
 import { PLAIN_HTTP, type RequestContext, type UpstreamProfile } from './context.ts';
 import { sendError } from './errors.ts';
 import { buildRequestHeaders, buildResponseHeaders, UpstreamRequestHead } from './headers.ts';
@@ -99,8 +99,8 @@ export class Forwarder implements EndpointUser {
   private unavailable: string | undefined;
   private unavailableKind: UpstreamErrorKind;
   private readonly unavailableStatus: number;
-  /** TLS name for pods (https/h2 profiles): the Service's cluster DNS name. */
-  readonly servername: string;
+  /** TLS name for pods (https/h2 profiles), made on first use: most routes never need it. */
+  private servernameText: string | undefined = undefined;
   /** The Service sleeps when idle (scale-to-zero): without endpoints its requests wait here for it to wake. */
   readonly gate: ServiceGate<Forwarder> | undefined;
   private readonly h2cByAppProtocol: boolean;
@@ -112,10 +112,9 @@ export class Forwarder implements EndpointUser {
     this.upstreams = upstreams;
     const backend = config.backend;
     const service = `${backend.namespace}/${backend.service}`;
-    this.servername = `${backend.service}.${backend.namespace}.svc`;
     // The backend's addresses now: this route's may be older when only endpoints changed since it was translated.
     const addresses = backend.error ? [] : upstreams.registry.addresses(backend);
-    this.balancer = new Balancer(addresses.map((a) => upstreams.endpoint(a)));
+    this.balancer = upstreams.balancer(addresses);
     this.h2cByAppProtocol = backend.appProtocol === 'kubernetes.io/h2c';
     this.gate = backend.sleep !== undefined && backend.error === undefined && gates !== undefined ? gates.gate(service, backend.sleep) : undefined;
     this.unavailableKind = 'service_unavailable';
@@ -157,6 +156,11 @@ export class Forwarder implements EndpointUser {
     this.gate?.compiled(this);
   }
 
+  /** TLS name for pods (https/h2 profiles): the Service's cluster DNS name. */
+  get servername(): string {
+    return (this.servernameText ??= `${this.config.backend.service}.${this.config.backend.namespace}.svc`);
+  }
+
   /** A backend without error and without addresses answers 503, unless its requests wait for a wake. */
   private noEndpointsUnless(hasAddresses: boolean): void {
     const backend = this.config.backend;
@@ -170,7 +174,7 @@ export class Forwarder implements EndpointUser {
 
   /** The backend's ready addresses moved (EndpointRegistry): requests from now on go to these. */
   setAddresses(addresses: readonly UpstreamAddress[]): void {
-    this.balancer = new Balancer(addresses.map((a) => this.upstreams.endpoint(a)));
+    this.balancer = this.upstreams.balancer(addresses);
     this.noEndpointsUnless(addresses.length > 0);
     // Requests held while the Service slept go on now (with the newest forwarder of the backend).
     if (this.gate !== undefined && this.gate.forwarders.get(this.backendKey) === this) this.gate.compiled(this);

@@ -37,6 +37,13 @@ export class GatewayListeners {
     this.deps = deps;
   }
 
+  /** Client connections open on the Gateway ports now. */
+  get openConnections(): number {
+    let open = 0;
+    for (const listener of this.bound.values()) open += listener.proxy.openConnections;
+    return open;
+  }
+
   /** Ports bound now. */
   get ports(): number[] {
     return [...this.bound.keys()];

@@ -47,6 +47,7 @@ import {
   describe,
   compact,
   deepFreeze,
+  unsliced,
   type Json,
 } from './sanitize-json.ts';
 import { sanitizeGateway, sanitizeGatewayClass, sanitizeGRPCRoute, sanitizeHTTPRoute, sanitizeNamespace, sanitizeReferenceGrant } from './sanitize-gateway.ts';
@@ -260,7 +261,7 @@ function sanitizeService(o: Json, metadata: ObjectMeta): Service {
               name: optString(port.name, `${f}.name`),
               protocol: optString(port.protocol, `${f}.protocol`),
               port: reqPort(port.port, `${f}.port`),
-              targetPort: typeof target === 'string' ? target : optPort(target, `${f}.targetPort`),
+              targetPort: typeof target === 'string' ? unsliced(target) : optPort(target, `${f}.targetPort`),
               appProtocol: optString(port.appProtocol, `${f}.appProtocol`),
             });
           }),

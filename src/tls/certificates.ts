@@ -1,9 +1,12 @@
 // Certificates served on the HTTPS listener, chosen per connection by SNI.
 // update() swaps them live after each rebuild; an unchanged Secret reuses its
 // SecureContext, so a rebuild that touches no certificate costs a hash per host.
+import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import tls from 'node:tls';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import type { CertificateConfig, Problem } from '../model/config.ts';
 
 /** The protocol versions and cipher suites every certificate is served with (--tls-min-version, --tls-ciphers). */
@@ -37,6 +40,8 @@ export function tlsCipherList(text: string): string {
 }
 
 export const DEFAULT_CERTIFICATE_CN = 'portico default certificate';
+
+const execFileAsync = promisify(execFile);
 
 interface Entry {
   readonly context: tls.SecureContext | undefined;
@@ -205,24 +210,17 @@ async function readPem(path: string, what: string): Promise<string> {
   return text;
 }
 
+/** A new self-signed default certificate (see ./self-signed-process.ts for why in a child process). */
 export async function generateSelfSigned(): Promise<{ cert: string; key: string }> {
-  // Loaded only when a certificate is generated: the library costs about 9 MB.
-  const { generate } = await import('selfsigned');
-  const notBeforeDate = new Date();
-  const notAfterDate = new Date(notBeforeDate.getTime() + 365 * 24 * 3600 * 1000);
-  const pems = await generate([{ name: 'commonName', value: DEFAULT_CERTIFICATE_CN }], {
-    keyType: 'ec',
-    curve: 'P-256',
-    algorithm: 'sha256',
-    notBeforeDate,
-    notAfterDate,
-    extensions: [
-      { name: 'basicConstraints', cA: false },
-      { name: 'keyUsage', digitalSignature: true, critical: true },
-      { name: 'extKeyUsage', serverAuth: true },
-    ],
-  });
-  return { cert: pems.cert, key: pems.private };
+  // The sources in development (type stripping), the compiled file in dist/.
+  const script = fileURLToPath(new URL(`./self-signed-process.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url));
+  let stdout: string;
+  try {
+    ({ stdout } = await execFileAsync(process.execPath, [script], { encoding: 'utf8', maxBuffer: 1 << 20 }));
+  } catch (err) {
+    throw new Error(`could not generate the default certificate: ${errorMessage(err)}`, { cause: err });
+  }
+  return JSON.parse(stdout) as { cert: string; key: string };
 }
 
 function errorMessage(err: unknown): string {

@@ -8,6 +8,7 @@ import { parsePolicies } from '../middleware/registry.ts';
 import type { BackendResolver, BackendResult } from './backends.ts';
 import { normalizeHost, wildcardParent } from './hosts.ts';
 import type { SecretParser } from './tls.ts';
+import { flatString } from '../util/flat-string.ts';
 
 /** A route before conflicts with other Ingresses are settled. */
 export interface CandidateRoute {
@@ -207,7 +208,7 @@ export function buildIngressEntry(ingress: Ingress, ctx: IngressContext, previou
       return;
     }
     (rule.http?.paths ?? []).forEach((p, j) => {
-      const field = `spec.rules[${i}].http.paths[${j}]`;
+      const field = flatString(`spec.rules[${i}].http.paths[${j}]`);
       let pathType = p.pathType;
       if (pathType === undefined) {
         report('warning', 'MissingPathType', `${field}.pathType: not set; treated as ImplementationSpecific (served as Prefix)`);
@@ -222,7 +223,7 @@ export function buildIngressEntry(ingress: Ingress, ctx: IngressContext, previou
         return;
       }
       const served: MatchType = pathType === 'Exact' ? 'Exact' : 'Prefix';
-      const matchKey = matchKeyOf(host.host, served, path);
+      const matchKey = flatString(matchKeyOf(host.host, served, path));
       const earlier = firstField.get(matchKey);
       if (earlier !== undefined) {
         report('warning', 'DuplicatePath', `${field}: same host, path and type as ${earlier} of this Ingress, which is used instead`);
@@ -230,7 +231,7 @@ export function buildIngressEntry(ingress: Ingress, ctx: IngressContext, previou
       }
       firstField.set(matchKey, field);
       const result = resolve(p.backend ?? {}, `${field}.backend`);
-      const id = `${namespace}/${name}|${host.host}|${served}|${path}`;
+      const id = flatString(`${namespace}/${name}|${host.host}|${served}|${path}`);
       routes.push({ route: makeRoute(id, host.host, path, served, result, hostHasTls(host.host)), field, matchKey });
     });
   });

@@ -1,5 +1,8 @@
 // Standalone mode does not load @kubernetes/client-node (about 90 MB of RSS): only
-// cluster mode imports the Kubernetes client, on demand.
+// cluster mode imports the Kubernetes client, on demand. Nor does an idle portico hold
+// what it does not use yet: node:http2 (until an HTTP/2 connection), undici's fetch
+// (which an ESM import of node:http pulls in), or the certificate generator (run in a
+// child process).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -41,4 +44,48 @@ test('a standalone portico starts, serves and stops without loading the Kubernet
 test('the probe sees the client when it is loaded (cluster mode\'s module)', () => {
   const seen = clientNodeImports(`await import(${JSON.stringify(SRC + 'kube/client.ts')});`);
   assert.ok(seen.length > 0);
+});
+
+/** Runs `body` in a fresh Node; returns the built-in modules and the package specifiers it loaded. */
+function loadedModules(body: string): { builtins: string[]; packages: string[] } {
+  const script = `
+    import { registerHooks } from 'node:module';
+    const packages = [];
+    registerHooks({ resolve(specifier, context, next) { if (!specifier.startsWith('.') && !specifier.startsWith('node:') && !specifier.startsWith('file:') && !specifier.startsWith('/')) packages.push(specifier); return next(specifier, context); } });
+    ${body}
+    const builtins = process.moduleLoadList.filter((m) => m.startsWith('NativeModule ')).map((m) => m.slice('NativeModule '.length));
+    process.stdout.write(JSON.stringify({ builtins, packages }));
+    process.exit(0);`;
+  const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 30_000 });
+  assert.equal(result.status, 0, result.stderr);
+  return JSON.parse(result.stdout) as { builtins: string[]; packages: string[] };
+}
+
+test('an idle portico with HTTPS and a generated default certificate loads neither node:http2, undici nor the certificate library', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'portico-footprint-'));
+  try {
+    const { builtins, packages } = loadedModules(`
+      const { parseOptions } = await import(${JSON.stringify(SRC + 'config/flags.ts')});
+      const { startPortico } = await import(${JSON.stringify(SRC + 'portico.ts')});
+      const portico = await startPortico(parseOptions(['--manifests', ${JSON.stringify(dir)}, '--workers', '1', '--http-port', '0', '--https-port', '0', '--admin-port', '0', '--log-level', 'error']));
+      const tls = await import('node:tls');
+      // The HTTPS listener answers with the generated certificate, made in a child process.
+      const subject = await new Promise((resolve, reject) => {
+        const socket = tls.connect({ port: portico.ports.https, host: '127.0.0.1', rejectUnauthorized: false }, () => { resolve(socket.getPeerCertificate().subject.CN); socket.end(); });
+        socket.on('error', reject);
+      });
+      if (subject !== 'portico default certificate') throw new Error('unexpected certificate: ' + subject);
+      await portico.stop(0);`);
+    assert.ok(builtins.includes('tls'), 'the probe sees built-in modules');
+    assert.deepEqual(
+      builtins.filter((m) => m === 'http2' || m.startsWith('internal/http2/') || m.includes('undici')),
+      [],
+    );
+    assert.deepEqual(
+      packages.filter((p) => p === 'selfsigned' || p.startsWith('@peculiar/')),
+      [],
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

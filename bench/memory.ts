@@ -1,0 +1,118 @@
+// Resident memory of portico through the real CLI, per process (primary and workers),
+// after it has been ready and idle for a while (issue 12: < 64 MiB idle, < 200 MiB at
+// 10,000 Ingresses).
+//   node_modules/.bin/node bench/memory.ts idle  [workers=1] [settleSeconds=20] [node flags...]
+//   node_modules/.bin/node bench/memory.ts scale [workers=1] [settleSeconds=20] [node flags...]
+// idle: the bundled example (examples/hello) plus 100 Ingresses; scale: 10,000 Ingresses
+// of two hosts each (20,000 hosts), 10,000 Services and 10,000 EndpointSlices of 5 pods
+// (50,000 endpoints), one file per Ingress with its Service and slice. The compiled
+// JavaScript runs when dist/ exists and NODE_ENV=production (run `npm run build` first),
+// as in the container image; otherwise the TypeScript sources. Node flags go on node's
+// command line, as the image's ENTRYPOINT puts them, and the workers inherit them.
+import { spawn } from 'node:child_process';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { processRss, processTree } from './lib/processes.ts';
+import { ingress, toYaml, type Obj } from '../test/support/objects.ts';
+
+const mode = process.argv[2] ?? 'idle';
+const workers = process.argv[3] ?? '1';
+const settleSeconds = Number(process.argv[4] ?? 20);
+const nodeFlags = process.argv.slice(5);
+if (mode !== 'idle' && mode !== 'scale') throw new Error(`mode is "idle" or "scale", not "${mode}"`);
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const compiled = process.env.NODE_ENV === 'production' && existsSync(join(ROOT, 'dist/cli.js'));
+
+function service(name: string, namespace: string, addresses: string[]): Obj[] {
+  return [
+    { apiVersion: 'v1', kind: 'Service', metadata: { name, namespace }, spec: { ports: [{ name: 'http', port: 80, targetPort: 8080 }] } },
+    {
+      apiVersion: 'discovery.k8s.io/v1',
+      kind: 'EndpointSlice',
+      metadata: { name: `${name}-abc`, namespace, labels: { 'kubernetes.io/service-name': name } },
+      addressType: 'IPv4',
+      ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
+      endpoints: addresses.map((a) => ({ addresses: [a], conditions: { ready: true } })),
+    },
+  ];
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'portico-bench-memory-'));
+let pid: number | undefined;
+try {
+  if (mode === 'idle') {
+    cpSync(join(ROOT, 'examples/hello'), dir, { recursive: true });
+    const objects: Obj[] = [];
+    for (let i = 0; i < 100; i++) objects.push(ingress(`extra-${i}`, { rules: [{ host: `extra-${i}.local`, paths: [{ path: '/', service: 'hello', port: 'http' }] }] }));
+    writeFileSync(join(dir, 'extra.yaml'), toYaml(objects));
+  } else {
+    writeFileSync(join(dir, 'class.yaml'), toYaml([{ apiVersion: 'networking.k8s.io/v1', kind: 'IngressClass', metadata: { name: 'portico' }, spec: { controller: 'portico.dev/ingress-controller' } }]));
+    for (let i = 0; i < 10_000; i++) {
+      const ns = `ns${i % 100}`;
+      const addresses = [1, 2, 3, 4, 5].map((p) => `10.${(i >> 8) & 255}.${i & 255}.${p}`);
+      const rules = [`app${i}.bench.test`, `www${i}.bench.test`].map((host) => ({ host, paths: [{ path: '/', service: `svc${i}` }, { path: '/api', pathType: 'Exact', service: `svc${i}` }] }));
+      writeFileSync(join(dir, `app-${i}.yaml`), toYaml([ingress(`ing${i}`, { rules }, { namespace: ns }), ...service(`svc${i}`, ns, addresses)]));
+    }
+  }
+  // HEAP_SNAPSHOT_DIR=DIR: also write a heap snapshot of the primary there after the settle time.
+  const snapshotDir = process.env.HEAP_SNAPSHOT_DIR;
+  const args = [...nodeFlags, ...(snapshotDir ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${snapshotDir}`] : []), join(ROOT, 'bin/portico.js'), '--manifests', dir, '--workers', workers, '--http-port', '0', '--https-port', '0', '--admin-port', '0', '--bind', '127.0.0.1', '--access-log=false', ...(process.env.PORTICO_ARGS?.split(' ').filter(Boolean) ?? [])];
+  const t0 = performance.now();
+  const child = spawn(join(ROOT, 'node_modules/.bin/node'), args, { stdio: ['ignore', 'pipe', 'inherit'], env: process.env });
+  pid = child.pid!;
+  const admin = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('not ready within 180 s')), 180_000);
+    child.once('exit', (code) => reject(new Error(`portico exited with ${code}`)));
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      if (process.env.PORTICO_ARGS !== undefined && !line.includes('"route table')) console.log(line.slice(0, 300));
+      if (line.includes('"portico ready')) {
+        clearTimeout(timer);
+        resolve((JSON.parse(line) as { admin: number }).admin);
+      }
+    });
+  });
+  const readyMs = performance.now() - t0;
+  const rss = () =>
+    processTree(pid!)
+      .map((p) => processRss(p) / (1024 * 1024))
+      .filter((mb) => mb > 5);
+  let peak = rss();
+  for (let t = 0; t < settleSeconds; t++) {
+    await new Promise((r) => setTimeout(r, 1000));
+    const now = rss();
+    if (now.reduce((a, b) => a + b, 0) > peak.reduce((a, b) => a + b, 0)) peak = now;
+  }
+  const final = rss();
+  const fmt = (list: number[]) => list.map((mb) => mb.toFixed(1)).join(' + ');
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN) / 1024;
+  console.log(
+    `${mode}, --workers ${workers}, ${compiled ? 'compiled (dist/)' : 'sources (type stripping)'}, node flags: ${nodeFlags.join(' ') || '(none)'}; ` +
+      `ready in ${(readyMs / 1000).toFixed(1)} s; RSS after ${settleSeconds} s: ${fmt(final)} MB (primary first; peak seen ${fmt(peak)}; the primary's is ${kb('RssAnon').toFixed(1)} MB anonymous, ${kb('RssFile').toFixed(1)} MB file-backed: Node's own code); load ${loadavg()[0]!.toFixed(1)}`,
+  );
+  // The primary's V8 heap, from its own /metrics (prom-client's default metrics).
+  const metrics = await (await fetch(`http://127.0.0.1:${admin}/metrics`)).text();
+  const gauge = (name: string) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)`, 'm').exec(metrics)?.[1] ?? NaN) / (1024 * 1024);
+  const space = (kind: string, name: string) => Number(new RegExp(`^nodejs_heap_space_size_${kind}_bytes\\{space="${name}"\\} (\\S+)`, 'm').exec(metrics)?.[1] ?? NaN) / (1024 * 1024);
+  const spaces = ['new', 'old', 'code', 'large_object']
+    .map((name) => `${name} ${space('used', name).toFixed(0)}/${space('total', name).toFixed(0)}`)
+    .join(', ');
+  console.log(`primary heap: ${gauge('nodejs_heap_size_used_bytes').toFixed(1)} MB used of ${gauge('nodejs_heap_size_total_bytes').toFixed(1)} MB (${spaces}), external ${gauge('nodejs_external_memory_bytes').toFixed(1)} MB`);
+  if (snapshotDir) {
+    const before = new Set(readdirSync(snapshotDir));
+    process.kill(pid, 'SIGUSR2');
+    while (!readdirSync(snapshotDir).some((f) => !before.has(f) && f.endsWith('.heapsnapshot'))) await new Promise((r) => setTimeout(r, 500));
+    await new Promise((r) => setTimeout(r, 5000)); // the file appears before it is complete
+    console.log(`heap snapshot written to ${snapshotDir}; RSS after it (a full GC): ${fmt(rss())} MB`);
+  }
+  child.kill('SIGTERM');
+  await new Promise((r) => child.once('exit', r));
+  pid = undefined;
+} finally {
+  if (pid !== undefined) process.kill(pid, 'SIGKILL');
+  rmSync(dir, { recursive: true, force: true });
+}
