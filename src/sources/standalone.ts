@@ -179,7 +179,8 @@ export class ManifestDirectorySource {
   /** Files that currently have errors. */
   private readonly failing = new Set<string>();
   /** Files that read empty once and are read again before their objects are dropped. */
-  private readonly emptiedOnce = new Set<string>();
+  /** Held emptied or gone files, with when the hold began. */
+  private readonly emptiedOnce = new Map<string, number>();
   /** Files the last reads found partly written (see PARTIAL_RECHECK_MS), and those already given a second read. */
   private readonly partial = new Set<string>();
   private readonly partialOnce = new Set<string>();
@@ -195,6 +196,8 @@ export class ManifestDirectorySource {
   /** Files read so far (for debug logs and tests of the per-file path). */
   private reads = 0;
   private lastWalkMs = 0;
+  /** When the last walk began (performance.now()). */
+  private walkBegan = 0;
   private debounceTimer: NodeJS.Timeout | undefined;
   private pendingScan: NodeJS.Immediate | undefined;
   /** When the first event of the current burst arrived (performance.now()). */
@@ -493,7 +496,8 @@ export class ManifestDirectorySource {
     // Read beside the walk after it listed them: newer than what the walk saw.
     for (const path of this.appliedDuringWalk ?? []) updates.delete(path);
     this.holdPartial(updates);
-    this.holdEmptied(updates);
+    // What the walk saw, it saw when it began (perhaps before a writer's second step).
+    this.holdEmptied(updates, this.walkBegan);
     this.applyFiles(updates);
     this.report();
   }
@@ -525,17 +529,30 @@ export class ManifestDirectorySource {
    * A file that is gone waits the same moment: `rm -r` of the directory removes the files
    * before the directory, and a directory gone keeps serving (see scan).
    */
-  private holdEmptied(updates: Map<string, FileEntry | undefined>): void {
+  private holdEmptied(updates: Map<string, FileEntry | undefined>, seenAt = performance.now()): void {
     for (const [path, entry] of updates) {
       const before = this.files.get(path);
       const hadContent = (before?.objects.size ?? 0) > 0 || before?.invalidations !== undefined;
       const emptied = hadContent && (entry === undefined || (entry.objects.size === 0 && entry.invalidations === undefined && entry.errors.length === 0));
-      if (!emptied || this.emptiedOnce.has(path)) {
+      const heldAt = this.emptiedOnce.get(path);
+      if (!emptied) {
         this.emptiedOnce.delete(path);
         continue;
       }
+      if (heldAt !== undefined) {
+        // Still empty when seen again a moment later: it is. Seen again sooner (another
+        // event of the same write, a walk that began meanwhile), it proves nothing yet.
+        if (seenAt - heldAt >= EMPTIED_RECHECK_MS) {
+          this.emptiedOnce.delete(path);
+        } else {
+          updates.delete(path);
+          this.dirty.add(path);
+          setTimeout(() => this.requestScan(), EMPTIED_RECHECK_MS - (seenAt - heldAt)).unref();
+        }
+        continue;
+      }
       updates.delete(path);
-      this.emptiedOnce.add(path);
+      this.emptiedOnce.set(path, performance.now());
       this.dirty.add(path);
       setTimeout(() => this.requestScan(), EMPTIED_RECHECK_MS).unref();
     }
@@ -587,6 +604,7 @@ export class ManifestDirectorySource {
   /** Every manifest file under the directory, by path relative to it ("/"-separated); watches what it visits. */
   private async walk(): Promise<Map<string, FoundFile>> {
     const began = performance.now();
+    this.walkBegan = began;
     const walk = ++this.walks;
     const root = this.o.dir;
     const found = new Map<string, FoundFile>();
