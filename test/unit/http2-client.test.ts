@@ -238,7 +238,7 @@ test('streams share one session up to the pod\'s MAX_CONCURRENT_STREAMS; past it
   await server.close();
 });
 
-test('after GOAWAY new requests go to a new session while the old one finishes its stream', async () => {
+test('after GOAWAY new requests go to a new session while the old one finishes its stream', async (t) => {
   let count = 0;
   const server = await h2cServer((stream, _headers, session) => {
     count++;
@@ -247,24 +247,27 @@ test('after GOAWAY new requests go to a new session while the old one finishes i
       setTimeout(() => {
         stream.respond({ ':status': 200 });
         stream.end('old');
-      }, 100);
+      }, 500);
       return;
     }
     stream.respond({ ':status': 200 });
     stream.end('new');
   });
   const p = pool(server.port);
+  // Also when an assertion fails: an open session would keep the test file running.
+  t.after(() => p.close().then(() => server.close()));
   const a = new Recorder();
   p.dispatch(options(), a);
-  await delay(50);
+  // The GOAWAY goes out once the server has the first stream; give it time to arrive
+  // (a loaded machine), well before the old stream is answered.
+  while (count === 0) await delay(5);
+  await delay(150);
   const b = new Recorder();
   p.dispatch(options(), b);
   await Promise.all([a.finished(), b.finished()]);
   assert.equal(a.body, 'old');
   assert.equal(b.body, 'new');
   assert.equal(server.sessions, 2);
-  await p.close();
-  await server.close();
 });
 
 test('h2 over TLS: ALPN h2, the certificate checked against the CA and the request\'s server name', async () => {
