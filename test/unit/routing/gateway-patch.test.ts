@@ -5,11 +5,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { withLazyRoutes, type RouteConfig, type RoutingConfig } from '../../../src/model/config.ts';
-import { keyOf, type KubeObject, type RoutingKind } from '../../../src/model/k8s.ts';
-import type { ObjectChange } from '../../../src/sources/store.ts';
+import { keyOf, type KubeObject } from '../../../src/model/k8s.ts';
 import { buildRouteTable, type RouteTable } from '../../../src/routing/table.ts';
 import { createTranslator, translate } from '../../../src/translate/index.ts';
-import { OPTIONS, service, slice, snapshotOf } from '../translate/fixtures.ts';
+import { OPTIONS, changesBetween, service, slice, snapshotOf } from '../translate/fixtures.ts';
 import { gateway, gatewayClass, grpcRoute, http, httpRoute, toService } from '../translate/gateway-fixtures.ts';
 
 const id = (o: KubeObject) => `${o.kind}/${keyOf(o)}`;
@@ -65,14 +64,7 @@ test('a Gateway route change patches the table to answer as a table built from s
   for (const [name, change] of steps) {
     const next = new Map(objects);
     change(next);
-    const changes: ObjectChange[] = [];
-    for (const key of new Set([...objects.keys(), ...next.keys()])) {
-      const a = objects.get(key);
-      const b = next.get(key);
-      if (a === b) continue;
-      const obj = (b ?? a)!;
-      changes.push({ type: a === undefined ? 'added' : b === undefined ? 'deleted' : 'updated', kind: obj.kind as RoutingKind, key: keyOf(obj) });
-    }
+    const changes = changesBetween(objects, next);
     objects = next;
     const snapshot = snapshotOf([...objects.values()]);
     const config = memo(snapshot, OPTIONS, changes);

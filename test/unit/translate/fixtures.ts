@@ -10,10 +10,12 @@ import {
   type IngressBackend,
   type IngressClass,
   type KubeObject,
+  type RoutingKind,
   type Secret,
   type Service,
   type ServicePort,
 } from '../../../src/model/k8s.ts';
+import type { ObjectChange } from '../../../src/sources/store.ts';
 
 export const OPTIONS: TranslateOptions = { ingressClass: 'portico', controllerName: CONTROLLER_NAME, allowExternalName: false };
 
@@ -193,4 +195,17 @@ export function problemLines(config: RoutingConfig): string[] {
 /** Routes as "host|Type|path -> backend key [error]". */
 export function routeLines(config: RoutingConfig): string[] {
   return config.routes.map((r) => `${r.host}|${r.pathType}|${r.path} -> ${r.backend.key}${r.backend.error ? ' ' + r.backend.error : ''}`);
+}
+
+/** What changed between two object sets (any keys), as the store reports it. */
+export function changesBetween(before: ReadonlyMap<string, KubeObject>, after: ReadonlyMap<string, KubeObject>): ObjectChange[] {
+  const out: ObjectChange[] = [];
+  for (const id of new Set([...before.keys(), ...after.keys()])) {
+    const a = before.get(id);
+    const b = after.get(id);
+    if (a === b) continue;
+    const obj = (b ?? a)!;
+    out.push({ type: a === undefined ? 'added' : b === undefined ? 'deleted' : 'updated', kind: obj.kind as RoutingKind, key: keyOf(obj) });
+  }
+  return out;
 }

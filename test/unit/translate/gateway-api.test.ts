@@ -1,10 +1,9 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { RouteConfig, RoutingConfig } from '../../../src/model/config.ts';
-import { keyOf, type KubeObject, type RoutingKind } from '../../../src/model/k8s.ts';
-import type { ObjectChange } from '../../../src/sources/store.ts';
+import { keyOf, type KubeObject } from '../../../src/model/k8s.ts';
 import { createTranslator, translate } from '../../../src/translate/index.ts';
-import { OPTIONS, run, service, slice, snapshotOf, testCerts, tlsSecret } from './fixtures.ts';
+import { OPTIONS, changesBetween, run, service, slice, snapshotOf, testCerts, tlsSecret } from './fixtures.ts';
 import { gateway, gatewayClass, grant, http, httpRoute, toService } from './gateway-fixtures.ts';
 
 const backends = [service('web'), slice('web-1', 'web', [{ ip: '10.0.0.1' }]), service('api'), slice('api-1', 'api', [{ ip: '10.0.0.2' }])];
@@ -247,14 +246,7 @@ describe('Gateway API translation, given the changes', () => {
     for (const [name, change] of steps) {
       const next = new Map(objects);
       change(next);
-      const changes: ObjectChange[] = [];
-      for (const key of new Set([...objects.keys(), ...next.keys()])) {
-        const a = objects.get(key);
-        const b = next.get(key);
-        if (a === b) continue;
-        const obj = (b ?? a)!;
-        changes.push({ type: a === undefined ? 'added' : b === undefined ? 'deleted' : 'updated', kind: obj.kind as RoutingKind, key: keyOf(obj) });
-      }
+      const changes = changesBetween(objects, next);
       objects = next;
       const snapshot = snapshotOf([...objects.values()]);
       const before = memo(snapshot, OPTIONS, []);

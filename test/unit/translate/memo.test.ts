@@ -1,10 +1,9 @@
 import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { RoutingConfig, TranslateOptions } from '../../../src/model/config.ts';
-import { keyOf, type KubeObject, type RoutingKind } from '../../../src/model/k8s.ts';
-import type { ObjectChange } from '../../../src/sources/store.ts';
+import type { KubeObject } from '../../../src/model/k8s.ts';
 import { createTranslator, translate } from '../../../src/translate/index.ts';
-import { OPTIONS, ingress, ingressClass, service, simpleIngress, slice, snapshotOf, svcBackend, testCerts, tlsSecret, type TestCerts } from './fixtures.ts';
+import { OPTIONS, changesBetween, ingress, ingressClass, service, simpleIngress, slice, snapshotOf, svcBackend, testCerts, tlsSecret, type TestCerts } from './fixtures.ts';
 
 let certs: TestCerts;
 before(async () => {
@@ -32,19 +31,6 @@ function world(): Map<string, KubeObject> {
 function content(config: RoutingConfig): RoutingConfig {
   const { serial: _serial, delta: _delta, ...rest } = config;
   return rest;
-}
-
-/** What changed between two object sets, as the store reports it. */
-function changesBetween(before: Map<string, KubeObject>, after: Map<string, KubeObject>): ObjectChange[] {
-  const out: ObjectChange[] = [];
-  for (const id of new Set([...before.keys(), ...after.keys()])) {
-    const a = before.get(id);
-    const b = after.get(id);
-    if (a === b) continue;
-    const obj = (b ?? a)!;
-    out.push({ type: a === undefined ? 'added' : b === undefined ? 'deleted' : 'updated', kind: obj.kind as RoutingKind, key: keyOf(obj) });
-  }
-  return out;
 }
 
 function byId(config: RoutingConfig) {
