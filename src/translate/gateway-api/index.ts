@@ -39,11 +39,9 @@ export interface GatewayApiOutput {
   readonly status: GatewayApiStatus;
   readonly problems: readonly Problem[];
   /** By "<kind>:<ns>/<name>" ("HTTPRoute:default/web"). */
-  readonly fragments: ReadonlyMap<string, RouteFragment>;
+  readonly fragments: PatchedMap<string, RouteFragment>;
   /** The routes served, by gatewaySourceKey of their route (only routes that serve something). */
   readonly routesBySource: ReadonlyMap<string, readonly RouteConfig[]>;
-  /** The fragments made by this translation (the others were reused). */
-  readonly translated: readonly RouteFragment[];
   /** Set by updateGatewayApi: the sources whose served routes may differ from the previous output's. */
   readonly changedSources?: ReadonlySet<string>;
   /** Service "ns/name" -> the fragments that read it. Handed from output to output (updated in place). */
@@ -117,7 +115,6 @@ export function translateGatewayApi(snapshot: Snapshot, deps: GatewayApiDeps): G
   const served = new Map<string, RouteFragment>();
   const routeProblems = new Map<string, readonly Problem[]>();
   const attachedCounts = new Map<string, number>();
-  const translated: RouteFragment[] = [];
   let http = 0;
   let grpc = 0;
   let routeCount = 0;
@@ -128,7 +125,7 @@ export function translateGatewayApi(snapshot: Snapshot, deps: GatewayApiDeps): G
       for (const [key, route] of routes) {
         const fragmentKey = `${kind}:${key}`;
         let fragment = deps.reuse?.(fragmentKey, route);
-        if (fragment === undefined) translated.push((fragment = fragmentOf(route, translate(route))));
+        fragment ??= fragmentOf(route, translate(route));
         fragments.set(fragmentKey, fragment);
         if (fragment.parents.length > 0) attached.push([fragmentKey, fragment]);
       }
@@ -163,7 +160,7 @@ export function translateGatewayApi(snapshot: Snapshot, deps: GatewayApiDeps): G
     passProblems: pass.problems,
     routeProblems: PatchedMap.of(routeProblems),
   };
-  return assemble(pass, PatchedMap.of(fragments), state, translated, readers, undefined);
+  return assemble(pass, PatchedMap.of(fragments), state, readers, undefined);
 }
 
 /**
@@ -182,7 +179,6 @@ export function updateGatewayApi(snapshot: Snapshot, deps: GatewayApiDeps, previ
   if (pass.gateways.size === 0) return undefined;
   const routeDeps = { snapshot, controllerName, grants, backends: deps.backends };
 
-  const translated: RouteFragment[] = [];
   const fragmentChanges: [string, RouteFragment | undefined][] = [];
   const servedChanges: [string, RouteFragment | undefined][] = [];
   const problemChanges: [string, readonly Problem[] | undefined][] = [];
@@ -201,7 +197,7 @@ export function updateGatewayApi(snapshot: Snapshot, deps: GatewayApiDeps, previ
       next = deps.reuse?.(fragmentKey, route);
       if (next === undefined) {
         const out = kind === 'HTTPRoute' ? translateHttpRoute(routeDeps, route as HTTPRoute, pass) : translateGrpcRoute(routeDeps, route as GRPCRoute, pass);
-        translated.push((next = fragmentOf(route, out)));
+        next = fragmentOf(route, out);
       }
     }
     if (next === old) continue;
@@ -245,7 +241,7 @@ export function updateGatewayApi(snapshot: Snapshot, deps: GatewayApiDeps, previ
     passProblems: pass.problems,
     routeProblems: before.routeProblems.with(problemChanges),
   };
-  return assemble(pass, (previous.fragments as PatchedMap<string, RouteFragment>).with(fragmentChanges), state, translated, readers, changedSources);
+  return assemble(pass, previous.fragments.with(fragmentChanges), state, readers, changedSources);
 }
 
 function countAttachments(counts: Map<string, number>, fragment: RouteFragment, sign: 1 | -1): void {
@@ -270,7 +266,6 @@ function assemble(
   pass: ReturnType<typeof translateGateways>,
   fragments: PatchedMap<string, RouteFragment>,
   state: GatewayRouteState,
-  translated: readonly RouteFragment[],
   readers: Map<string, Set<string>>,
   changedSources: ReadonlySet<string> | undefined,
 ): GatewayApiOutput {
@@ -318,7 +313,6 @@ function assemble(
     problems,
     fragments,
     routesBySource,
-    translated,
     ...(changedSources !== undefined ? { changedSources } : {}),
     readers,
     state,
