@@ -37,15 +37,19 @@ try {
   }
   const started = performance.now();
   const profileDir = process.env.PORTICO_CPU_PROF;
-  portico = await startPortico(['--manifests', dir, '--access-log=false', '--workers', workers], profileDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}, 120_000);
+  // debug: the idle collector's pauses are logged, to tell them apart in the tail.
+  portico = await startPortico(['--manifests', dir, '--access-log=false', '--log-level', 'debug', '--workers', workers], profileDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}, 120_000);
   const startMs = performance.now() - started;
 
   /** Writes `file` and times until `host` answers 200 on `port`. */
+  const windows: { file: string; from: number; to: number }[] = [];
   const measure = async (port: number, host: string, file: string, objects: Parameters<typeof toYaml>[0]) => {
+    const from = Date.now();
     const t0 = performance.now();
     writeFileSync(join(dir, file), toYaml(objects));
     while ((await get(port, host, '/').catch(() => ({ status: 0 }))).status !== 200) await new Promise((r) => setTimeout(r, 1));
     const ms = performance.now() - t0;
+    windows.push({ file, from, to: Date.now() });
     await new Promise((r) => setTimeout(r, 100));
     return ms;
   };
@@ -70,9 +74,23 @@ try {
   const serve = logs.filter((l) => l.msg === 'route table updated' && typeof l.changeToServeMs === 'number').map((l) => l.changeToServeMs as number);
   if (serve.length > 0) console.log(`controller change -> table swapped (changeToServeMs, every update): ${summary(serve)}`);
   if (routes.length > 0) console.log(`new HTTPRoute file -> first 200: ${summary(routes)}`);
+  reportTail(windows, logs);
 } finally {
   // Also when a wait failed: never leave portico (and its workers) running.
   await portico?.stop();
   await echo.close();
   rmSync(dir, { recursive: true, force: true });
+}
+
+/** The slow samples, each with the idle collections (src/util/idle-gc.ts) that overlapped it. */
+function reportTail(windows: { file: string; from: number; to: number }[], logs: Record<string, unknown>[]): void {
+  const collections = logs
+    .filter((l) => l.msg === 'quiet: gave unused heap memory back' && typeof l.time === 'string' && typeof l.ms === 'number')
+    .map((l) => ({ end: Date.parse(l.time as string), ms: l.ms as number }));
+  console.log(`idle collections during the run: ${collections.length}${collections.length > 0 ? ` (pauses ${collections.map((c) => c.ms).join(', ')} ms)` : ''}`);
+  for (const w of windows) {
+    if (w.to - w.from < 25) continue;
+    const overlapping = collections.filter((c) => c.end >= w.from && c.end - c.ms <= w.to);
+    console.log(`  slow sample ${w.file}: ${w.to - w.from} ms${overlapping.length > 0 ? `, overlapped an idle collection of ${overlapping.map((c) => c.ms).join('+')} ms` : ''}`);
+  }
 }

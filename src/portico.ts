@@ -103,7 +103,7 @@ export async function startPortico(options: Options, logger?: Logger, role: Role
   const log = logger ?? createLogger(options.logLevel);
   const portico = role === 'worker' ? await startWorker(options, log) : await startControlPlane(options, log, role);
   // Node 24 never runs V8's memory reducer in an ESM program: see src/util/idle-gc.ts.
-  const stopCollecting = collectWhenIdle(log, () => portico.openConnections?.() ?? 0);
+  const stopCollecting = collectWhenIdle(log, () => portico.openConnections?.() ?? 0, () => portico.holder.current);
   const stop = portico.stop.bind(portico);
   portico.stop = (graceMs) => {
     stopCollecting();

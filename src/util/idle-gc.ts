@@ -8,13 +8,16 @@
 // of a large rebuild or of a burst of traffic stayed resident for good (at 10,000 Ingresses,
 // 70 MB of dead objects and a 128 MB young generation).
 //
-// This does the same from JavaScript: every 10 s it looks at how busy the event loop was
-// and whether clients are connected; after a busy spell (start-up, a burst of changes, or
-// traffic) followed by an interval with no client connected and the loop mostly idle, and
-// if the heap grew since the last collection, it runs one memory-reducing GC. That pauses
-// the process (tens of ms idle, a few hundred at 10,000 Ingresses), so never while a client
-// is connected: at worst a change waits for it. "Mostly idle" leaves room for the periodic
-// rescans of a large manifest tree (up to a fifth of a core at 10,000 files).
+// This does the same from JavaScript: every 10 s it looks at how busy the event loop was,
+// whether clients are connected and whether the route table changed; after a busy spell
+// (start-up, a burst of changes, or traffic) followed by an interval with no client
+// connected, no change and the loop mostly idle, and if the heap grew since the last
+// collection, it runs one memory-reducing GC. That pauses the process (tens of ms idle,
+// about 100-150 ms at 10,000 Ingresses), so never while a client is connected, nor while
+// changes keep coming: a change that lands during the pause waits for it (this was the
+// slowest sample of bench/standalone-latency.ts at 10,000 Ingresses, one change every
+// 0.1 s), so only a spell without changes counts as quiet. "Mostly idle" leaves room for
+// the periodic rescans of a large manifest tree (up to a fifth of a core at 10,000 files).
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import type { Logger } from 'pino';
@@ -31,10 +34,10 @@ export class IdleCollectionPolicy {
   private busySinceCollection = true; // start-up counts as a busy spell
   private heapAfterCollection = 0;
 
-  /** Called once an interval; true: collect now. */
-  shouldCollect(utilization: number, clientsConnected: boolean, heapBytes: number): boolean {
-    if (utilization >= BUSY || clientsConnected) this.busySinceCollection = true;
-    if (clientsConnected || utilization >= QUIET || !this.busySinceCollection) return false;
+  /** Called once an interval; `changed`: the route table changed in it. true: collect now. */
+  shouldCollect(utilization: number, clientsConnected: boolean, changed: boolean, heapBytes: number): boolean {
+    if (utilization >= BUSY || clientsConnected || changed) this.busySinceCollection = true;
+    if (clientsConnected || changed || utilization >= QUIET || !this.busySinceCollection) return false;
     return heapBytes - this.heapAfterCollection >= MIN_GROWTH_BYTES;
   }
 
@@ -58,12 +61,14 @@ function gcFunction(): Gc {
 
 /**
  * Starts watching; returns a function that stops it. `openConnections`: the client
- * connections this process serves now (none for a primary with workers).
+ * connections this process serves now (none for a primary with workers). `routeTable`:
+ * the table served now (a new one after every change).
  */
-export function collectWhenIdle(log: Logger, openConnections: () => number, intervalMs = 10_000): () => void {
+export function collectWhenIdle(log: Logger, openConnections: () => number, routeTable: () => object, intervalMs = 10_000): () => void {
   const policy = new IdleCollectionPolicy();
   let last = performance.eventLoopUtilization();
   let connectedBefore = false;
+  let tableBefore = routeTable();
   const timer = setInterval(() => {
     const now = performance.eventLoopUtilization();
     const { utilization } = performance.eventLoopUtilization(now, last);
@@ -72,7 +77,10 @@ export function collectWhenIdle(log: Logger, openConnections: () => number, inte
     const connectedNow = openConnections() > 0;
     const clientsConnected = connectedNow || connectedBefore;
     connectedBefore = connectedNow;
-    if (!policy.shouldCollect(utilization, clientsConnected, getHeapStatistics().total_heap_size)) return;
+    const table = routeTable();
+    const changed = table !== tableBefore;
+    tableBefore = table;
+    if (!policy.shouldCollect(utilization, clientsConnected, changed, getHeapStatistics().total_heap_size)) return;
     const before = getHeapStatistics().total_heap_size;
     const started = performance.now();
     // 'last-resort': V8's memory-reducing full GC (what the memory reducer runs).

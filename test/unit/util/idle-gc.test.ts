@@ -6,31 +6,41 @@ const MB = 1024 * 1024;
 
 test('collects once the process goes quiet after start-up, then not again until a busy spell', () => {
   const policy = new IdleCollectionPolicy();
-  assert.equal(policy.shouldCollect(0.9, false, 300 * MB), false, 'busy: never while the loop works');
-  assert.equal(policy.shouldCollect(0.002, false, 300 * MB), true, 'quiet after start-up');
+  assert.equal(policy.shouldCollect(0.9, false, false, 300 * MB), false, 'busy: never while the loop works');
+  assert.equal(policy.shouldCollect(0.002, false, false, 300 * MB), true, 'quiet after start-up');
   policy.collected(200 * MB);
-  assert.equal(policy.shouldCollect(0.002, false, 260 * MB), false, 'still quiet: once is enough');
-  assert.equal(policy.shouldCollect(0.5, false, 260 * MB), false);
-  assert.equal(policy.shouldCollect(0.002, false, 260 * MB), true, 'quiet again after a busy spell, and the heap grew');
+  assert.equal(policy.shouldCollect(0.002, false, false, 260 * MB), false, 'still quiet: once is enough');
+  assert.equal(policy.shouldCollect(0.5, false, false, 260 * MB), false);
+  assert.equal(policy.shouldCollect(0.002, false, false, 260 * MB), true, 'quiet again after a busy spell, and the heap grew');
 });
 
 test('never while a client is connected; traffic counts as a busy spell', () => {
   const policy = new IdleCollectionPolicy();
   policy.collected(100 * MB);
-  for (let i = 0; i < 5; i++) assert.equal(policy.shouldCollect(0.02, true, 200 * MB), false);
-  assert.equal(policy.shouldCollect(0.02, false, 200 * MB), true, 'the clients left');
+  for (let i = 0; i < 5; i++) assert.equal(policy.shouldCollect(0.02, true, false, 200 * MB), false);
+  assert.equal(policy.shouldCollect(0.02, false, false, 200 * MB), true, 'the clients left');
 });
 
 test('steady background work (rescans of a large manifest tree) is quiet enough, and never a busy spell', () => {
   const policy = new IdleCollectionPolicy();
-  assert.equal(policy.shouldCollect(0.15, false, 300 * MB), true);
+  assert.equal(policy.shouldCollect(0.15, false, false, 300 * MB), true);
   policy.collected(200 * MB);
-  for (let i = 0; i < 20; i++) assert.equal(policy.shouldCollect(0.15, false, 260 * MB), false);
+  for (let i = 0; i < 20; i++) assert.equal(policy.shouldCollect(0.15, false, false, 260 * MB), false);
 });
 
 test('a quiet spell after a busy one leaves the heap alone when it did not grow', () => {
   const policy = new IdleCollectionPolicy();
   policy.collected(100 * MB);
-  assert.equal(policy.shouldCollect(0.5, false, 101 * MB), false);
-  assert.equal(policy.shouldCollect(0.001, false, 101 * MB), false);
+  assert.equal(policy.shouldCollect(0.5, false, false, 101 * MB), false);
+  assert.equal(policy.shouldCollect(0.001, false, false, 101 * MB), false);
+});
+
+test('never in an interval with a change: a change that came during the pause would wait for it', () => {
+  const policy = new IdleCollectionPolicy();
+  policy.collected(100 * MB);
+  for (let i = 0; i < 5; i++) assert.equal(policy.shouldCollect(0.05, false, true, 200 * MB), false, 'changes keep coming');
+  assert.equal(policy.shouldCollect(0.05, false, false, 200 * MB), true, 'the first interval without one');
+  policy.collected(150 * MB);
+  assert.equal(policy.shouldCollect(0.01, false, true, 200 * MB), false);
+  assert.equal(policy.shouldCollect(0.01, false, false, 200 * MB), true, 'a change counts as a busy spell: its garbage is collected once quiet');
 });
