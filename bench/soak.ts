@@ -65,8 +65,6 @@ function pacedLoad(port: number, host: string, perSecond: number): { stop(): voi
   return { stop: () => (clearInterval(tick), agent.destroy()), failures: () => failed };
 }
 
-
-
 const dir = mkdtempSync(join(tmpdir(), 'portico-bench-soak-'));
 const echo = await startEchoServer({ name: 'web' });
 try {
