@@ -53,8 +53,20 @@ function toAddresses(list: LoadBalancerIngress[]): GatewayStatusAddress[] {
   return list.map((a) => (a.ip !== undefined ? { type: 'IPAddress', value: a.ip } : { type: 'Hostname', value: a.hostname ?? '' }));
 }
 
+/** What a route was found in sync with when it has no status of ours to want. */
+const NOTHING_WANTED = {};
+
 export class GatewayStatusWriter {
   private readonly o: GatewayStatusOptions;
+  /**
+   * Route object (as stored) -> the desired status (as translated) it was found in sync
+   * with. Both are immutable and replaced when they change, so a route whose object and
+   * desired status are the ones already compared is skipped without comparing again: a
+   * reconcile after one change costs two lookups per route, not a comparison of every
+   * route's conditions (at 10,000 HTTPRoutes 17-40 ms on the leader's event loop, after
+   * every change).
+   */
+  private readonly inSync = new WeakMap<object, object>();
   private running: Promise<void> | undefined;
   private again = false;
   active = false;
@@ -148,12 +160,17 @@ export class GatewayStatusWriter {
     now: string,
   ): void {
     for (const [key, obj] of routes) {
+      const wanted = desired.get(key) ?? NOTHING_WANTED;
+      if (this.inSync.get(obj) === wanted) continue;
       const want = desired.get(key)?.parents ?? [];
       const current = obj.status?.parents ?? [];
       const others = current.filter((p) => p.controllerName !== this.o.controllerName);
       const ours = current.filter((p) => p.controllerName === this.o.controllerName);
       const same = ours.length === want.length && want.every((w, i) => sameParentRef(ours[i]!.parentRef, w.parentRef) && sameConditions(ours[i]!.conditions, w.conditions));
-      if (same) continue;
+      if (same) {
+        this.inSync.set(obj, wanted);
+        continue;
+      }
       const parents = [
         ...others,
         ...want.map((w) => ({

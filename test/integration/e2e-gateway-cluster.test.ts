@@ -108,6 +108,19 @@ describe('Gateway API in cluster mode', () => {
     await new Promise((r) => setTimeout(r, 1000));
     assert.equal(writes(), before);
   });
+
+  test('a route in sync whose status someone else rewrites is put right, while an unchanged one is left alone', async () => {
+    await eventually(async () => parentConditions(api, 'late', 0).includes('Accepted=True:Accepted'), 10_000, 'late route status');
+    // Another change first, so the writer has compared (and found in sync) both routes.
+    api.apply(ingressClass('unrelated-2', { controller: 'example.com/other' }));
+    await new Promise((r) => setTimeout(r, 500));
+    const webParents = JSON.stringify((api.get('HTTPRoute', 'default', 'web')!.status as { parents: unknown }).parents);
+    const late = api.get('HTTPRoute', 'default', 'late')!;
+    const parents = (late.status as { parents: { conditions: { type: string; status: string; reason: string }[] }[] }).parents;
+    api.apply({ ...late, status: { parents: parents.map((p) => ({ ...p, conditions: p.conditions.map((c) => (c.type === 'Accepted' ? { ...c, status: 'False', reason: 'Tampered' } : c)) })) } });
+    await eventually(async () => parentConditions(api, 'late', 0).includes('Accepted=True:Accepted'), 10_000, 'portico restores its own parent entry');
+    assert.equal(JSON.stringify((api.get('HTTPRoute', 'default', 'web')!.status as { parents: unknown }).parents), webParents, 'the other route was not rewritten');
+  });
 });
 
 describe('cluster mode without the Gateway API CRDs', () => {
