@@ -10,7 +10,7 @@ import { startEchoServer } from '../examples/echo-server.ts';
 import { startPortico, type PorticoProcess } from '../test/support/portico-process.ts';
 import { ingress, ingressClass, serviceWithEndpoints } from '../test/support/objects.ts';
 import { get } from '../test/support/http.ts';
-import { formatSummary, machineLoad, statusWritten, summarize } from './lib/latency.ts';
+import { formatSummary, machineLoad, reportTail, statusWritten, summarize, type SampleWindow } from './lib/latency.ts';
 
 const existing = Number(process.argv[2] ?? 10_000);
 const samples = Number(process.argv[3] ?? 100);
@@ -34,22 +34,27 @@ try {
   // (10,000 PATCHes, each coming back as a watch event); measure once that is done.
   const statusMs = await statusWritten(api);
   const results: number[] = [];
+  const windows: SampleWindow[] = [];
   for (let s = 0; s < samples; s++) {
     const host = `new-${s}.bench`;
+    const from = Date.now();
     const t0 = performance.now();
     api.apply(ingress(`new-${s}`, { rules: [{ host, paths: [{ path: '/', service: 'web' }] }] }));
     while ((await get(portico.http, host, '/')).status !== 200) await new Promise((r) => setTimeout(r, 1));
     results.push(performance.now() - t0);
+    windows.push({ name: host, from, to: Date.now() });
     await new Promise((r) => setTimeout(r, 100));
   }
   const serve = portico.logs.filter((l) => l.msg === 'route table updated' && typeof l.changeToServeMs === 'number').map((l) => l.changeToServeMs as number);
   const load = machineLoad();
+  const logs = portico.logs;
   await portico.stop();
   portico = undefined;
   console.log(`${existing} existing Ingresses, ${samples} creations through the API, --workers ${workers}; ${load}`);
   console.log(`(measured after the initial status writes to every Ingress, which took ${(statusMs / 1000).toFixed(1)} s after ready)`);
   console.log(`API write -> first 200 through portico: ${formatSummary(summarize(results))}`);
   if (serve.length > 0) console.log(`controller change -> table swapped (changeToServeMs): ${formatSummary(summarize(serve))}`);
+  reportTail(windows, logs);
 } finally {
   // Also when a wait failed: never leave portico (and its workers) running.
   await portico?.stop();

@@ -11,7 +11,7 @@ import { startPortico, type PorticoProcess } from '../test/support/portico-proce
 import { ingress, ingressClass, serviceWithEndpoints, toYaml } from '../test/support/objects.ts';
 import { get } from '../test/support/http.ts';
 import { freePort, gateway, gatewayClass, httpRoute } from '../test/support/gateway-objects.ts';
-import { formatSummary, machineLoad, summarize } from './lib/latency.ts';
+import { formatSummary, machineLoad, reportTail, summarize, type SampleWindow } from './lib/latency.ts';
 
 const existing = Number(process.argv[2] ?? 10_000);
 const samples = Number(process.argv[3] ?? 100);
@@ -37,19 +37,18 @@ try {
   }
   const started = performance.now();
   const profileDir = process.env.PORTICO_CPU_PROF;
-  // debug: the idle collector's pauses are logged, to tell them apart in the tail.
-  portico = await startPortico(['--manifests', dir, '--access-log=false', '--log-level', 'debug', '--workers', workers], profileDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}, 120_000);
+  portico = await startPortico(['--manifests', dir, '--access-log=false', '--workers', workers], profileDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}, 120_000);
   const startMs = performance.now() - started;
 
   /** Writes `file` and times until `host` answers 200 on `port`. */
-  const windows: { file: string; from: number; to: number }[] = [];
+  const windows: SampleWindow[] = [];
   const measure = async (port: number, host: string, file: string, objects: Parameters<typeof toYaml>[0]) => {
     const from = Date.now();
     const t0 = performance.now();
     writeFileSync(join(dir, file), toYaml(objects));
     while ((await get(port, host, '/').catch(() => ({ status: 0 }))).status !== 200) await new Promise((r) => setTimeout(r, 1));
     const ms = performance.now() - t0;
-    windows.push({ file, from, to: Date.now() });
+    windows.push({ name: file, from, to: Date.now() });
     await new Promise((r) => setTimeout(r, 100));
     return ms;
   };
@@ -82,15 +81,3 @@ try {
   rmSync(dir, { recursive: true, force: true });
 }
 
-/** The slow samples, each with the idle collections (src/util/idle-gc.ts) that overlapped it. */
-function reportTail(windows: { file: string; from: number; to: number }[], logs: Record<string, unknown>[]): void {
-  const collections = logs
-    .filter((l) => l.msg === 'quiet: gave unused heap memory back' && typeof l.time === 'string' && typeof l.ms === 'number')
-    .map((l) => ({ end: Date.parse(l.time as string), ms: l.ms as number }));
-  console.log(`idle collections during the run: ${collections.length}${collections.length > 0 ? ` (pauses ${collections.map((c) => c.ms).join(', ')} ms)` : ''}`);
-  for (const w of windows) {
-    if (w.to - w.from < 25) continue;
-    const overlapping = collections.filter((c) => c.end >= w.from && c.end - c.ms <= w.to);
-    console.log(`  slow sample ${w.file}: ${w.to - w.from} ms${overlapping.length > 0 ? `, overlapped an idle collection of ${overlapping.map((c) => c.ms).join('+')} ms` : ''}`);
-  }
-}

@@ -43,3 +43,27 @@ export async function statusWritten(api: FakeKubeApiServer, timeoutMs = 300_000)
     await new Promise((r) => setTimeout(r, 250));
   }
 }
+
+/** One sample's wall-clock window (Date.now()), for reportTail. */
+export interface SampleWindow {
+  readonly name: string;
+  readonly from: number;
+  readonly to: number;
+}
+
+/**
+ * Prints the samples slower than `slowMs`, each with the idle collections
+ * (src/util/idle-gc.ts; those of 50 ms or more are logged at info) that overlapped it: tells portico's own pauses
+ * apart from the machine's in the tail.
+ */
+export function reportTail(windows: readonly SampleWindow[], logs: readonly Record<string, unknown>[], slowMs = 25): void {
+  const collections = logs
+    .filter((l) => l.msg === 'quiet: gave unused heap memory back' && typeof l.time === 'string' && typeof l.ms === 'number')
+    .map((l) => ({ end: Date.parse(l.time as string), ms: l.ms as number }));
+  console.log(`idle collections of 50 ms or more during the run: ${collections.length}${collections.length > 0 ? ` (pauses ${collections.map((c) => c.ms).join(', ')} ms)` : ''}`);
+  for (const w of windows) {
+    if (w.to - w.from < slowMs) continue;
+    const overlapping = collections.filter((c) => c.end >= w.from && c.end - c.ms <= w.to);
+    console.log(`  slow sample ${w.name}: ${w.to - w.from} ms${overlapping.length > 0 ? `, overlapped an idle collection of ${overlapping.map((c) => c.ms).join('+')} ms` : ''}`);
+  }
+}

@@ -28,6 +28,8 @@ const BUSY = 0.3;
 const QUIET = 0.25;
 /** Heap growth since the last collection below which a quiet spell is left alone. */
 const MIN_GROWTH_BYTES = 4 * 1024 * 1024;
+/** Collections pausing this long (ms) are logged at info, shorter ones at debug. */
+const NOTABLE_PAUSE_MS = 50;
 
 /** The decision, apart from the timers (unit-tested). */
 export class IdleCollectionPolicy {
@@ -87,7 +89,9 @@ export function collectWhenIdle(log: Logger, openConnections: () => number, rout
     gcFunction()({ type: 'major', execution: 'sync', flavor: 'regular' });
     const after = getHeapStatistics().total_heap_size;
     policy.collected(after);
-    log.debug({ heapBeforeMB: Math.round(before / 1e6), heapAfterMB: Math.round(after / 1e6), ms: Math.round(performance.now() - started) }, 'quiet: gave unused heap memory back');
+    const ms = Math.round(performance.now() - started);
+    // A pause a change could notice is worth a line; the usual few ms are not.
+    log[ms >= NOTABLE_PAUSE_MS ? 'info' : 'debug']({ heapBeforeMB: Math.round(before / 1e6), heapAfterMB: Math.round(after / 1e6), ms }, 'quiet: gave unused heap memory back');
     // The collection's own pause does not count as busy in the next interval.
     last = performance.eventLoopUtilization();
   }, intervalMs);
