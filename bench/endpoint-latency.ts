@@ -11,7 +11,7 @@ import { startEchoServer } from '../examples/echo-server.ts';
 import { startPortico, type PorticoProcess } from '../test/support/portico-process.ts';
 import { ingress, ingressClass, serviceWithEndpoints, toYaml } from '../test/support/objects.ts';
 import { get } from '../test/support/http.ts';
-import { formatSummary, machineLoad, statusWritten, summarize } from './lib/latency.ts';
+import { formatSummary, machineLoad, reportTail, statusWritten, summarize, type SampleWindow } from './lib/latency.ts';
 
 const existing = Number(process.argv[2] ?? 10_000);
 const samples = Number(process.argv[3] ?? 100);
@@ -69,20 +69,25 @@ try {
   // Steady state: after the leader's first status writes to every Ingress.
   if (api !== undefined) await statusWritten(api);
   const results: number[] = [];
+  const windows: SampleWindow[] = [];
   for (let s = 1; s <= samples; s++) {
     const next = s % 2;
     const wanted = `moving-${pods[next]!.port}`;
+    const from = Date.now();
     const t0 = performance.now();
     publish(next);
     while ((await podOf()) !== wanted) await new Promise((r) => setTimeout(r, 1));
     results.push(performance.now() - t0);
+    windows.push({ name: `change ${s}`, from, to: Date.now() });
     await new Promise((r) => setTimeout(r, 100));
   }
   const load = machineLoad();
+  const logs = portico.logs;
   await portico.stop();
   portico = undefined;
   console.log(`${mode}, ${existing} other Ingresses, ${samples} EndpointSlice changes, --workers ${workers}; ${load}`);
   console.log(`EndpointSlice change -> first request on the new pod: ${formatSummary(summarize(results))}`);
+  reportTail(windows, logs);
 } finally {
   // Also when a wait failed: never leave portico (and its workers) running.
   await portico?.stop();

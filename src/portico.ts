@@ -27,7 +27,7 @@ import type { IngressStatusWriter } from './status/ingress-status.ts';
 import type { GatewayStatusWriter } from './status/gateway-status.ts';
 import type { EventRecorder } from './status/events.ts';
 import { createLogger } from './util/log.ts';
-import { collectWhenIdle } from './util/idle-gc.ts';
+import { changeApplied, collectWhenIdle } from './util/idle-gc.ts';
 import { createMetrics } from './admin/metrics.ts';
 import { createAdminServer } from './admin/server.ts';
 import { CidrSet, parseCidrList } from './middleware/cidr.ts';
@@ -103,7 +103,7 @@ export async function startPortico(options: Options, logger?: Logger, role: Role
   const log = logger ?? createLogger(options.logLevel);
   const portico = role === 'worker' ? await startWorker(options, log) : await startControlPlane(options, log, role);
   // Node 24 never runs V8's memory reducer in an ESM program: see src/util/idle-gc.ts.
-  const stopCollecting = collectWhenIdle(log, () => portico.openConnections?.() ?? 0, () => portico.holder.current);
+  const stopCollecting = collectWhenIdle(log, () => portico.openConnections?.() ?? 0);
   const stop = portico.stop.bind(portico);
   portico.stop = (graceMs) => {
     stopCollecting();
@@ -157,6 +157,7 @@ async function startWorker(options: Options, log: Logger): Promise<Portico> {
   const replica = new ConfigReplica();
   let stopping: Promise<void> | undefined;
   process.on('message', (message: ToWorker) => {
+    if (message.t === 'config' || message.t === 'endpoints') changeApplied();
     switch (message.t) {
       case 'config': {
         const config = replica.apply(message);
@@ -469,6 +470,7 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
     },
   });
   store.onChange((event) => {
+    changeApplied();
     // Debug: what changed, object by object (a resync lists at most a few, with the count).
     if (log.isLevelEnabled('debug')) {
       const shown = event.changes.slice(0, 5).map((c) => `${c.type} ${c.kind} ${c.key}`);

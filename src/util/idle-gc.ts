@@ -9,7 +9,7 @@
 // 70 MB of dead objects and a 128 MB young generation).
 //
 // This does the same from JavaScript: every 10 s it looks at how busy the event loop was,
-// whether clients are connected and whether the route table changed; after a busy spell
+// whether clients are connected and whether a change was applied (changeApplied); after a busy spell
 // (start-up, a burst of changes, or traffic) followed by an interval with no client
 // connected, no change and the loop mostly idle, and if the heap grew since the last
 // collection, it runs one memory-reducing GC. That pauses the process (tens of ms idle,
@@ -61,16 +61,22 @@ function gcFunction(): Gc {
   return gc;
 }
 
+let changesApplied = 0;
+
+/** Says a change (objects, routes, endpoints) was applied: no collection in that interval. */
+export function changeApplied(): void {
+  changesApplied++;
+}
+
 /**
  * Starts watching; returns a function that stops it. `openConnections`: the client
- * connections this process serves now (none for a primary with workers). `routeTable`:
- * the table served now (a new one after every change).
+ * connections this process serves now (none for a primary with workers).
  */
-export function collectWhenIdle(log: Logger, openConnections: () => number, routeTable: () => object, intervalMs = 10_000): () => void {
+export function collectWhenIdle(log: Logger, openConnections: () => number, intervalMs = 10_000): () => void {
   const policy = new IdleCollectionPolicy();
   let last = performance.eventLoopUtilization();
   let connectedBefore = false;
-  let tableBefore = routeTable();
+  let changesBefore = changesApplied;
   const timer = setInterval(() => {
     const now = performance.eventLoopUtilization();
     const { utilization } = performance.eventLoopUtilization(now, last);
@@ -79,9 +85,8 @@ export function collectWhenIdle(log: Logger, openConnections: () => number, rout
     const connectedNow = openConnections() > 0;
     const clientsConnected = connectedNow || connectedBefore;
     connectedBefore = connectedNow;
-    const table = routeTable();
-    const changed = table !== tableBefore;
-    tableBefore = table;
+    const changed = changesApplied !== changesBefore;
+    changesBefore = changesApplied;
     if (!policy.shouldCollect(utilization, clientsConnected, changed, getHeapStatistics().total_heap_size)) return;
     const before = getHeapStatistics().total_heap_size;
     const started = performance.now();
