@@ -6,6 +6,14 @@ import { fileURLToPath } from 'node:url';
 
 const BIN = fileURLToPath(new URL('../../bin/portico.js', import.meta.url));
 
+/** Started and not yet exited. */
+const running = new Set<ChildProcess>();
+// npm test runs with --test-force-exit: a test file whose test failed before stop() ends
+// anyway, and must not leave its portico (and that one's workers) behind.
+process.once('exit', () => {
+  for (const child of running) child.kill('SIGTERM');
+});
+
 export interface PorticoProcess {
   child: ChildProcess;
   http: number;
@@ -46,7 +54,13 @@ export async function startPortico(args: string[], env: NodeJS.ProcessEnv = {}, 
   });
   createInterface({ input: child.stderr! }).on('line', (line) => stderr.push(line));
 
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  running.add(child);
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code) => {
+      running.delete(child);
+      resolve(code);
+    }),
+  );
 
   const waitForLog = (pred: (l: Record<string, unknown>) => boolean, timeoutMs = 15_000) => {
     const past = logs.find(pred);
