@@ -7,7 +7,8 @@
 // over 8 keep-alive connections (a light load that leaves the machine to other work).
 // Each sample also splits every process's RSS (from /proc/PID/smaps): malloc's heap
 // ([heap], the main arena), other anonymous memory (V8's pages, malloc's thread arenas,
-// mmapped buffers) and file-backed pages (the node binary).
+// mmapped buffers) and file-backed pages (the node binary). SOAK_LOG=FILE writes portico's
+// log lines other than the per-change "route table updated" there at the end.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
@@ -92,6 +93,7 @@ try {
   }
   load?.kill();
   paced?.stop();
+  if (process.env.SOAK_LOG) writeFileSync(process.env.SOAK_LOG, portico.logs.filter((l) => l.msg !== 'route table updated').map((l) => JSON.stringify(l) + '\n').join(''));
   if (paced !== undefined) console.log(`paced load: ${paced.failures()} failed requests`);
   await portico.stop();
   const first = samples[1] ?? samples[0]!;
