@@ -33,6 +33,9 @@ try {
   // Steady state: the leader first writes its address into the status of every Ingress
   // (10,000 PATCHes, each coming back as a watch event); measure once that is done.
   const statusMs = await statusWritten(api);
+  // Steady state: a process that has served traffic (the first request ever through a
+  // fresh process costs some 30 ms of compilation and a first upstream connection).
+  for (let i = 0; i < 20; i++) await get(portico.http, `pre-${i}.bench`, '/');
   const results: number[] = [];
   const windows: SampleWindow[] = [];
   for (let s = 0; s < samples; s++) {

@@ -61,9 +61,13 @@ export function reportTail(windows: readonly SampleWindow[], logs: readonly Reco
     .filter((l) => l.msg === 'quiet: gave unused heap memory back' && typeof l.time === 'string' && typeof l.ms === 'number')
     .map((l) => ({ end: Date.parse(l.time as string), ms: l.ms as number }));
   console.log(`idle collections of 50 ms or more during the run: ${collections.length}${collections.length > 0 ? ` (pauses ${collections.map((c) => c.ms).join(', ')} ms)` : ''}`);
+  const swaps = logs.filter((l) => l.msg === 'route table updated' && typeof l.time === 'string').map((l) => ({ at: Date.parse(l.time as string), changeToServeMs: l.changeToServeMs }));
   for (const w of windows) {
     if (w.to - w.from < slowMs) continue;
     const overlapping = collections.filter((c) => c.end >= w.from && c.end - c.ms <= w.to);
-    console.log(`  slow sample ${w.name}: ${w.to - w.from} ms${overlapping.length > 0 ? `, overlapped an idle collection of ${overlapping.map((c) => c.ms).join('+')} ms` : ''}`);
+    // The last swap in the window served the change: before it, the source and translation; after it, the first answer.
+    const swap = swaps.filter((x) => x.at >= w.from && x.at <= w.to).at(-1);
+    const phases = swap === undefined ? '' : `, table swapped after ${swap.at - w.from} ms (change -> swap ${String(swap.changeToServeMs)} ms), 200 ${w.to - swap.at} ms later`;
+    console.log(`  slow sample ${w.name}: ${w.to - w.from} ms${phases}${overlapping.length > 0 ? `, overlapped an idle collection of ${overlapping.map((c) => c.ms).join('+')} ms` : ''}`);
   }
 }
