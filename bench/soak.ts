@@ -74,12 +74,29 @@ try {
   for (let i = 0; i < count; i++) writeFileSync(join(dir, `ing-${i}.yaml`), file(i, 0));
   const portico = await startPortico(['--manifests', dir, '--access-log=false', '--workers', workers]);
   const load: ChildProcess | undefined = rps > 0 ? undefined : spawn('wrk', ['-t1', '-c8', `-d${minutes * 60}s`, '-H', 'Host: h0.soak', `http://127.0.0.1:${portico.http}/`], { stdio: 'ignore' });
-  const paced = rps > 0 ? pacedLoad(portico.http, 'h0.soak', rps) : undefined;
   const end = Date.now() + minutes * 60_000;
   let changes = 0;
   const samples: { minute: number; rss: number[] }[] = [];
   let nextSample = Date.now();
+  let paced = rps > 0 ? pacedLoad(portico.http, 'h0.soak', rps) : undefined;
+  const settled: { minute: number; rss: number[] }[] = [];
+  const settleAt = [3, ...Array.from({ length: Math.floor(minutes / 15) }, (_, k) => (k + 1) * 15).filter((m) => m < minutes)];
+  let failed = 0;
+  const settle = async () => {
+    failed += paced!.failures();
+    paced!.stop();
+    await new Promise((r) => setTimeout(r, 35_000));
+    const pids = processTree(portico.child.pid!).filter((pid) => processRss(pid) > 10 * 1024 * 1024);
+    settled.push({ minute: (minutes * 60_000 - (end - Date.now())) / 60_000, rss: pids.map((pid) => processRss(pid) / (1024 * 1024)) });
+    const parts = pids.map(rssParts).map((p) => `${p.heap.toFixed(0)}/${p.anon.toFixed(0)}/${p.file.toFixed(0)}`);
+    console.log(`settled at ${settled.at(-1)!.minute.toFixed(1)} min: RSS ${settled.at(-1)!.rss.map((mb) => mb.toFixed(0)).join(' + ')} MB (malloc heap/other anon/file: ${parts.join(' + ')})`);
+  };
   while (Date.now() < end) {
+    if (paced !== undefined && settleAt.length > 0 && (minutes * 60_000 - (end - Date.now())) / 60_000 >= settleAt[0]!) {
+      settleAt.shift();
+      await settle();
+      paced = pacedLoad(portico.http, 'h0.soak', rps);
+    }
     const i = changes % count;
     writeFileSync(join(dir, `ing-${i}.yaml`), file(i, ++changes));
     if (Date.now() >= nextSample) {
@@ -92,14 +109,15 @@ try {
     await new Promise((r) => setTimeout(r, intervalMs));
   }
   load?.kill();
-  paced?.stop();
+  if (paced !== undefined) await settle();
   if (process.env.SOAK_LOG) writeFileSync(process.env.SOAK_LOG, portico.logs.filter((l) => l.msg !== 'route table updated').map((l) => JSON.stringify(l) + '\n').join(''));
-  if (paced !== undefined) console.log(`paced load: ${paced.failures()} failed requests`);
+  if (paced !== undefined) console.log(`paced load: ${failed} failed requests`);
   await portico.stop();
   const first = samples[1] ?? samples[0]!;
   const last = samples.at(-1)!;
   const total = (s: { rss: number[] }) => s.rss.reduce((a, b) => a + b, 0);
   console.log(`soak: ${count} Ingresses, --workers ${workers}, ${changes} changes in ${minutes} min; total RSS ${total(first).toFixed(0)} MB at ${first.minute.toFixed(1)} min -> ${total(last).toFixed(0)} MB at the end (max ${Math.max(...samples.map(total)).toFixed(0)} MB)`);
+  if (settled.length > 1) console.log(`settled RSS: ${settled.map((x) => `${total(x).toFixed(0)} MB at ${x.minute.toFixed(0)} min`).join(', ')}`);
 } finally {
   await echo.close();
   rmSync(dir, { recursive: true, force: true });
