@@ -83,6 +83,9 @@ export class GatewayStatusWriter {
       return this.running;
     }
     this.running = (async () => {
+      // Status is background work: the requests already waiting (the first ones on the
+      // route just swapped in) go first.
+      await new Promise<void>((resolve) => setImmediate(resolve));
       do {
         this.again = false;
         try {

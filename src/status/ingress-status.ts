@@ -84,6 +84,9 @@ export class IngressStatusWriter {
       return this.running;
     }
     this.running = (async () => {
+      // Status is background work: the requests already waiting (the first ones on the
+      // route just swapped in) go first.
+      await new Promise<void>((resolve) => setImmediate(resolve));
       do {
         this.again = false;
         const keys = this.nextAll ? undefined : this.nextKeys;
