@@ -148,7 +148,7 @@ async function main(): Promise<void> {
       procs.set(name, { proc, ports });
     }
     for (const [name, { proc, ports }] of procs) await waitServing(name, proc, ports);
-    const cells: { mode: Mode; streams: number }[] = o.modes.flatMap((mode) => (mode === 'h1' || mode === 'h1-tls' ? [{ mode, streams: o.h1Clients }] : o.streams.map((streams) => ({ mode, streams }))));
+    const cells = o.modes.flatMap((mode): { mode: Mode; streams: number }[] => (mode === 'h1' || mode === 'h1-tls' ? [{ mode, streams: o.h1Clients }] : o.streams.map((streams) => ({ mode, streams }))));
     console.log(`portico CPU per request by front protocol (to an HTTP/1.1 upstream): ${o.rounds} rounds x ${o.durationS}s, h2: ${o.clients} connections x m streams, h1: c connections, ${canPin() ? `portico on core ${PROXY_CORE}, h2load + upstream on core ${LOAD_CORE}` : 'unpinned'}`);
     for (const [, { ports }] of procs) for (const c of cells) await h2load(c.mode, c.streams, ports, 1, o.clients, undefined); // warm-up
     const results = new Map<string, Run[]>();
