@@ -172,7 +172,9 @@ async function main(): Promise<void> {
         const rs = results.get(key(t, c))!;
         return `${t} ${median(rs.map((r) => r.cpuUs)).toFixed(1).padStart(6)} µs ${Math.round(median(rs.map((r) => r.rps))).toLocaleString('en-US').padStart(7)}/s`;
       });
-      console.log(`${label(c).padEnd(10)} ${line.join('   ')}`);
+      // Paired by round (the same minute's load on both): portico-b's CPU per request over portico's.
+      const paired = targets.length === 2 ? results.get(key(targets[1]!, c))!.map((b, i) => b.cpuUs / results.get(key(targets[0]!, c))![i]!.cpuUs) : [];
+      console.log(`${label(c).padEnd(10)} ${line.join('   ')}${paired.length > 0 ? `   b/a CPU per request: median ${median(paired).toFixed(2)}x, geometric mean ${Math.exp(paired.reduce((s, r) => s + Math.log(r), 0) / paired.length).toFixed(2)}x, b higher in ${paired.filter((r) => r > 1).length}/${paired.length}` : ''}`);
     }
   } finally {
     await cleanup();
