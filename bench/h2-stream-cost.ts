@@ -2,13 +2,15 @@
 // on a trivial server that answers "ok" (no proxying): decides which node:http2 API
 // the HTTP/2 front end uses (issue 11).
 //
-//   node bench/h2-stream-cost.ts [--duration S] [--streams N]
+//   node bench/h2-stream-cost.ts [--duration S] [--streams N] [--h2-load CxM] [--h1-connections N]
 //
 // For each server kind (portico HTTP/1.1, node:http2 core 'stream' API, node:http2
 // compatibility 'request' API), in a child process pinned to core 0 when possible:
 //  - CPU per request: h2load (Debian package nghttp2-client) on core 1 for S seconds
-//    (default 5, at most 10): 50 connections for HTTP/1.1, 4 connections x 50 streams
-//    for h2; the child's user+system CPU time divided by the requests answered.
+//    (default 5, at most 10): 50 connections for HTTP/1.1 (--h1-connections), 4
+//    connections x 50 streams for h2 (--h2-load 4x50; the proxy benches use 10x10, where
+//    each read and write of a connection carries fewer streams); the child's
+//    user+system CPU time divided by the requests answered.
 //  - heap per open request: N (default 1000) requests the server holds unanswered,
 //    as N HTTP/1.1 connections or as N streams on one h2 connection; heapUsed after
 //    a full GC, before and after, divided by N.
@@ -107,9 +109,12 @@ async function startServer(kind: Kind): Promise<{ child: ChildProcess; port: num
   return { child, port };
 }
 
+/** h2load's load: HTTP/1.1 connections, and h2 connections x streams each. */
+const load = { h1Connections: 50, h2Connections: 4, h2Streams: 50 };
+
 function h2load(kind: Kind, port: number, seconds: number): void {
   const base = ['-D', String(seconds), `http://127.0.0.1:${port}/`];
-  const args = kind === 'http1' ? ['--h1', '-c', '50', '-m', '1', ...base] : ['-c', '4', '-m', '50', ...base];
+  const args = kind === 'http1' ? ['--h1', '-c', String(load.h1Connections), '-m', '1', ...base] : ['-c', String(load.h2Connections), '-m', String(load.h2Streams), ...base];
   const [cmd, argv] = pinned(1, 'h2load', args);
   const out = spawnSync(cmd, argv, { encoding: 'utf8' });
   if (out.status !== 0) throw new Error(`h2load failed: ${out.stderr || out.stdout}`);
@@ -161,14 +166,28 @@ async function measure(kind: Kind, seconds: number, streams: number): Promise<{ 
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { serve: { type: 'string' }, duration: { type: 'string', default: '5' }, streams: { type: 'string', default: '1000' } } });
+  const { values } = parseArgs({
+    options: {
+      serve: { type: 'string' },
+      duration: { type: 'string', default: '5' },
+      streams: { type: 'string', default: '1000' },
+      'h2-load': { type: 'string', default: '4x50' },
+      'h1-connections': { type: 'string', default: '50' },
+    },
+  });
   if (values.serve !== undefined) {
     await serve(values.serve as Kind);
     return;
   }
+  const h2Load = /^(\d+)x(\d+)$/.exec(values['h2-load']);
+  if (h2Load === null) throw new Error(`--h2-load: expected connections x streams (e.g. 10x10), got ${JSON.stringify(values['h2-load'])}`);
+  load.h2Connections = Number(h2Load[1]);
+  load.h2Streams = Number(h2Load[2]);
+  load.h1Connections = Number(values['h1-connections']);
   const seconds = Math.min(10, Number(values.duration));
   const streams = Number(values.streams);
   if (!canPin()) console.log('(not pinned: taskset or a second core missing)');
+  console.log(`load: h1 ${load.h1Connections} connections, h2 ${load.h2Connections} connections x ${load.h2Streams} streams`);
   console.log(`kind        req/s     CPU µs/request   heap bytes/open request (${streams} open)`);
   for (const kind of KINDS) {
     const r = await measure(kind, seconds, streams);

@@ -1,7 +1,11 @@
 // The answer to one Http2Request (ProxyResponse) on its node:http2 stream: writeHead
 // keeps the head, which goes out as one HEADERS frame with the first body bytes or at
 // end() (with END_STREAM when there is no body); write/end/destroy map to the stream's
-// write/end/RST_STREAM, its 'drain' and 'close' are passed on.
+// write/end/RST_STREAM, its 'drain' and 'close' are passed on. The write that completes
+// the Content-Length ends the stream, so the last DATA frame carries END_STREAM: an
+// HTTP/1.1 pod's body ends at a parser event after the one that delivered it, and
+// node:http2 sends a DATA frame (and a send cycle) of its own for an end() that comes
+// after the write's tick.
 import { EventEmitter } from 'node:events';
 import type { OutgoingHttpHeaders, ServerHttp2Stream } from 'node:http2';
 import { NGHTTP2_INTERNAL_ERROR } from './node-http2.ts';
@@ -35,8 +39,9 @@ function onStreamDrain(this: OwnedStream): void {
   this[kResponse]?.emit('drain');
 }
 
-function onStreamClose(this: OwnedStream): void {
-  this[kResponse]?.streamClosed();
+/** The stream's 'close' for its response (the front's one listener per stream calls it). */
+export function responseStreamClosed(stream: ServerHttp2Stream): void {
+  (stream as OwnedStream)[kResponse]?.streamClosed();
 }
 
 /** The pod's trailers go out once node:http2 asks for them (after the last DATA frame). */
@@ -50,10 +55,6 @@ function onWantTrailers(this: OwnedStream): void {
   } catch {
     this.close(NGHTTP2_INTERNAL_ERROR);
   }
-}
-
-function onStreamError(): void {
-  // A reset stream errors; 'close' follows and says it to the response.
 }
 
 export class Http2Response extends EventEmitter {
@@ -74,17 +75,22 @@ export class Http2Response extends EventEmitter {
   private responded = false;
   private noBody = false;
   private closed = false;
+  private drainHooked = false;
+  /** Body bytes the Content-Length still announces; -1 when there is none (or the stream waits for trailers). */
+  private bodyLeft = -1;
   /** Set by endWithTrailers until node:http2 asks for them ('wantTrailers'). */
   pendingTrailers: Readonly<Record<string, string | string[] | undefined>> | undefined = undefined;
 
+  /**
+   * The stream's 'close' must reach streamClosed() (responseStreamClosed) and its 'error'
+   * needs a listener (a reset stream errors, then closes): the front adds both, one
+   * listener each per stream.
+   */
   constructor(req: Http2Request, stream: ServerHttp2Stream) {
     super();
     this.req = req;
     this.stream = stream;
     (stream as OwnedStream)[kResponse] = this;
-    stream.on('drain', onStreamDrain);
-    stream.on('close', onStreamClose);
-    stream.on('error', onStreamError);
   }
 
   writeHead(status: number, reasonOrHeaders?: string | HeaderInput, headers?: HeaderInput): this {
@@ -124,7 +130,10 @@ export class Http2Response extends EventEmitter {
         const value = flat ? ((list as readonly unknown[])[2 * i + 1] as HeaderValue) : (list as Record<string, HeaderValue>)[name]!;
         const lower = name.toLowerCase();
         if (isConnectionSpecific(lower) || (check && !isToken(lower))) continue;
-        if (lower === 'content-length') hasLength = true;
+        if (lower === 'content-length') {
+          hasLength = true;
+          this.bodyLeft = typeof value === 'string' || typeof value === 'number' ? contentLength(value) : -1;
+        }
         if (typeof value === 'number') {
           add(out, lower, String(value));
         } else if (typeof value === 'string') {
@@ -145,6 +154,7 @@ export class Http2Response extends EventEmitter {
     try {
       const end = endStream || this.noBody;
       this.stream.respond(this.h2Headers(endLength), { endStream: end, waitForTrailers: this.trailersExpected && !end });
+      if (this.trailersExpected) this.bodyLeft = -1;
       return true;
     } catch {
       this.destroy();
@@ -157,7 +167,21 @@ export class Http2Response extends EventEmitter {
     if (!this.headersSent) this.writeHead(this.statusCode);
     if (!this.responded && !this.respond(false, -1)) return false;
     if (this.noBody || chunk.length === 0) return true;
-    return this.stream.write(chunk);
+    const stream = this.stream;
+    if (this.bodyLeft > 0 && typeof chunk !== 'string') {
+      this.bodyLeft -= chunk.length;
+      if (this.bodyLeft === 0) {
+        // The whole announced body: DATA with END_STREAM (end() finds the stream ended).
+        stream.end(chunk);
+        return true;
+      }
+    }
+    if (stream.write(chunk)) return true;
+    if (!this.drainHooked) {
+      this.drainHooked = true;
+      stream.on('drain', onStreamDrain);
+    }
+    return false;
   }
 
   end(chunk?: Buffer | string): this {
@@ -216,6 +240,12 @@ export class Http2Response extends EventEmitter {
     this.closed = true;
     this.emit('close');
   }
+}
+
+/** A Content-Length value as a byte count; -1 when it is not one plain decimal number. */
+function contentLength(value: string | number): number {
+  const n = typeof value === 'number' ? value : /^\d{1,15}$/.test(value) ? Number(value) : -1;
+  return Number.isSafeInteger(n) && n >= 0 ? n : -1;
 }
 
 function add(out: OutgoingHttpHeaders, name: string, value: string): void {

@@ -15,7 +15,7 @@ import { NGHTTP2_FLAG_END_STREAM, NGHTTP2_INTERNAL_ERROR, nodeHttp2 } from './no
 import type { Socket } from 'node:net';
 import type { ProxyRequest, ProxyResponse } from '../proxy/exchange-types.ts';
 import { http2Head, Http2Request } from './request.ts';
-import { Http2Response } from './response.ts';
+import { Http2Response, responseStreamClosed } from './response.ts';
 
 export type Http2Handler = (req: ProxyRequest, res: ProxyResponse) => void;
 
@@ -131,7 +131,8 @@ export class Http2Front {
     }
     session[kOpen]!++;
     (stream as OwnedStream)[kSession] = session;
-    // 'close' comes once: on() spares the wrapper once() makes per stream.
+    // 'close' comes once: on() spares the wrapper once() makes per stream. One listener
+    // for the session's count and the response.
     stream.on('close', streamClosed);
     const req = new Http2Request(stream, socket, head);
     const res = new Http2Response(req, stream);
@@ -161,6 +162,7 @@ export class Http2Front {
 function streamClosed(this: OwnedStream): void {
   const session = this[kSession];
   if (session !== undefined) session[kOpen]!--;
+  responseStreamClosed(this);
 }
 
 function dispatchChecked(handler: Http2Handler, req: Http2Request, res: Http2Response): void {

@@ -14,7 +14,7 @@ import { startEchoServer } from '../../examples/echo-server.ts';
 import { eventually, startPortico, type PorticoProcess } from '../support/portico-process.ts';
 import { ManifestDir, ingress, ingressClass, serviceWithEndpoints, tlsSecret } from '../support/objects.ts';
 import { get } from '../support/http.ts';
-import { h2Connect, h2Request } from '../support/h2.ts';
+import { FLAG, FRAME, RawH2, frame, h2Connect, h2Request, hpack } from '../support/h2.ts';
 import { freePort, gateway, gatewayClass, httpRoute } from '../support/gateway-objects.ts';
 
 type Echo = Awaited<ReturnType<typeof startEchoServer>>;
@@ -141,6 +141,40 @@ describe('HTTP/2 from clients, black box', () => {
         assert.equal((await h2Request(session, { ':authority': 'web.local', ':path': '/after-cancel' })).status, 200, 'the connection goes on');
       } finally {
         session.close();
+      }
+    });
+
+    test(`${name}: a small answer with Content-Length ends on its DATA frame (END_STREAM there, no empty DATA frame after it); a large one arrives whole`, async () => {
+      const raw = await RawH2.open(port(), secure);
+      try {
+        // A small body (one read from the pod) and one of 100,000 bytes (many reads, and
+        // flow control: the default window is 65,535 bytes, so the client must grant more).
+        // Only the small one is held to a single closing DATA frame: behind flow control
+        // node:http2 may end a stream with an empty DATA frame.
+        const paths = ['/small', '/large?size=100000'];
+        for (const [i, path] of paths.entries()) {
+          const id = 1 + 2 * i;
+          const request: [string, string][] = [[':method', 'GET'], [':scheme', secure ? 'https' : 'http'], [':path', path], [':authority', 'web.local']];
+          raw.write(frame(FRAME.HEADERS, FLAG.END_HEADERS | FLAG.END_STREAM, id, hpack(request)));
+          if (i === 1) {
+            const grant = Buffer.alloc(4);
+            grant.writeUInt32BE(200_000);
+            raw.write(frame(FRAME.WINDOW_UPDATE, 0, 0, grant), frame(FRAME.WINDOW_UPDATE, 0, id, grant));
+          }
+          const last = await raw.waitFor((f) => f.streamId === id && (f.flags & FLAG.END_STREAM) !== 0);
+          assert.ok(last !== undefined, `${path}: the stream ends`);
+          const data = raw.frames.filter((f) => f.streamId === id && f.type === FRAME.DATA);
+          assert.equal(last.type, FRAME.DATA, `${path}: END_STREAM is on a DATA frame`);
+          if (i === 0) {
+            assert.deepEqual(data.map((f) => f.flags & FLAG.END_STREAM), [FLAG.END_STREAM], `${path}: one DATA frame, with END_STREAM`);
+            assert.ok(last.payload.length > 0, `${path}: it carries the body`);
+          }
+          const body = Buffer.concat(data.map((f) => f.payload));
+          if (i === 0) assert.equal(JSON.parse(body.toString()).path, '/small');
+          else assert.ok(body.equals(Buffer.alloc(100_000, 'x')), 'the whole large body, in order');
+        }
+      } finally {
+        raw.close();
       }
     });
 
