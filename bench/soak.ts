@@ -72,7 +72,7 @@ try {
   writeFileSync(join(dir, 'base.yaml'), toYaml([ingressClass('portico'), ...serviceWithEndpoints('web', [echo.port])]));
   const file = (i: number, v: number) => toYaml([ingress(`ing-${i}`, { rules: [{ host: `h${i}.soak`, paths: [{ path: `/v${v}`, service: 'web' }, { path: '/', service: 'web' }] }] })]);
   for (let i = 0; i < count; i++) writeFileSync(join(dir, `ing-${i}.yaml`), file(i, 0));
-  const portico = await startPortico(['--manifests', dir, '--access-log=false', '--workers', workers]);
+  const portico = await startPortico(['--manifests', dir, '--access-log=false', '--workers', workers, ...(process.env.SOAK_LOG ? ['--log-level', 'debug'] : [])]);
   const load: ChildProcess | undefined = rps > 0 ? undefined : spawn('wrk', ['-t1', '-c8', `-d${minutes * 60}s`, '-H', 'Host: h0.soak', `http://127.0.0.1:${portico.http}/`], { stdio: 'ignore' });
   const end = Date.now() + minutes * 60_000;
   let changes = 0;
@@ -85,7 +85,9 @@ try {
   const settle = async () => {
     failed += paced!.failures();
     paced!.stop();
-    await new Promise((r) => setTimeout(r, 35_000));
+    // The idle collector looks every 10 s and needs one interval without clients or
+    // changes after one with them: up to 30 s from here, and a process can miss a beat.
+    await new Promise((r) => setTimeout(r, 45_000));
     const pids = processTree(portico.child.pid!).filter((pid) => processRss(pid) > 10 * 1024 * 1024);
     settled.push({ minute: (minutes * 60_000 - (end - Date.now())) / 60_000, rss: pids.map((pid) => processRss(pid) / (1024 * 1024)) });
     const parts = pids.map(rssParts).map((p) => `${p.heap.toFixed(0)}/${p.anon.toFixed(0)}/${p.file.toFixed(0)}`);
@@ -110,7 +112,7 @@ try {
   }
   load?.kill();
   if (paced !== undefined) await settle();
-  if (process.env.SOAK_LOG) writeFileSync(process.env.SOAK_LOG, portico.logs.filter((l) => l.msg !== 'route table updated').map((l) => JSON.stringify(l) + '\n').join(''));
+  if (process.env.SOAK_LOG) writeFileSync(process.env.SOAK_LOG, portico.logs.filter((l) => l.msg !== 'route table updated' && l.msg !== 'route table installed from the primary' && !String(l.msg).startsWith('objects changed')).map((l) => JSON.stringify(l) + '\n').join(''));
   if (paced !== undefined) console.log(`paced load: ${failed} failed requests`);
   await portico.stop();
   const first = samples[1] ?? samples[0]!;
