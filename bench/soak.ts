@@ -7,8 +7,12 @@
 // over 8 keep-alive connections (a light load that leaves the machine to other work).
 // Each sample also splits every process's RSS (from /proc/PID/smaps): malloc's heap
 // ([heap], the main arena), other anonymous memory (V8's pages, malloc's thread arenas,
-// mmapped buffers) and file-backed pages (the node binary). SOAK_LOG=FILE writes portico's
-// log lines other than the per-change "route table updated" there at the end.
+// mmapped buffers) and file-backed pages (the node binary). SOAK_LOG=FILE runs portico at
+// debug level and writes its log lines, but the per-change ones, there at the end.
+// With rps > 0, at minute 3, every 15 minutes and at the end, the soak also pauses changes
+// and load for 45 s and takes a "settled" sample: what each process keeps once it has gone
+// quiet and given back what it could (src/util/idle-gc.ts). RSS under load moves with
+// V8's GC schedule; the settled samples show whether what stays grows.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
