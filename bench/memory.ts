@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { processRss, processTree } from './lib/processes.ts';
+import { smapsBreakdown } from './lib/smaps.ts';
 import { ingress, toYaml, type Obj } from '../test/support/objects.ts';
 
 const mode = process.argv[2] ?? 'idle';
@@ -94,6 +95,8 @@ try {
     `${mode}, --workers ${workers}, ${compiled ? 'compiled (dist/)' : 'sources (type stripping)'}, node flags: ${nodeFlags.join(' ') || '(none)'}; ` +
       `ready in ${(readyMs / 1000).toFixed(1)} s; RSS after ${settleSeconds} s: ${fmt(final)} MB (primary first; peak seen ${fmt(peak)}; the primary's is ${kb('RssAnon').toFixed(1)} MB anonymous, ${kb('RssFile').toFixed(1)} MB file-backed: Node's own code); load ${loadavg()[0]!.toFixed(1)}`,
   );
+  const parts = Object.entries(smapsBreakdown(pid)).sort((a, b) => b[1] - a[1]);
+  console.log(`primary RSS by mapping: ${parts.map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ')} MB`);
   // The primary's V8 heap, from its own /metrics (prom-client's default metrics).
   const metrics = await (await fetch(`http://127.0.0.1:${admin}/metrics`)).text();
   const gauge = (name: string) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)`, 'm').exec(metrics)?.[1] ?? NaN) / (1024 * 1024);
