@@ -292,7 +292,9 @@ if (process.env.DUMP) {
 // Retained size by owner and property, over all instances: "Forwarder.bound 3.2 MB"
 // (objects each dominated by the object that points to them). Element indexes and Map
 // table slots are folded into [] so that one Map's entries sum up.
-console.log('\nretained size by owner constructor and property (dominated children only), top 50:');
+// ONLY_TYPE="concatenated string": only children of that node type (which owners hold the string trees).
+const onlyType = process.env.ONLY_TYPE;
+console.log(`\nretained size by owner constructor and property (dominated children only${onlyType ? `, ${onlyType} only` : ''}), top 50:`);
 {
   const sums = new Map<string, { r: number; n: number }>();
   for (let v = 0; v < count; v++) {
@@ -304,6 +306,7 @@ console.log('\nretained size by owner constructor and property (dominated childr
       if (!retains(e)) continue;
       const to = edges[e + eTo]! / NF;
       if (order[to]! < 0 || dominator(to) !== v) continue;
+      if (onlyType !== undefined && typeOf(to) !== onlyType) continue;
       const et = edges[e + eType];
       const prop = et === ELEMENT || et === HIDDEN || /^\d+$/.test(edgeName(e)) ? '[]' : edgeName(e);
       const k = `${owner}.${prop}`;

@@ -26,7 +26,8 @@ const nodeFlags = process.argv.slice(5);
 if (mode !== 'idle' && mode !== 'scale') throw new Error(`mode is "idle" or "scale", not "${mode}"`);
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const compiled = process.env.NODE_ENV === 'production' && existsSync(join(ROOT, 'dist/cli.js'));
+// PORTICO_BIN=path/bin/portico.js: another checkout (an A/B in the same hour).
+const compiled = process.env.NODE_ENV === 'production' && existsSync(join(process.env.PORTICO_BIN ? join(process.env.PORTICO_BIN, '../..') : ROOT, 'dist/cli.js'));
 
 function service(name: string, namespace: string, addresses: string[]): Obj[] {
   return [
@@ -61,7 +62,7 @@ try {
   }
   // HEAP_SNAPSHOT_DIR=DIR: also write a heap snapshot of the primary there after the settle time.
   const snapshotDir = process.env.HEAP_SNAPSHOT_DIR;
-  const args = [...nodeFlags, ...(snapshotDir ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${snapshotDir}`] : []), join(ROOT, 'bin/portico.js'), '--manifests', dir, '--workers', workers, '--http-port', '0', '--https-port', '0', '--admin-port', '0', '--bind', '127.0.0.1', '--access-log=false', ...(process.env.PORTICO_ARGS?.split(' ').filter(Boolean) ?? [])];
+  const args = [...nodeFlags, ...(snapshotDir ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${snapshotDir}`] : []), process.env.PORTICO_BIN ?? join(ROOT, 'bin/portico.js'), '--manifests', dir, '--workers', workers, '--http-port', '0', '--https-port', '0', '--admin-port', '0', '--bind', '127.0.0.1', '--access-log=false', ...(process.env.PORTICO_ARGS?.split(' ').filter(Boolean) ?? [])];
   const t0 = performance.now();
   const child = spawn(join(ROOT, 'node_modules/.bin/node'), args, { stdio: ['ignore', 'pipe', 'inherit'], env: process.env });
   pid = child.pid!;
