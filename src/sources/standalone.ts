@@ -24,6 +24,7 @@ import { objectKey, type KubeObject, type RoutingKind } from '../model/k8s.ts';
 import { isManifestFile, parseManifestFile, type ManifestError } from './manifests.ts';
 import { deepEqual, type ObjectStore } from './store.ts';
 import type { CacheInvalidation } from '../cache/invalidation-resource.ts';
+import { flatString } from '../util/flat-string.ts';
 
 export interface ManifestDirectorySourceOptions {
   dir: string;
@@ -720,7 +721,8 @@ export class ManifestDirectorySource {
       if (before && !objects.has(id)) objects.set(id, before);
     }
     errors.sort((a, b) => (a.line ?? 0) - (b.line ?? 0));
-    return { stamp: file.stamp, objects, errors, invalidations: parsed.invalidations.length > 0 ? parsed.invalidations : undefined };
+    // Kept as long as the file: one flat string, not the tree of its template's pieces.
+    return { stamp: flatString(file.stamp), objects, errors, invalidations: parsed.invalidations.length > 0 ? parsed.invalidations : undefined };
   }
 
   // ---- applying ----

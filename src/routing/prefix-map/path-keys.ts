@@ -28,7 +28,7 @@ export class PathKeys<V> {
       this.map.set(key, value);
       return;
     }
-    const list = (this.list ??= []);
+    const list = this.list ?? [];
     for (let i = 0; i < list.length; i += 2) {
       if (list[i] === key) {
         list[i + 1] = value;
@@ -36,7 +36,8 @@ export class PathKeys<V> {
       }
     }
     if (list.length < SMALL * 2) {
-      list.push(key, value);
+      // A new list of exactly this length: push() would leave room for 17 entries.
+      this.list = list.concat(key, value);
       return;
     }
     this.map = new Map();
