@@ -318,3 +318,32 @@ console.log(`\nretained size by owner constructor and property (dominated childr
   }
   for (const [k, s] of [...sums].sort((a, b) => b[1].r - a[1].r).slice(0, 50)) console.log(`${mb(s.r)} MB  ${String(s.n).padStart(8)}  ${k}`);
 }
+
+// Slack in arrays: backing stores larger than their elements (push() grows by half plus
+// 16), by the property that holds the array: "Object.routes 1.2 MB in 10,000 arrays".
+if (process.env.SLACK) {
+  const sums = new Map<string, { slack: number; n: number }>();
+  for (let v = 0; v < count; v++) {
+    if (order[v]! < 0 || typeOf(v) !== 'object') continue;
+    const owner = nameOf(v).slice(0, 40);
+    for (let e = firstEdge[v]!; e < firstEdge[v + 1]!; e += EF) {
+      const arr = edges[e + eTo]! / NF;
+      if (typeOf(arr) !== 'object' || nameOf(arr) !== 'Array') continue;
+      for (let f = firstEdge[arr]!; f < firstEdge[arr + 1]!; f += EF) {
+        if (edgeName(f) !== 'elements') continue;
+        const store = edges[f + eTo]! / NF;
+        let elements = 0;
+        for (let g = firstEdge[store]!; g < firstEdge[store + 1]!; g += EF) if (edges[g + eType] === ELEMENT || edges[g + eType] === HIDDEN) elements++;
+        const slack = selfSize(store) - 16 - 8 * elements;
+        if (slack <= 0) continue;
+        const k = `${owner}.${/^\d+$/.test(edgeName(e)) ? '[]' : edgeName(e)}`;
+        const s = sums.get(k) ?? { slack: 0, n: 0 };
+        s.slack += slack;
+        s.n++;
+        sums.set(k, s);
+      }
+    }
+  }
+  console.log('\narray slack (capacity beyond the elements) by holder, top 20:');
+  for (const [k, s] of [...sums].sort((a, b) => b[1].slack - a[1].slack).slice(0, 20)) console.log(`${mb(s.slack)} MB  ${String(s.n).padStart(8)}  ${k}`);
+}

@@ -8,6 +8,7 @@ import { compareEntries, precedence } from './conflicts.ts';
 import { wildcardParent } from './hosts.ts';
 import type { IngressEntry, TlsClaim } from './ingress.ts';
 import { insertSorted, removeSorted } from '../util/sorted.ts';
+import { exactLength } from '../util/exact-length.ts';
 import { PatchedMap } from '../util/patched-map.ts';
 
 interface HostState {
@@ -247,7 +248,7 @@ export class IngressAssembly {
       });
     }
     routes.sort(compareRoutes);
-    return { routes, certificate, conflicts };
+    return { routes: exactLength(routes), certificate, conflicts };
   }
 
   /** HTTPS is a property of the host: its certificate (or its wildcard parent's) makes every path on it tls. */

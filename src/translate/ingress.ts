@@ -9,6 +9,7 @@ import type { BackendResolver, BackendResult } from './backends.ts';
 import { normalizeHost, wildcardParent } from './hosts.ts';
 import type { SecretParser } from './tls.ts';
 import { flatString, internString } from '../util/flat-string.ts';
+import { exactLength } from '../util/exact-length.ts';
 
 /** A route before conflicts with other Ingresses are settled. */
 export interface CandidateRoute {
@@ -242,12 +243,12 @@ export function buildIngressEntry(ingress: Ingress, ctx: IngressContext, previou
     ref,
     age: parseAge(ingress.metadata.creationTimestamp),
     order: `${namespace}/${name}`,
-    routes,
+    routes: exactLength(routes),
     defaultBackend,
     tlsClaims,
     problems,
     policies,
-    backendDeps,
+    backendDeps: exactLength(backendDeps),
     secretDeps,
   };
 }
