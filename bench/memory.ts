@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { processRss, processTree } from './lib/processes.ts';
+import { smapsBreakdown } from './lib/smaps.ts';
 import { ingress, toYaml, type Obj } from '../test/support/objects.ts';
 
 const mode = process.argv[2] ?? 'idle';
@@ -25,7 +26,8 @@ const nodeFlags = process.argv.slice(5);
 if (mode !== 'idle' && mode !== 'scale') throw new Error(`mode is "idle" or "scale", not "${mode}"`);
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const compiled = process.env.NODE_ENV === 'production' && existsSync(join(ROOT, 'dist/cli.js'));
+// PORTICO_BIN=path/bin/portico.js: another checkout (an A/B in the same hour).
+const compiled = process.env.NODE_ENV === 'production' && existsSync(join(process.env.PORTICO_BIN ? join(process.env.PORTICO_BIN, '../..') : ROOT, 'dist/cli.js'));
 
 function service(name: string, namespace: string, addresses: string[]): Obj[] {
   return [
@@ -60,7 +62,13 @@ try {
   }
   // HEAP_SNAPSHOT_DIR=DIR: also write a heap snapshot of the primary there after the settle time.
   const snapshotDir = process.env.HEAP_SNAPSHOT_DIR;
-  const args = [...nodeFlags, ...(snapshotDir ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${snapshotDir}`] : []), join(ROOT, 'bin/portico.js'), '--manifests', dir, '--workers', workers, '--http-port', '0', '--https-port', '0', '--admin-port', '0', '--bind', '127.0.0.1', '--access-log=false', ...(process.env.PORTICO_ARGS?.split(' ').filter(Boolean) ?? [])];
+  // AFTER_IDLE_GC=1: the settle time starts at the primary's first idle collection
+  // (src/util/idle-gc.ts; its debug line) rather than at ready: RSS a fixed time after
+  // ready swings by 20-40 MB at 10,000 Ingresses with whether that has run yet.
+  const afterIdleGc = process.env.AFTER_IDLE_GC === '1';
+  let idleGcSeen: () => void = () => {};
+  const idleGc = new Promise<void>((resolve) => (idleGcSeen = resolve));
+  const args = [...nodeFlags, ...(snapshotDir ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${snapshotDir}`] : []), process.env.PORTICO_BIN ?? join(ROOT, 'bin/portico.js'), '--manifests', dir, '--workers', workers, '--http-port', '0', '--https-port', '0', '--admin-port', '0', '--bind', '127.0.0.1', '--access-log=false', ...(afterIdleGc ? ['--log-level', 'debug'] : []), ...(process.env.PORTICO_ARGS?.split(' ').filter(Boolean) ?? [])];
   const t0 = performance.now();
   const child = spawn(join(ROOT, 'node_modules/.bin/node'), args, { stdio: ['ignore', 'pipe', 'inherit'], env: process.env });
   pid = child.pid!;
@@ -69,6 +77,7 @@ try {
     child.once('exit', (code) => reject(new Error(`portico exited with ${code}`)));
     createInterface({ input: child.stdout! }).on('line', (line) => {
       if (process.env.PORTICO_ARGS !== undefined && !line.includes('"route table')) console.log(line.slice(0, 300));
+      if (line.includes('gave unused heap memory back')) idleGcSeen();
       if (line.includes('"portico ready')) {
         clearTimeout(timer);
         resolve((JSON.parse(line) as { admin: number }).admin);
@@ -76,6 +85,11 @@ try {
     });
   });
   const readyMs = performance.now() - t0;
+  if (afterIdleGc) {
+    const waited = performance.now();
+    await Promise.race([idleGc, new Promise((r) => setTimeout(r, 180_000))]);
+    console.log(`first idle collection ${((performance.now() - waited) / 1000).toFixed(1)} s after ready`);
+  }
   const rss = () =>
     processTree(pid!)
       .map((p) => processRss(p) / (1024 * 1024))
@@ -94,6 +108,8 @@ try {
     `${mode}, --workers ${workers}, ${compiled ? 'compiled (dist/)' : 'sources (type stripping)'}, node flags: ${nodeFlags.join(' ') || '(none)'}; ` +
       `ready in ${(readyMs / 1000).toFixed(1)} s; RSS after ${settleSeconds} s: ${fmt(final)} MB (primary first; peak seen ${fmt(peak)}; the primary's is ${kb('RssAnon').toFixed(1)} MB anonymous, ${kb('RssFile').toFixed(1)} MB file-backed: Node's own code); load ${loadavg()[0]!.toFixed(1)}`,
   );
+  const parts = Object.entries(smapsBreakdown(pid)).sort((a, b) => b[1] - a[1]);
+  console.log(`primary RSS by mapping: ${parts.map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ')} MB`);
   // The primary's V8 heap, from its own /metrics (prom-client's default metrics).
   const metrics = await (await fetch(`http://127.0.0.1:${admin}/metrics`)).text();
   const gauge = (name: string) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)`, 'm').exec(metrics)?.[1] ?? NaN) / (1024 * 1024);

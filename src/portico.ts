@@ -11,7 +11,7 @@ import { hostname } from 'node:os';
 import type http from 'node:http';
 import cluster from 'node:cluster';
 import type { Logger } from 'pino';
-import { AggregatorRegistry } from 'prom-client';
+import { AggregatorRegistry } from './util/prom.ts';
 import type { Options } from './config/flags.ts';
 import { CONTROLLER_NAME, type EndpointUpdate, type Problem, type RoutingConfig } from './model/config.ts';
 import { Controller } from './controller.ts';

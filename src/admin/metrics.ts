@@ -1,6 +1,6 @@
 // Controller metrics and the registry /metrics serves. The proxy registers its
 // request metrics on the same registry (src/proxy/metrics.ts takes it as a parameter).
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from '../util/prom.ts';
 import type { Problem } from '../model/config.ts';
 import type { RouteTable } from '../routing/table.ts';
 
@@ -43,7 +43,7 @@ const REBUILD_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
 
 export function createMetrics(): Metrics {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
+  collectDefaultMetrics(registry);
   const registers = [registry];
 
   const routes = new Gauge({ name: 'portico_route_table_routes', help: 'Path rules in the live route table', registers });

@@ -1,6 +1,6 @@
 // Cache counters: plain numbers on the request path, read by prom-client at scrape time
 // (with --workers the primary adds up the workers', as for every other metric).
-import { Counter, Gauge, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from '../util/prom.ts';
 import { cacheStore } from './runtime.ts';
 
 export const cacheCounts = { hits: 0, misses: 0, stale: 0, revalidated: 0 };

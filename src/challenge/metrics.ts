@@ -1,6 +1,6 @@
 // Challenge counters: plain numbers on the request path, read by prom-client at scrape
 // time (with --workers, the primary adds up the workers' as for every other metric).
-import { Counter, type Registry } from 'prom-client';
+import { Counter, type Registry } from '../util/prom.ts';
 
 export const challengeCounts = { issued: 0, solved: 0, failed: 0 };
 

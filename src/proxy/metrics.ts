@@ -6,7 +6,7 @@
 // release() at the last one removes the series. A request still in flight on a removed
 // route counts into objects no longer exported, so its count is dropped instead of
 // bringing the series back for good.
-import { Counter, type Registry } from 'prom-client';
+import { Counter, type Registry } from '../util/prom.ts';
 import type { RouteConfig } from '../model/config.ts';
 import { labelKey, LatencyHistogram, type HistogramSeries, type Labels } from './latency-histogram.ts';
 
@@ -23,9 +23,13 @@ class PendingCounts<K extends number | string> {
   readonly labels: Labels;
   /** Compiled routes counting here. */
   refs = 0;
-  /** Every value seen, so that removing the series removes all of them. */
-  readonly values: K[] = [];
-  readonly pending: number[] = [];
+  /**
+   * Every value seen, so that removing the series removes all of them, and its count
+   * not yet flushed. Made at the first count: most of a large table's routes never see
+   * one (100 bytes each at 40,000 routes).
+   */
+  values: K[] | undefined = undefined;
+  pending: number[] | undefined = undefined;
 
   constructor(labels: Labels) {
     this.labels = labels;
@@ -33,27 +37,34 @@ class PendingCounts<K extends number | string> {
 
   add(value: K): void {
     const values = this.values;
-    for (let i = 0; i < values.length; i++) {
-      if (values[i] === value) {
-        this.pending[i]!++;
-        return;
+    if (values !== undefined) {
+      for (let i = 0; i < values.length; i++) {
+        if (values[i] === value) {
+          this.pending![i]!++;
+          return;
+        }
       }
+      values.push(value);
+      this.pending!.push(1);
+      return;
     }
-    values.push(value);
-    this.pending.push(1);
+    this.values = [value];
+    this.pending = [1];
   }
 
   flush(counter: Counter, label: string): void {
-    for (let i = 0; i < this.values.length; i++) {
-      const n = this.pending[i]!;
+    const { values, pending } = this;
+    if (values === undefined || pending === undefined) return;
+    for (let i = 0; i < values.length; i++) {
+      const n = pending[i]!;
       if (n === 0) continue;
-      this.pending[i] = 0;
-      counter.inc({ ...this.labels, [label]: String(this.values[i]) }, n);
+      pending[i] = 0;
+      counter.inc({ ...this.labels, [label]: String(values[i]) }, n);
     }
   }
 
   removeFrom(counter: Counter, label: string): void {
-    for (const value of this.values) counter.remove({ ...this.labels, [label]: String(value) });
+    for (const value of this.values ?? []) counter.remove({ ...this.labels, [label]: String(value) });
   }
 }
 
@@ -170,11 +181,12 @@ export class ProxyMetrics {
     const namespace = config.source.namespace;
     const ingress = config.source.name;
     const service = config.backend.service;
+    const backendLabels = { namespace, ingress, service }; // never changed: one object for both series
     return new RouteMetrics(
       this.requests.countsFor({ namespace, ingress, host: config.host, path: config.path, service }),
       this.latency,
-      this.latency.seriesFor({ namespace, ingress, service }),
-      this.errors.countsFor({ namespace, ingress, service }),
+      this.latency.seriesFor(backendLabels),
+      this.errors.countsFor(backendLabels),
     );
   }
 

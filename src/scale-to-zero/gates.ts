@@ -3,7 +3,7 @@
 // requests held while it has no endpoints. A held request is forwarded as soon as a
 // forwarder with endpoints for its backend is compiled, which happens when the route
 // table learns of a ready endpoint: no polling. Work is done only for sleepable routes.
-import { Counter, Gauge, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from '../util/prom.ts';
 import type { ProxyResponse } from '../proxy/exchange-types.ts';
 import type { SleepPolicy } from '../model/config.ts';
 import type { RequestContext } from '../proxy/context.ts';

@@ -4,7 +4,7 @@
 // leader only) and waking them when a request waits (any replica). In standalone mode
 // nothing is scaled: held requests wait for endpoints to appear in the manifests.
 import type { Logger } from 'pino';
-import { Counter, Histogram, type Registry } from 'prom-client';
+import { Counter, Histogram, type Registry } from '../util/prom.ts';
 import type { Problem, SleepPolicy } from '../model/config.ts';
 import { SERVICE_NAME_LABEL, type EndpointSlice, type ObjectRef } from '../model/k8s.ts';
 import type { ObjectStore } from '../sources/store.ts';

@@ -1,7 +1,7 @@
 // Readers for wire JSON shared by the sanitizers: null counts as absent (YAML "key:"
 // with no value), a wrong type throws Invalid with the field and what was expected.
 
-import { flatString } from '../util/flat-string.ts';
+import { flatString, internString } from '../util/flat-string.ts';
 
 export type Json = Record<string, unknown>;
 
@@ -36,6 +36,19 @@ export function optString(v: unknown, field: string): string | undefined {
   if (v === undefined || v === null) return undefined;
   if (typeof v !== 'string') fail(field, `must be a string, not ${describe(v)}`);
   return unsliced(v);
+}
+
+/** optString for fields whose values repeat across objects (namespaces, names of Services and ports, enumerations): one shared copy. */
+export function optSharedString(v: unknown, field: string): string | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'string') fail(field, `must be a string, not ${describe(v)}`);
+  return internString(v);
+}
+
+export function reqSharedString(v: unknown, field: string): string {
+  const s = optSharedString(v, field);
+  if (s === undefined || s === '') fail(field, 'is required');
+  return s;
 }
 
 /**
@@ -76,7 +89,8 @@ export function optStringList(v: unknown, field: string): string[] | undefined {
   return optArray(v, field)?.map((item, i) => reqString(item, `${field}[${i}]`));
 }
 
-export function optStringMap(v: unknown, field: string, drop?: ReadonlySet<string>): Record<string, string> | undefined {
+/** `shared`: values are interned (labels: a Service's name on each of its EndpointSlices). */
+export function optStringMap(v: unknown, field: string, drop?: ReadonlySet<string>, shared = false): Record<string, string> | undefined {
   const obj = optObject(v, field);
   if (!obj) return undefined;
   const out: Record<string, string> = {};
@@ -84,7 +98,7 @@ export function optStringMap(v: unknown, field: string, drop?: ReadonlySet<strin
     if (drop?.has(key)) continue;
     // The API server rejects `key: true` in labels and annotations; so do we, with the fix in the message.
     if (typeof value !== 'string') fail(`${field}[${JSON.stringify(key)}]`, `must be a string, not ${describe(value)} (quote the value)`);
-    out[key] = unsliced(value);
+    out[key] = shared ? internString(value) : unsliced(value);
   }
   return out;
 }

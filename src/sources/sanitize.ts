@@ -38,6 +38,8 @@ import {
   optArray,
   optString,
   reqString,
+  optSharedString,
+  reqSharedString,
   optBool,
   optInt,
   optPort,
@@ -47,7 +49,6 @@ import {
   describe,
   compact,
   deepFreeze,
-  unsliced,
   type Json,
 } from './sanitize-json.ts';
 import { sanitizeGateway, sanitizeGatewayClass, sanitizeGRPCRoute, sanitizeHTTPRoute, sanitizeNamespace, sanitizeReferenceGrant } from './sanitize-gateway.ts';
@@ -112,12 +113,12 @@ function sanitizeMeta(raw: unknown, kind: RoutingKind): ObjectMeta {
   return compact<ObjectMeta>({
     name: reqString(m.name, 'metadata.name'),
     // Cluster-scoped kinds have no namespace, whatever a manifest says.
-    namespace: namespaced ? (optString(m.namespace, 'metadata.namespace') || 'default') : undefined,
+    namespace: namespaced ? (optSharedString(m.namespace, 'metadata.namespace') || 'default') : undefined,
     uid: optString(m.uid, 'metadata.uid'),
     resourceVersion: optString(m.resourceVersion, 'metadata.resourceVersion'),
     generation: optInt(m.generation, 'metadata.generation'),
     creationTimestamp: optTimestamp(m.creationTimestamp, 'metadata.creationTimestamp'),
-    labels: optStringMap(m.labels, 'metadata.labels'),
+    labels: optStringMap(m.labels, 'metadata.labels', undefined, true),
     annotations: optStringMap(m.annotations, 'metadata.annotations', DROPPED_ANNOTATIONS),
   });
 }
@@ -145,7 +146,7 @@ function sanitizeLoadBalancer(raw: unknown, field: string): { loadBalancer?: { i
             const po = reqObject(p, pf);
             return compact({
               port: reqPort(po.port, `${pf}.port`),
-              protocol: optString(po.protocol, `${pf}.protocol`) ?? 'TCP',
+              protocol: optSharedString(po.protocol, `${pf}.protocol`) ?? 'TCP',
               error: optString(po.error, `${pf}.error`),
             });
           }),
@@ -165,9 +166,9 @@ function sanitizeBackend(raw: unknown, field: string): IngressBackend {
   return compact<IngressBackend>({
     service: svc
       ? compact({
-          name: reqString(svc.name, `${field}.service.name`),
+          name: reqSharedString(svc.name, `${field}.service.name`),
           port: port
-            ? compact({ number: optPort(port.number, `${field}.service.port.number`), name: optString(port.name, `${field}.service.port.name`) })
+            ? compact({ number: optPort(port.number, `${field}.service.port.number`), name: optSharedString(port.name, `${field}.service.port.name`) })
             : undefined,
         })
       : undefined,
@@ -184,9 +185,9 @@ function sanitizeBackend(raw: unknown, field: string): IngressBackend {
 function sanitizePath(raw: unknown, field: string): HTTPIngressPath {
   const p = reqObject(raw, field);
   return compact<HTTPIngressPath>({
-    path: optString(p.path, `${field}.path`),
+    path: optSharedString(p.path, `${field}.path`),
     // Any string: translation reports an unknown pathType against the Ingress, with its field.
-    pathType: optString(p.pathType, `${field}.pathType`) as PathType | undefined,
+    pathType: optSharedString(p.pathType, `${field}.pathType`) as PathType | undefined,
     backend: sanitizeBackend(p.backend, `${field}.backend`),
   });
 }
@@ -209,7 +210,7 @@ function sanitizeIngress(o: Json, metadata: ObjectMeta): Ingress {
     metadata,
     spec: spec
       ? compact({
-          ingressClassName: optString(spec.ingressClassName, 'spec.ingressClassName'),
+          ingressClassName: optSharedString(spec.ingressClassName, 'spec.ingressClassName'),
           defaultBackend: spec.defaultBackend == null ? undefined : sanitizeBackend(spec.defaultBackend, 'spec.defaultBackend'),
           tls: optArray(spec.tls, 'spec.tls')?.map((t, i) => {
             const entry = reqObject(t, `spec.tls[${i}]`);
@@ -242,7 +243,7 @@ const SERVICE_TYPES: ReadonlySet<string> = new Set(['ClusterIP', 'NodePort', 'Lo
 
 function sanitizeService(o: Json, metadata: ObjectMeta): Service {
   const spec = optObject(o.spec, 'spec');
-  const type = optString(spec?.type, 'spec.type');
+  const type = optSharedString(spec?.type, 'spec.type');
   if (type !== undefined && !SERVICE_TYPES.has(type)) fail('spec.type', `must be one of ClusterIP, NodePort, LoadBalancer, ExternalName, not ${describe(type)}`);
   return compact<Service>({
     apiVersion: ROUTING_API_VERSIONS.Service,
@@ -258,11 +259,11 @@ function sanitizeService(o: Json, metadata: ObjectMeta): Service {
             const port = reqObject(p, f);
             const target = port.targetPort;
             return compact<ServicePort>({
-              name: optString(port.name, `${f}.name`),
-              protocol: optString(port.protocol, `${f}.protocol`),
+              name: optSharedString(port.name, `${f}.name`),
+              protocol: optSharedString(port.protocol, `${f}.protocol`),
               port: reqPort(port.port, `${f}.port`),
-              targetPort: typeof target === 'string' ? unsliced(target) : optPort(target, `${f}.targetPort`),
-              appProtocol: optString(port.appProtocol, `${f}.appProtocol`),
+              targetPort: typeof target === 'string' ? optSharedString(target, `${f}.targetPort`) : optPort(target, `${f}.targetPort`),
+              appProtocol: optSharedString(port.appProtocol, `${f}.appProtocol`),
             });
           }),
         })
@@ -297,6 +298,17 @@ function sanitizeSecret(o: Json, metadata: ObjectMeta): Secret {
 
 const ADDRESS_TYPES: ReadonlySet<string> = new Set(['IPv4', 'IPv6', 'FQDN']);
 
+type Conditions = NonNullable<Endpoint['conditions']>;
+/** The 27 possible conditions objects, made once and frozen: 50,000 endpoints share a handful. */
+const CONDITIONS = new Map<string, Conditions>();
+
+function sharedConditions(ready: boolean | undefined, serving: boolean | undefined, terminating: boolean | undefined): Conditions {
+  const key = `${ready} ${serving} ${terminating}`;
+  let shared = CONDITIONS.get(key);
+  if (shared === undefined) CONDITIONS.set(key, (shared = Object.freeze(compact<Conditions>({ ready, serving, terminating }))));
+  return shared;
+}
+
 function sanitizeEndpoint(raw: unknown, field: string): Endpoint {
   const e = reqObject(raw, field);
   const conditions = optObject(e.conditions, `${field}.conditions`);
@@ -304,19 +316,19 @@ function sanitizeEndpoint(raw: unknown, field: string): Endpoint {
   return compact<Endpoint>({
     addresses: optStringList(e.addresses, `${field}.addresses`) ?? fail(`${field}.addresses`, 'is required'),
     conditions: conditions
-      ? compact({
-          ready: optBool(conditions.ready, `${field}.conditions.ready`),
-          serving: optBool(conditions.serving, `${field}.conditions.serving`),
-          terminating: optBool(conditions.terminating, `${field}.conditions.terminating`),
-        })
+      ? sharedConditions(
+          optBool(conditions.ready, `${field}.conditions.ready`),
+          optBool(conditions.serving, `${field}.conditions.serving`),
+          optBool(conditions.terminating, `${field}.conditions.terminating`),
+        )
       : undefined,
     hostname: optString(e.hostname, `${field}.hostname`),
-    nodeName: optString(e.nodeName, `${field}.nodeName`),
-    zone: optString(e.zone, `${field}.zone`),
+    nodeName: optSharedString(e.nodeName, `${field}.nodeName`),
+    zone: optSharedString(e.zone, `${field}.zone`),
     targetRef: ref
       ? compact({
-          kind: optString(ref.kind, `${field}.targetRef.kind`),
-          namespace: optString(ref.namespace, `${field}.targetRef.namespace`),
+          kind: optSharedString(ref.kind, `${field}.targetRef.kind`),
+          namespace: optSharedString(ref.namespace, `${field}.targetRef.namespace`),
           name: optString(ref.name, `${field}.targetRef.name`),
           uid: optString(ref.uid, `${field}.targetRef.uid`),
         })
@@ -325,7 +337,7 @@ function sanitizeEndpoint(raw: unknown, field: string): Endpoint {
 }
 
 function sanitizeEndpointSlice(o: Json, metadata: ObjectMeta): EndpointSlice {
-  const addressType = reqString(o.addressType, 'addressType');
+  const addressType = reqSharedString(o.addressType, 'addressType');
   if (!ADDRESS_TYPES.has(addressType)) fail('addressType', `must be IPv4, IPv6 or FQDN, not ${describe(addressType)}`);
   return compact<EndpointSlice>({
     apiVersion: ROUTING_API_VERSIONS.EndpointSlice,
@@ -337,10 +349,10 @@ function sanitizeEndpointSlice(o: Json, metadata: ObjectMeta): EndpointSlice {
       const f = `ports[${i}]`;
       const port = reqObject(p, f);
       return compact<EndpointPort>({
-        name: optString(port.name, `${f}.name`),
+        name: optSharedString(port.name, `${f}.name`),
         port: optPort(port.port, `${f}.port`),
-        protocol: optString(port.protocol, `${f}.protocol`),
-        appProtocol: optString(port.appProtocol, `${f}.appProtocol`),
+        protocol: optSharedString(port.protocol, `${f}.protocol`),
+        appProtocol: optSharedString(port.appProtocol, `${f}.appProtocol`),
       });
     }),
   });

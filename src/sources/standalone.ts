@@ -71,9 +71,29 @@ interface StoredObject {
   readonly line: number | undefined;
 }
 
+/**
+ * Changes when the file is written or replaced (a rename over it changes the inode).
+ * Compared field by field: as one string it cost five number conversions and about 300
+ * bytes per file in every walk, and a walk of 10,000 files holds all of them at once.
+ */
+interface Stamp {
+  readonly mtimeMs: number;
+  readonly ctimeMs: number;
+  readonly size: number;
+  readonly dev: number;
+  readonly ino: number;
+}
+
+function stampOf(file: Stamp): Stamp {
+  return { mtimeMs: file.mtimeMs, ctimeMs: file.ctimeMs, size: file.size, dev: file.dev, ino: file.ino };
+}
+
+function sameStamp(a: Stamp, b: Stamp): boolean {
+  return a.mtimeMs === b.mtimeMs && a.ctimeMs === b.ctimeMs && a.size === b.size && a.dev === b.dev && a.ino === b.ino;
+}
+
 interface FileEntry {
-  /** Changes when the file is written or replaced. */
-  readonly stamp: string;
+  readonly stamp: Stamp;
   /** The objects served from this file (its last good content), by identity. */
   readonly objects: ReadonlyMap<string, StoredObject>;
   readonly errors: readonly ManifestError[];
@@ -81,11 +101,8 @@ interface FileEntry {
   readonly invalidations?: readonly FileInvalidation[];
 }
 
-interface FoundFile {
+interface FoundFile extends Stamp {
   readonly path: string;
-  readonly stamp: string;
-  readonly size: number;
-  readonly mtimeMs: number;
 }
 
 interface DirWatch {
@@ -486,7 +503,7 @@ export class ManifestDirectorySource {
     const updates = new Map<string, FileEntry | undefined>();
     const changed = [...found].filter(([path, file]) => {
       const entry = this.files.get(path);
-      return !(entry && entry.stamp === file.stamp && !forced.has(path));
+      return !(entry && sameStamp(entry.stamp, file) && !forced.has(path));
     });
     // A few reads at a time: the disk and the parsing stop waiting for each other (10,000
     // files at start: 4.7 s one by one).
@@ -592,7 +609,7 @@ export class ManifestDirectorySource {
       }
       if (!st.isFile()) return undefined; // a directory or a symlink
       if (!isManifestFile(basename(rel))) continue;
-      const file: FoundFile = { path, size: st.size, mtimeMs: st.mtimeMs, stamp: `${st.mtimeMs}|${st.ctimeMs}|${st.size}|${st.dev}:${st.ino}` };
+      const file: FoundFile = { path, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, size: st.size, dev: st.dev, ino: st.ino };
       const next = await this.readEntry(rel, file, this.files.get(rel), sync);
       updates.set(rel, next);
     }
@@ -667,7 +684,7 @@ export class ManifestDirectorySource {
             if (visited.has(subId)) continue; // symlink loop, or the same tree linked twice
             await visit(path, entryRel, subId);
           } else if (st.isFile() && isManifestFile(entry.name)) {
-            found.set(entryRel, { path, size: st.size, mtimeMs: st.mtimeMs, stamp: `${st.mtimeMs}|${st.ctimeMs}|${st.size}|${st.dev}:${st.ino}` });
+            found.set(entryRel, { path, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, size: st.size, dev: st.dev, ino: st.ino });
             if (entry.isSymbolicLink() && this.o.watch) await watchTarget(path);
           }
         }
@@ -685,7 +702,7 @@ export class ManifestDirectorySource {
   /** Reads and parses one file into its next entry; undefined if it is gone. */
   private async readEntry(rel: string, file: FoundFile, previous: FileEntry | undefined, sync = false): Promise<FileEntry | undefined> {
     if (file.size > MAX_FILE_BYTES) {
-      return { stamp: file.stamp, objects: previous?.objects ?? new Map(), errors: [{ file: rel, message: `larger than ${MAX_FILE_BYTES / 1024 / 1024} MiB; not read` }], invalidations: previous?.invalidations };
+      return { stamp: stampOf(file), objects: previous?.objects ?? new Map(), errors: [{ file: rel, message: `larger than ${MAX_FILE_BYTES / 1024 / 1024} MiB; not read` }], invalidations: previous?.invalidations };
     }
     let bytes: Buffer;
     try {
@@ -693,7 +710,7 @@ export class ManifestDirectorySource {
       bytes = sync ? readFileSync(file.path) : await readFile(file.path);
     } catch (err) {
       if (errorCode(err) === 'ENOENT') return undefined;
-      return { stamp: file.stamp, objects: previous?.objects ?? new Map(), errors: [{ file: rel, message: `cannot read: ${(err as Error).message}` }], invalidations: previous?.invalidations };
+      return { stamp: stampOf(file), objects: previous?.objects ?? new Map(), errors: [{ file: rel, message: `cannot read: ${(err as Error).message}` }], invalidations: previous?.invalidations };
     }
     const parsed = parseManifestFile(rel, bytes.toString('utf8'));
     // Read while being written: the size changed since the stat, or it was just modified
@@ -701,7 +718,7 @@ export class ManifestDirectorySource {
     const worse = parsed.failed || (previous !== undefined && parsed.errors.length > previous.errors.length);
     if (bytes.length !== file.size || (worse && Date.now() - file.mtimeMs < JUST_WRITTEN_MS)) this.partial.add(rel);
     // A file that does not parse as a whole keeps serving its last good content.
-    if (parsed.failed) return { stamp: file.stamp, objects: previous?.objects ?? new Map(), errors: parsed.errors, invalidations: previous?.invalidations };
+    if (parsed.failed) return { stamp: stampOf(file), objects: previous?.objects ?? new Map(), errors: parsed.errors, invalidations: previous?.invalidations };
 
     const objects = new Map<string, StoredObject>();
     const errors: ManifestError[] = [...parsed.errors];
@@ -725,7 +742,7 @@ export class ManifestDirectorySource {
       if (before && !objects.has(id)) objects.set(id, before);
     }
     errors.sort((a, b) => (a.line ?? 0) - (b.line ?? 0));
-    return { stamp: file.stamp, objects, errors, invalidations: parsed.invalidations.length > 0 ? parsed.invalidations : undefined };
+    return { stamp: stampOf(file), objects, errors, invalidations: parsed.invalidations.length > 0 ? parsed.invalidations : undefined };
   }
 
   // ---- applying ----

@@ -10,6 +10,7 @@ import type { BackendConfig, BackendError, Severity, Snapshot, TranslateOptions,
 import { SERVICE_NAME_LABEL } from '../model/k8s.ts';
 import type { EndpointSlice, IngressBackend, Service, ServicePort } from '../model/k8s.ts';
 import { sleepPolicyOf } from '../scale-to-zero/policy.ts';
+import { exactLength } from '../util/exact-length.ts';
 
 /** What is wrong with a backend, relative to the backend's field path (e.g. ".service.port.name"). */
 export interface BackendIssue {
@@ -296,5 +297,5 @@ export function readyAddresses(slices: readonly EndpointSlice[], portName: strin
     }
   }
   out.sort((a, b) => (a.host < b.host ? -1 : a.host > b.host ? 1 : a.port - b.port));
-  return out;
+  return exactLength(out);
 }

@@ -8,7 +8,8 @@ import { parsePolicies } from '../middleware/registry.ts';
 import type { BackendResolver, BackendResult } from './backends.ts';
 import { normalizeHost, wildcardParent } from './hosts.ts';
 import type { SecretParser } from './tls.ts';
-import { flatString } from '../util/flat-string.ts';
+import { flatString, internString } from '../util/flat-string.ts';
+import { exactLength } from '../util/exact-length.ts';
 
 /** A route before conflicts with other Ingresses are settled. */
 export interface CandidateRoute {
@@ -208,7 +209,8 @@ export function buildIngressEntry(ingress: Ingress, ctx: IngressContext, previou
       return;
     }
     (rule.http?.paths ?? []).forEach((p, j) => {
-      const field = flatString(`spec.rules[${i}].http.paths[${j}]`);
+      // The same few fields in every Ingress: one shared copy of each.
+      const field = internString(`spec.rules[${i}].http.paths[${j}]`);
       let pathType = p.pathType;
       if (pathType === undefined) {
         report('warning', 'MissingPathType', `${field}.pathType: not set; treated as ImplementationSpecific (served as Prefix)`);
@@ -241,12 +243,12 @@ export function buildIngressEntry(ingress: Ingress, ctx: IngressContext, previou
     ref,
     age: parseAge(ingress.metadata.creationTimestamp),
     order: `${namespace}/${name}`,
-    routes,
+    routes: exactLength(routes),
     defaultBackend,
     tlsClaims,
     problems,
     policies,
-    backendDeps,
+    backendDeps: exactLength(backendDeps),
     secretDeps,
   };
 }

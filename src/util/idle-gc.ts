@@ -90,7 +90,8 @@ export function collectWhenIdle(log: Logger, openConnections: () => number, inte
     if (!policy.shouldCollect(utilization, clientsConnected, changed, getHeapStatistics().total_heap_size)) return;
     const before = getHeapStatistics().total_heap_size;
     const started = performance.now();
-    // 'last-resort': V8's memory-reducing full GC (what the memory reducer runs).
+    // 'regular': a full GC. 'last-resort' (the memory reducer's, which also shrinks the
+    // young generation) paused 2.6 s at 10,000 Ingresses.
     gcFunction()({ type: 'major', execution: 'sync', flavor: 'regular' });
     const after = getHeapStatistics().total_heap_size;
     policy.collected(after);

@@ -20,6 +20,7 @@
 import { compileRegex, guardOf, type Guard } from '../conditions.ts';
 import { INGRESS_MATCHING, type MatchRequest, type Matcher, type MatcherFactory, type MatcherOptions, type RouteEntry } from '../matcher.ts';
 import { PatchedMap } from '../../util/patched-map.ts';
+import { PathKeys } from './path-keys.ts';
 
 const SLASH = 0x2f;
 
@@ -122,8 +123,8 @@ class RankedPaths<T> {
 }
 
 class PathGroup<T> {
-  readonly exact = new Map<string, Slot<T>>();
-  readonly prefixes = new Map<string, Slot<T>>();
+  readonly exact = new PathKeys<Slot<T>>();
+  readonly prefixes = new PathKeys<Slot<T>>();
   /** RegularExpression paths, tried in rank order after Exact and before Prefix. */
   regexes: { readonly regex: RegExp; readonly slot: Slot<T> }[] | undefined = undefined;
   /** Length of the longest prefix key: longer candidates cannot match, so they are skipped. */

@@ -34,6 +34,22 @@ describe('controller metrics', () => {
     assert.equal(sample(text, 'portico_ready'), 0);
   });
 
+  test("the process and Node metrics are prom-client's default metrics, and the CPU counters count", async () => {
+    const promClient = await import('prom-client');
+    const reference = new promClient.Registry();
+    promClient.collectDefaultMetrics({ register: reference });
+    const heads = (text: string) => text.split('\n').filter((line) => line.startsWith('# HELP') || line.startsWith('# TYPE'));
+    const ours = heads(await createMetrics().registry.metrics()).filter((line) => !/ portico_/.test(line));
+    assert.deepEqual(ours, heads(await reference.metrics()));
+    const { registry } = createMetrics();
+    const before = sample(await registry.metrics(), 'process_cpu_seconds_total')!;
+    const until = performance.now() + 50;
+    while (performance.now() < until); // burn 50 ms of CPU
+    const text = await registry.metrics();
+    assert.ok(sample(text, 'process_cpu_seconds_total')! >= before + 0.03, text.slice(0, 500));
+    assert.ok(sample(text, 'process_cpu_user_seconds_total')! + sample(text, 'process_cpu_system_seconds_total')! >= 0.03);
+  });
+
   test('a rebuild records size, version, duration, time, problems and readiness', async () => {
     const metrics = createMetrics();
     const table = buildRouteTable(42, sampleConfig(), compileForTest, scanMatcher);

@@ -54,6 +54,10 @@ describe('memoized translator', () => {
       ['the class goes away', (o) => o.delete('IngressClass/portico')],
       ['the class comes back', (o) => o.set('IngressClass/portico', ingressClass('portico'))],
       ['an Ingress is deleted', (o) => o.delete('Ingress/one')],
+      ['one of the two left on a host is deleted', (o) => o.delete('Ingress/four')],
+      ['the last one on the host is deleted', (o) => o.delete('Ingress/three')],
+      ['an Ingress takes the host again', (o) => o.set('Ingress/one', simpleIngress('one', 'foo.example.com', [['/', 'a']], { created: '2024-01-01T00:00:00Z' }))],
+      ['and a second one joins it', (o) => o.set('Ingress/three', simpleIngress('three', 'foo.example.com', [['/', 'b'], ['/t', 'b']], { created: '2024-03-01T00:00:00Z' }))],
     ];
     let options: TranslateOptions = OPTIONS;
     for (const [name, change, opts] of steps) {
