@@ -2,7 +2,8 @@
 // Ingress files to the first 200 on its host, through the real CLI. With R > 0, also
 // R HTTPRoutes over 5 Gateways, and the same figure for a new HTTPRoute file.
 //   node_modules/.bin/node bench/standalone-latency.ts [N=10000] [samples=100] [R=0] [workers=1]
-// PORTICO_CPU_PROF=DIR profiles the primary (--cpu-prof) into DIR.
+// PORTICO_CPU_PROF=DIR profiles the primary (--cpu-prof) into DIR. BENCH_DEBUG=1 runs
+// portico at debug level, so the slow samples are matched to V8's long GC pauses too.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -37,7 +38,7 @@ try {
   }
   const started = performance.now();
   const profileDir = process.env.PORTICO_CPU_PROF;
-  portico = await startPortico(['--manifests', dir, '--access-log=false', '--workers', workers], profileDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}, 120_000);
+  portico = await startPortico(['--manifests', dir, '--access-log=false', ...(process.env.BENCH_DEBUG ? ['--log-level', 'debug'] : []), '--workers', workers], profileDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}, 120_000);
   const startMs = performance.now() - started;
 
   /** Writes `file` and times until `host` answers 200 on `port`. */

@@ -28,6 +28,7 @@ import type { GatewayStatusWriter } from './status/gateway-status.ts';
 import type { EventRecorder } from './status/events.ts';
 import { createLogger } from './util/log.ts';
 import { changeApplied, collectWhenIdle } from './util/idle-gc.ts';
+import { logLongGcPauses } from './util/gc-pauses.ts';
 import { createMetrics } from './admin/metrics.ts';
 import { createAdminServer } from './admin/server.ts';
 import { CidrSet, parseCidrList } from './middleware/cidr.ts';
@@ -104,9 +105,11 @@ export async function startPortico(options: Options, logger?: Logger, role: Role
   const portico = role === 'worker' ? await startWorker(options, log) : await startControlPlane(options, log, role);
   // Node 24 never runs V8's memory reducer in an ESM program: see src/util/idle-gc.ts.
   const stopCollecting = collectWhenIdle(log, () => portico.openConnections?.() ?? 0);
+  const stopGcLog = logLongGcPauses(log);
   const stop = portico.stop.bind(portico);
   portico.stop = (graceMs) => {
     stopCollecting();
+    stopGcLog();
     return stop(graceMs);
   };
   return portico;

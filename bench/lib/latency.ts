@@ -61,6 +61,10 @@ export function reportTail(windows: readonly SampleWindow[], logs: readonly Reco
     .filter((l) => l.msg === 'quiet: gave unused heap memory back' && typeof l.time === 'string' && typeof l.ms === 'number')
     .map((l) => ({ end: Date.parse(l.time as string), ms: l.ms as number }));
   console.log(`idle collections of 50 ms or more during the run: ${collections.length}${collections.length > 0 ? ` (pauses ${collections.map((c) => c.ms).join(', ')} ms)` : ''}`);
+  const pauses = logs
+    .filter((l) => l.msg === 'long garbage-collection pause' && typeof l.time === 'string' && typeof l.ms === 'number')
+    .map((l) => ({ end: Date.parse(l.time as string), ms: l.ms as number, kind: String(l.kind) }));
+  if (pauses.length > 0) console.log(`garbage-collection pauses of 20 ms or more (logged at debug): ${pauses.length}, longest ${Math.max(...pauses.map((p) => p.ms))} ms`);
   const swaps = logs.filter((l) => l.msg === 'route table updated' && typeof l.time === 'string').map((l) => ({ at: Date.parse(l.time as string), changeToServeMs: l.changeToServeMs }));
   for (const w of windows) {
     if (w.to - w.from < slowMs) continue;
@@ -68,6 +72,10 @@ export function reportTail(windows: readonly SampleWindow[], logs: readonly Reco
     // The last swap in the window served the change: before it, the source and translation; after it, the first answer.
     const swap = swaps.filter((x) => x.at >= w.from && x.at <= w.to).at(-1);
     const phases = swap === undefined ? '' : `, table swapped after ${swap.at - w.from} ms (change -> swap ${String(swap.changeToServeMs)} ms), 200 ${w.to - swap.at} ms later`;
-    console.log(`  slow sample ${w.name}: ${w.to - w.from} ms${phases}${overlapping.length > 0 ? `, overlapped an idle collection of ${overlapping.map((c) => c.ms).join('+')} ms` : ''}`);
+    // Logged as the pause ends; a pause overlaps the sample if it ended after it began and began before it ended.
+    const gcs = pauses.filter((p) => p.end >= w.from && p.end - p.ms <= w.to);
+    console.log(
+      `  slow sample ${w.name}: ${w.to - w.from} ms${phases}${overlapping.length > 0 ? `, overlapped an idle collection of ${overlapping.map((c) => c.ms).join('+')} ms` : ''}${gcs.length > 0 ? `, overlapped GC pauses ${gcs.map((p) => `${p.kind} ${p.ms} ms`).join(', ')}` : ''}`,
+    );
   }
 }
