@@ -8,8 +8,8 @@ const BIN = fileURLToPath(new URL('../../bin/portico.js', import.meta.url));
 
 /** Started and not yet exited. */
 const running = new Set<ChildProcess>();
-// npm test runs with --test-force-exit: a test file whose test failed before stop() ends
-// anyway, and must not leave its portico (and that one's workers) behind.
+// A test file that ends (or is ended) with portico still running, because a test failed
+// before stop(), must not leave it (and its workers) behind.
 process.once('exit', () => {
   for (const child of running) child.kill('SIGTERM');
 });
