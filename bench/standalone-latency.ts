@@ -49,7 +49,7 @@ try {
     writeFileSync(join(dir, file), toYaml(objects));
     while ((await get(port, host, '/').catch(() => ({ status: 0 }))).status !== 200) await new Promise((r) => setTimeout(r, 1));
     const ms = performance.now() - t0;
-    windows.push({ name: file, from, to: Date.now() });
+    windows.push({ name: file, from, to: Date.now(), storeChange: `${(objects[0] as { kind: string }).kind} default/${(objects[0] as { metadata: { name: string } }).metadata.name}` });
     await new Promise((r) => setTimeout(r, 100));
     return ms;
   };

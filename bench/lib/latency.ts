@@ -47,6 +47,8 @@ export async function statusWritten(api: FakeKubeApiServer, timeoutMs = 300_000)
 /** One sample's wall-clock window (Date.now()), for reportTail. */
 export interface SampleWindow {
   readonly name: string;
+  /** Text of the debug "objects changed" line that shows the change reached the store (BENCH_DEBUG runs). */
+  readonly storeChange?: string;
   readonly from: number;
   readonly to: number;
 }
@@ -71,7 +73,9 @@ export function reportTail(windows: readonly SampleWindow[], logs: readonly Reco
     const overlapping = collections.filter((c) => c.end >= w.from && c.end - c.ms <= w.to);
     // The last swap in the window served the change: before it, the source and translation; after it, the first answer.
     const swap = swaps.filter((x) => x.at >= w.from && x.at <= w.to).at(-1);
-    const phases = swap === undefined ? '' : `, table swapped after ${swap.at - w.from} ms (change -> swap ${String(swap.changeToServeMs)} ms), 200 ${w.to - swap.at} ms later`;
+    const stored = w.storeChange === undefined ? undefined : logs.find((l) => typeof l.msg === 'string' && l.msg.startsWith('objects changed') && l.msg.includes(w.storeChange!) && typeof l.time === 'string');
+    const storedAt = stored === undefined ? '' : `, in the store after ${Date.parse(stored.time as string) - w.from} ms`;
+    const phases = swap === undefined ? '' : `${storedAt}, table swapped after ${swap.at - w.from} ms (change -> swap ${String(swap.changeToServeMs)} ms), 200 ${w.to - swap.at} ms later`;
     // Logged as the pause ends; a pause overlaps the sample if it ended after it began and began before it ended.
     const gcs = pauses.filter((p) => p.end >= w.from && p.end - p.ms <= w.to);
     console.log(
