@@ -44,3 +44,11 @@ test('never in an interval with a change: a change that came during the pause wo
   assert.equal(policy.shouldCollect(0.01, false, true, 200 * MB), false);
   assert.equal(policy.shouldCollect(0.01, false, false, 200 * MB), true, 'a change counts as a busy spell: its garbage is collected once quiet');
 });
+
+test('the heap after a collection is its low point since, not its size as the GC returns (V8 shrinks later)', () => {
+  const policy = new IdleCollectionPolicy();
+  policy.collected(69 * MB); // measured as gc() returned
+  assert.equal(policy.shouldCollect(0.01, false, false, 28 * MB), false, 'quiet, and V8 has shrunk the heap since');
+  assert.equal(policy.shouldCollect(0.06, true, true, 74 * MB), false, 'traffic and changes again');
+  assert.equal(policy.shouldCollect(0.01, false, false, 46 * MB), true, 'quiet: 18 MB above the low point, though below the size at the last collection');
+});
