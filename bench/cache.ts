@@ -22,7 +22,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { canPin, run, startProcess, stopAll, stopProcess, type Managed } from './lib/processes.ts';
-import { ensureTools, freePort } from './lib/tools.ts';
+import { ensureTools, freePort, positiveInteger } from './lib/tools.ts';
 import { cachingUpstreamConfig, porticoManifests, proxyCacheConfig } from './lib/nginx.ts';
 import { median, parseWrkOutput, type WrkResult } from './lib/wrk.ts';
 
@@ -47,17 +47,12 @@ function readOptions() {
       'cpu-prof': { type: 'boolean', default: false },
     },
   });
-  const positive = (name: string, raw: string): number => {
-    const n = Number(raw.replace(/s$/, ''));
-    if (!Number.isInteger(n) || n < 1) throw new Error(`--${name}: expected a positive integer, got ${JSON.stringify(raw)}`);
-    return n;
-  };
   return {
-    durationS: positive('duration', values.duration),
-    connections: positive('connections', values.connections),
-    rounds: positive('rounds', values.rounds),
-    warmupS: positive('warmup', values.warmup),
-    bodyBytes: positive('body-bytes', values['body-bytes']),
+    durationS: positiveInteger('duration', values.duration),
+    connections: positiveInteger('connections', values.connections),
+    rounds: positiveInteger('rounds', values.rounds),
+    warmupS: positiveInteger('warmup', values.warmup),
+    bodyBytes: positiveInteger('body-bytes', values['body-bytes']),
     cpuProf: values['cpu-prof'] === true,
   };
 }

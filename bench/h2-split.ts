@@ -23,7 +23,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { canPin, cpuSeconds, run, startProcess, stopAll, type Managed } from './lib/processes.ts';
-import { ensureTools, freePort, roundOrder } from './lib/tools.ts';
+import { ensureTools, freePort, positiveInteger, roundOrder } from './lib/tools.ts';
 import { porticoManifests, upstreamConfig } from './lib/nginx.ts';
 import { median } from './lib/wrk.ts';
 
@@ -48,19 +48,14 @@ function readOptions() {
       'variant-bin': { type: 'string' },
     },
   });
-  const positive = (name: string, raw: string): number => {
-    const n = Number(raw);
-    if (!Number.isInteger(n) || n < 1) throw new Error(`--${name}: expected a positive integer, got ${JSON.stringify(raw)}`);
-    return n;
-  };
   const modes = values.modes.split(',').map((m) => m.trim());
   for (const m of modes) if (!(MODES as readonly string[]).includes(m)) throw new Error(`--modes: expected some of ${MODES.join(',')}, got ${JSON.stringify(m)}`);
   return {
-    durationS: positive('duration', values.duration),
-    rounds: positive('rounds', values.rounds),
-    clients: positive('clients', values.clients),
-    streams: values.streams.split(',').map((s) => positive('streams', s.trim())),
-    h1Clients: positive('h1-clients', values['h1-clients']),
+    durationS: positiveInteger('duration', values.duration),
+    rounds: positiveInteger('rounds', values.rounds),
+    clients: positiveInteger('clients', values.clients),
+    streams: values.streams.split(',').map((s) => positiveInteger('streams', s.trim())),
+    h1Clients: positiveInteger('h1-clients', values['h1-clients']),
     modes: modes as Mode[],
     nodeArgs: values['node-args'].split(' ').filter((x) => x !== ''),
     variantBin: values['variant-bin'],

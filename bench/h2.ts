@@ -26,7 +26,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { canPin, cpuSeconds, rssBytes, run, startProcess, stopAll, type Managed } from './lib/processes.ts';
-import { ensureTools, freePort, roundOrder } from './lib/tools.ts';
+import { ensureTools, freePort, positiveInteger, roundOrder } from './lib/tools.ts';
 import { porticoManifests, upstreamConfig, UPSTREAM_BODY } from './lib/nginx.ts';
 import { median } from './lib/wrk.ts';
 
@@ -76,18 +76,13 @@ function readOptions(): Options {
       'variant-bin': { type: 'string' },
     },
   });
-  const positive = (name: string, raw: string): number => {
-    const n = Number(raw);
-    if (!Number.isInteger(n) || n < 1) throw new Error(`--${name}: expected a positive integer, got ${JSON.stringify(raw)}`);
-    return n;
-  };
   const scenarios = values.scenario.split(',').map((x) => x.trim());
   for (const x of scenarios) if (x !== 'h2' && x !== 'grpc') throw new Error(`--scenario: expected h2, grpc or both (h2,grpc), got ${JSON.stringify(x)}`);
   return {
-    durationS: positive('duration', values.duration),
-    rounds: positive('rounds', values.rounds),
-    clients: positive('clients', values.clients),
-    streams: positive('streams', values.streams),
+    durationS: positiveInteger('duration', values.duration),
+    rounds: positiveInteger('rounds', values.rounds),
+    clients: positiveInteger('clients', values.clients),
+    streams: positiveInteger('streams', values.streams),
     scenarios: scenarios as Scenario[],
     nodeArgs: values['node-args'].split(' ').filter((x) => x !== ''),
     variantEnv: values['variant-env'],

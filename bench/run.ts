@@ -32,7 +32,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { canPin, cpuSeconds, run, startProcess, stopAll, stopProcess, type Managed } from './lib/processes.ts';
-import { ensureTools, freePort, roundOrder } from './lib/tools.ts';
+import { ensureTools, freePort, positiveInteger, roundOrder } from './lib/tools.ts';
 import { porticoManifests, proxyConfig, upstreamConfig, UPSTREAM_BODY } from './lib/nginx.ts';
 import { median, parseWrkOutput, type WrkResult } from './lib/wrk.ts';
 
@@ -77,18 +77,13 @@ function readOptions(): BenchOptions {
       'variant-env': { type: 'string' },
     },
   });
-  const positive = (name: string, raw: string): number => {
-    const n = Number(raw.replace(/s$/, ''));
-    if (!Number.isInteger(n) || n < 1) throw new Error(`--${name}: expected a positive integer, got ${JSON.stringify(raw)}`);
-    return n;
-  };
   return {
-    durationS: positive('duration', values.duration),
-    connections: positive('connections', values.connections),
-    rounds: positive('rounds', values.rounds),
-    warmupS: positive('warmup', values.warmup),
+    durationS: positiveInteger('duration', values.duration),
+    connections: positiveInteger('connections', values.connections),
+    rounds: positiveInteger('rounds', values.rounds),
+    warmupS: positiveInteger('warmup', values.warmup),
     accessLog: values['access-log'] === true,
-    workers: positive('workers', values.workers),
+    workers: positiveInteger('workers', values.workers),
     nodeArgs: values['node-args'].split(' ').filter((x) => x !== ''),
     variantBin: values['variant-bin'],
     variantNodeArgs: values['variant-node-args'].split(' ').filter((x) => x !== ''),

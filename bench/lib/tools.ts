@@ -39,3 +39,10 @@ export function freePort(): Promise<number> {
 export function roundOrder<T>(targets: readonly T[], round: number): T[] {
   return round % 2 === 1 ? [...targets] : [...targets].reverse();
 }
+
+/** A bench option that must be a positive integer ("8", or "8s" for seconds); throws naming the flag. */
+export function positiveInteger(name: string, raw: string): number {
+  const n = Number(raw.replace(/s$/, ''));
+  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name}: expected a positive integer, got ${JSON.stringify(raw)}`);
+  return n;
+}

@@ -7,6 +7,7 @@
 //   are replaced, and removed when the route no longer names our Gateway;
 // - a write carries the object's resourceVersion, so a concurrent change gives 409
 //   and the next reconcile (after the watch delivers it) starts from fresh data.
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { GatewayApiStatus } from '../model/config.ts';
 import type { Condition, Gateway, GatewayClass, GatewayStatusAddress, GRPCRoute, HTTPRoute, ListenerStatus, RouteParentStatus } from '../model/k8s.ts';
@@ -85,7 +86,7 @@ export class GatewayStatusWriter {
     this.running = (async () => {
       // Status is background work: the requests already waiting (the first ones on the
       // route just swapped in) go first.
-      await new Promise<void>((resolve) => setImmediate(resolve));
+      await nextTurn();
       do {
         this.again = false;
         try {
@@ -163,9 +164,10 @@ export class GatewayStatusWriter {
     now: string,
   ): void {
     for (const [key, obj] of routes) {
-      const wanted = desired.get(key) ?? NOTHING_WANTED;
+      const entry = desired.get(key);
+      const wanted = entry ?? NOTHING_WANTED;
       if (this.inSync.get(obj) === wanted) continue;
-      const want = desired.get(key)?.parents ?? [];
+      const want = entry?.parents ?? [];
       const current = obj.status?.parents ?? [];
       const others = current.filter((p) => p.controllerName !== this.o.controllerName);
       const ours = current.filter((p) => p.controllerName === this.o.controllerName);

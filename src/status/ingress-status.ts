@@ -1,5 +1,6 @@
 // Writes status.loadBalancer.ingress on the Ingresses portico serves, and clears it
 // from Ingresses it stopped serving (a class change, say). Only the leader runs it.
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { isIP } from 'node:net';
 import type { Logger } from 'pino';
 import type { Ingress, LoadBalancerIngress, Service } from '../model/k8s.ts';
@@ -45,10 +46,6 @@ function addressesKey(list: readonly LoadBalancerIngress[]): string {
   return list.map((e) => `${e.ip ?? ''}|${e.hostname ?? ''}`).sort().join(',');
 }
 
-function sameAddresses(a: readonly LoadBalancerIngress[] | undefined, b: readonly LoadBalancerIngress[]): boolean {
-  return addressesKey(a ?? []) === addressesKey(b);
-}
-
 export class IngressStatusWriter {
   private readonly o: IngressStatusOptions;
   private running: Promise<void> | undefined;
@@ -86,7 +83,7 @@ export class IngressStatusWriter {
     this.running = (async () => {
       // Status is background work: the requests already waiting (the first ones on the
       // route just swapped in) go first.
-      await new Promise<void>((resolve) => setImmediate(resolve));
+      await nextTurn();
       do {
         this.again = false;
         const keys = this.nextAll ? undefined : this.nextKeys;
@@ -134,8 +131,8 @@ export class IngressStatusWriter {
       const current = ing.status?.loadBalancer?.ingress;
       let desired: LoadBalancerIngress[] | undefined;
       if (isServed) {
-        if (addresses.length && !sameAddresses(current, addresses)) desired = addresses;
-      } else if (current?.length && addresses.length && sameAddresses(current, addresses)) {
+        if (addresses.length && addressesKey(current ?? []) !== wanted) desired = addresses;
+      } else if (current?.length && addresses.length && addressesKey(current) === wanted) {
         // Ours, but no longer served by portico: take our address back.
         desired = [];
       }

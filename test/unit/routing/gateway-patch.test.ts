@@ -8,7 +8,7 @@ import { withLazyRoutes, type RouteConfig, type RoutingConfig } from '../../../s
 import { keyOf, type KubeObject } from '../../../src/model/k8s.ts';
 import { buildRouteTable, type RouteTable } from '../../../src/routing/table.ts';
 import { createTranslator, translate } from '../../../src/translate/index.ts';
-import { OPTIONS, changesBetween, service, slice, snapshotOf } from '../translate/fixtures.ts';
+import { OPTIONS, applyStep, service, slice, snapshotOf } from '../translate/fixtures.ts';
 import { gateway, gatewayClass, grpcRoute, http, httpRoute, toService } from '../translate/gateway-fixtures.ts';
 
 const id = (o: KubeObject) => `${o.kind}/${keyOf(o)}`;
@@ -62,11 +62,8 @@ test('a Gateway route change patches the table to answer as a table built from s
   ];
   let version = 1;
   for (const [name, change] of steps) {
-    const next = new Map(objects);
-    change(next);
-    const changes = changesBetween(objects, next);
+    const { next, changes, snapshot } = applyStep(objects, change);
     objects = next;
-    const snapshot = snapshotOf([...objects.values()]);
     const config = memo(snapshot, OPTIONS, changes);
     // Nothing served changed (the controller then keeps its table): the same config comes back.
     if (config.serial !== table.config.serial) {

@@ -209,3 +209,10 @@ export function changesBetween(before: ReadonlyMap<string, KubeObject>, after: R
   }
   return out;
 }
+
+/** One step of a change sequence: a copy of `objects` with `change` applied, the changes between them, and its snapshot. */
+export function applyStep(objects: ReadonlyMap<string, KubeObject>, change: (objects: Map<string, KubeObject>) => void) {
+  const next = new Map(objects);
+  change(next);
+  return { next, changes: changesBetween(objects, next), snapshot: snapshotOf([...next.values()]) };
+}

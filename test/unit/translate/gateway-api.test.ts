@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import type { RouteConfig, RoutingConfig } from '../../../src/model/config.ts';
 import { keyOf, type KubeObject } from '../../../src/model/k8s.ts';
 import { createTranslator, translate } from '../../../src/translate/index.ts';
-import { OPTIONS, changesBetween, run, service, slice, snapshotOf, testCerts, tlsSecret } from './fixtures.ts';
+import { OPTIONS, applyStep, run, service, slice, snapshotOf, testCerts, tlsSecret } from './fixtures.ts';
 import { gateway, gatewayClass, grant, http, httpRoute, toService } from './gateway-fixtures.ts';
 
 const backends = [service('web'), slice('web-1', 'web', [{ ip: '10.0.0.1' }]), service('api'), slice('api-1', 'api', [{ ip: '10.0.0.2' }])];
@@ -244,11 +244,8 @@ describe('Gateway API translation, given the changes', () => {
       ['a route is added', (o) => o.set('HTTPRoute/default/c', httpRoute('c', [parent('gw', { sectionName: 'more' })], [{ backendRefs: [toService('api')] }]))],
     ];
     for (const [name, change] of steps) {
-      const next = new Map(objects);
-      change(next);
-      const changes = changesBetween(objects, next);
+      const { next, changes, snapshot } = applyStep(objects, change);
       objects = next;
-      const snapshot = snapshotOf([...objects.values()]);
       const before = memo(snapshot, OPTIONS, []);
       const after = memo(snapshot, OPTIONS, changes);
       assert.deepEqual(content(after), content(translate(snapshot, OPTIONS)), name);

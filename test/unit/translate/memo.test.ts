@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import type { RoutingConfig, TranslateOptions } from '../../../src/model/config.ts';
 import type { KubeObject } from '../../../src/model/k8s.ts';
 import { createTranslator, translate } from '../../../src/translate/index.ts';
-import { OPTIONS, changesBetween, ingress, ingressClass, service, simpleIngress, slice, snapshotOf, svcBackend, testCerts, tlsSecret, type TestCerts } from './fixtures.ts';
+import { OPTIONS, applyStep, ingress, ingressClass, service, simpleIngress, slice, snapshotOf, svcBackend, testCerts, tlsSecret, type TestCerts } from './fixtures.ts';
 
 let certs: TestCerts;
 before(async () => {
@@ -93,10 +93,7 @@ describe('memoized translator', () => {
     ];
     memo(snapshotOf([...objects.values()]), base);
     for (const [name, change] of steps) {
-      const next = new Map(objects);
-      change(next);
-      const snapshot = snapshotOf([...next.values()]);
-      const changes = changesBetween(objects, next);
+      const { next, changes, snapshot } = applyStep(objects, change);
       objects = next;
       assert.deepEqual(content(memo(snapshot, base, changes)), content(translate(snapshot, base)), name);
       assert.deepEqual(content(memo(snapshot, base, [])), content(translate(snapshot, base)), `${name}, then no change`);
