@@ -52,6 +52,8 @@ export class Http2Response extends EventEmitter implements ResponseSink {
   private closed = false;
   /** Body bytes the Content-Length still announces; -1 when there is none (or the stream waits for trailers). */
   private bodyLeft = -1;
+  /** The write that completed the Content-Length ended the stream. */
+  private lengthDone = false;
 
   constructor(req: Http2Request, stream: H2Stream) {
     super();
@@ -139,8 +141,13 @@ export class Http2Response extends EventEmitter implements ResponseSink {
     const data = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
     if (this.bodyLeft > 0) {
       this.bodyLeft -= data.length;
-      // The whole announced body: DATA with END_STREAM (end() finds the stream ended).
-      if (this.bodyLeft === 0) return this.stream.sendData(data, true) || true;
+      if (this.bodyLeft === 0) {
+        // The whole announced body: DATA with END_STREAM; end() finds the stream ended
+        // and emits 'close' then (the stream may close at once, see streamClosed).
+        this.lengthDone = true;
+        this.stream.sendData(data, true);
+        return true;
+      }
     }
     return this.stream.sendData(data, false);
   }
@@ -193,6 +200,8 @@ export class Http2Response extends EventEmitter implements ResponseSink {
 
   /** The stream closed (answered, reset by the client, or its connection gone). */
   streamClosed(): void {
+    // Ended by the write that completed the Content-Length: the caller's end() comes next.
+    if (this.lengthDone && !this.writableEnded && !this.stream.reset) return;
     if (!this.writableEnded) this.destroyed = true;
     this.emitClose();
   }
