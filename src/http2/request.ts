@@ -152,7 +152,9 @@ export class Http2Request implements ProxyRequest, RequestSink {
   aborted(): void {
     if (this.ended) return;
     this.abortedEarly = true;
-    this.bodyStream?.destroy(abortedError());
+    const body = this.bodyStream;
+    // Nobody reading it (the answer went out before the body was read): just drop it.
+    if (body !== undefined) body.destroy(body.listenerCount('error') > 0 ? abortedError() : undefined);
   }
 
   /** The body's reader wants more: return what it took to the client's window. */
