@@ -393,7 +393,6 @@ export class H2Connection implements FrameSink {
   private onWindowUpdate(id: number, buf: Buffer, start: number, end: number): void {
     if (end - start !== 4) return this.fail(ErrorCode.FRAME_SIZE_ERROR);
     const increment = buf.readUInt32BE(start) & 0x7fffffff;
-    dbg?.(`WU ${id} +${increment} conn=${this.sendWindow} s=${this.streams.get(id)?.sendWindow} pend=${this.streams.get(id)?.pendingBytes} wl=${this.socket.writableLength}`);
     if (id === 0) {
       if (increment === 0) return this.fail(ErrorCode.PROTOCOL_ERROR);
       this.sendWindow += increment;
@@ -458,7 +457,6 @@ export class H2Connection implements FrameSink {
 
   /** A connection error: GOAWAY with `code`, then the socket ends; every stream is cut. */
   private fail(code: number): void {
-    dbg?.(`fail ${code} ${new Error().stack}`);
     if (this.failed) return;
     this.failed = true;
     this.reader.stopped = true;
@@ -611,7 +609,6 @@ export class H2Connection implements FrameSink {
   }
 
   blocked(stream: H2Stream): void {
-    dbg?.(`blocked ${stream.id} conn=${this.sendWindow} s=${stream.sendWindow} pend=${stream.pendingBytes} wl=${this.socket.writableLength} q=${this.queuedBytes}`);
     this.blockedStreams.add(stream);
   }
 
@@ -678,8 +675,6 @@ export class H2Connection implements FrameSink {
   }
 }
 
-import { appendFileSync } from 'node:fs';
-export const dbg = process.env.H2DBG ? (m: string) => appendFileSync('/tmp/h2e/log', m + '\n') : undefined;
 function flushLater(conn: H2Connection): void {
   conn.flush();
 }
