@@ -6,10 +6,11 @@
 //                                [--kinds http1,h2-core,h2-compat,h2-own] [--rounds N]
 //
 // For each server kind (portico HTTP/1.1, node:http2 core 'stream' API, node:http2
-// compatibility 'request' API, and 'h2-own': portico's own frame reader and HPACK
-// decoder on a raw socket, the spike that decided whether an own engine is worth it;
-// no heap figure for it), in a child process pinned to core 0 when possible, kinds
-// alternating within each of --rounds:
+// compatibility 'request' API, 'h2-own': portico's own frame reader and HPACK decoder
+// on a raw socket, the spike that decided whether an own engine is worth it (no heap
+// figure for it), and 'h2-front': portico's HTTP/2 front end as it serves, engine and
+// Http2Request/Http2Response), in a child process pinned to core 0 when possible,
+// kinds alternating within each of --rounds:
 //  - CPU per request: h2load (Debian package nghttp2-client) on core 1 for S seconds
 //    (default 5, at most 10): 50 connections for HTTP/1.1 (--h1-connections), 4
 //    connections x 50 streams for h2 (--h2-load 4x50; the proxy benches use 10x10, where
@@ -27,8 +28,8 @@ import { canPin, pinned } from './lib/processes.ts';
 import { CLIENT_PREFACE, Flag, FrameReader, FrameType, Setting, writeFrameHeader } from '../src/http2/wire/frames.ts';
 import { HeaderBlock, HpackDecoder } from '../src/http2/wire/hpack.ts';
 
-type Kind = 'http1' | 'h2-core' | 'h2-compat' | 'h2-own';
-const KINDS: readonly Kind[] = ['http1', 'h2-core', 'h2-compat', 'h2-own'];
+type Kind = 'http1' | 'h2-core' | 'h2-compat' | 'h2-own' | 'h2-front';
+const KINDS: readonly Kind[] = ['http1', 'h2-core', 'h2-compat', 'h2-own', 'h2-front'];
 
 interface Stats {
   cpuMicros: number;
@@ -60,6 +61,21 @@ async function serve(kind: Kind): Promise<void> {
       { headerTimeout: 60_000, requestTimeout: 0, idleTimeout: 60_000 },
     );
     server = createHttp1Listener(http1);
+  } else if (kind === 'h2-front') {
+    const { Http2Front } = await import('../src/http2/server.ts');
+    const front = new Http2Front(
+      (req, res) => {
+        if (hold) {
+          held.push(req, res);
+          return;
+        }
+        answered++;
+        res.writeHead(200, ['content-type', 'text/plain', 'content-length', '2']);
+        res.end(body);
+      },
+      { idleTimeout: 60_000, maxHeaders: 100 },
+    );
+    server = net.createServer(front.accept);
   } else if (kind === 'h2-own') {
     server = net.createServer((socket) => ownEngineConnection(socket, held, () => hold, () => answered++));
   } else {
@@ -94,7 +110,7 @@ async function serve(kind: Kind): Promise<void> {
       globalThis.gc!();
       globalThis.gc!();
       const cpu = process.cpuUsage();
-      const stats: Stats = { cpuMicros: cpu.user + cpu.system, heapUsed: process.memoryUsage().heapUsed, answered, held: kind === 'http1' || kind === 'h2-compat' ? held.length / 2 : held.length };
+      const stats: Stats = { cpuMicros: cpu.user + cpu.system, heapUsed: process.memoryUsage().heapUsed, answered, held: kind === 'http1' || kind === 'h2-compat' || kind === 'h2-front' ? held.length / 2 : held.length };
       process.send!(stats);
     }
   });
