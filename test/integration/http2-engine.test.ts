@@ -83,6 +83,17 @@ describe('HTTP/2 engine: raw frames against the CLI', () => {
     }
   });
 
+  test('a flood of empty DATA frames (CVE-2019-9518) ends the connection with ENHANCE_YOUR_CALM', async () => {
+    const raw = await RawH2.open(portico.http, false);
+    try {
+      raw.write(frame(FRAME.HEADERS, FLAG.END_HEADERS, 1, hpack(request('/empty-data', 'POST'))), ...Array<Buffer>(1000).fill(frame(FRAME.DATA, 0, 1)));
+      const code = await goawayCode(raw);
+      if (code !== undefined) assert.equal(code, ENHANCE_YOUR_CALM);
+    } finally {
+      raw.close();
+    }
+  });
+
   test('HPACK: a table size update beyond the 4096 bytes allowed is a COMPRESSION_ERROR', async () => {
     const raw = await RawH2.open(portico.http, false);
     try {

@@ -25,7 +25,7 @@ export const http2Limits = Object.freeze({
   /** RST_STREAM frames a client may send in a burst, and per second after it: beyond, GOAWAY (CVE-2023-44487). */
   streamResetBurst: 200,
   streamResetRate: 50,
-  /** Malformed frames or heads, and streams refused for the limits above, before the connection is ended. */
+  /** Malformed frames or heads (empty DATA frames too), and streams refused for the limits above, before the connection is ended. */
   maxSessionInvalidFrames: 100,
   maxSessionRejectedStreams: 100,
   /** SETTINGS and PING acknowledgements queued while the client does not read: beyond, GOAWAY. */
@@ -241,6 +241,8 @@ export class H2Connection implements FrameSink {
     stream.receivedLength += size;
     if (stream.expectedLength >= 0 && stream.receivedLength > stream.expectedLength) return this.malformed(stream);
     const endStream = (flags & Flag.END_STREAM) !== 0;
+    // Empty DATA frames cost work and carry nothing (CVE-2019-9518): counted as invalid.
+    if (length === 0 && !endStream && ++this.invalid > http2Limits.maxSessionInvalidFrames) return this.fail(ErrorCode.ENHANCE_YOUR_CALM);
     if (endStream && stream.expectedLength >= 0 && stream.receivedLength !== stream.expectedLength) return this.malformed(stream);
     if (size > 0) {
       const data = buf.subarray(dataStart, dataEnd);
