@@ -4,7 +4,7 @@
 // made a Duplex, events and ticks per stream, which cost more than the proxying itself
 // (bench/h2-stream-cost.ts); it is still the client toward HTTP/2 pods (client.ts).
 // Each stream becomes an Http2Request / Http2Response pair for the same handler the
-// HTTP/1.1 server calls. The limits are http2Limits (wire/connection.ts).
+// HTTP/1.1 server calls. The limits are http2Limits (wire/limits.ts).
 import type { Socket } from 'node:net';
 import type { ProxyRequest, ProxyResponse } from '../proxy/exchange-types.ts';
 import { H2Connection, type ConnectionHost } from './wire/connection.ts';
@@ -14,7 +14,7 @@ import type { H2Stream } from './wire/stream.ts';
 import { http2Head, Http2Request } from './request.ts';
 import { Http2Response } from './response.ts';
 
-export { http2Limits } from './wire/connection.ts';
+export { http2Limits } from './wire/limits.ts';
 
 export type Http2Handler = (req: ProxyRequest, res: ProxyResponse) => void;
 

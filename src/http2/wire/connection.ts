@@ -8,31 +8,11 @@ import {
   CLIENT_PREFACE, DEFAULT_MAX_FRAME_SIZE, DEFAULT_WINDOW, ErrorCode, FRAME_HEADER, Flag, FrameReader, FrameType,
   MAX_WINDOW, Setting, writeFrameHeader, type FrameSink,
 } from './frames.ts';
+import { FrameWriter } from './frame-writer.ts';
 import { HpackDecoder, HpackError, type HeaderBlock } from './hpack.ts';
+import { http2Limits } from './limits.ts';
 import { contentLength, malformedRequest, malformedTrailers } from './request-fields.ts';
 import { H2Stream } from './stream.ts';
-
-/** Settings and limits every HTTP/2 client connection gets. */
-export const http2Limits = Object.freeze({
-  /** Advertised; a stream beyond it is refused (RST_STREAM REFUSED_STREAM). */
-  maxConcurrentStreams: 128,
-  /** Advertised SETTINGS_MAX_HEADER_LIST_SIZE; a larger head is a stream error (ENHANCE_YOUR_CALM). */
-  maxHeaderListSize: 32 * 1024,
-  /** Compressed bytes of one header block (HEADERS + CONTINUATION) before the connection is ended. */
-  maxHeaderBlockBytes: 256 * 1024,
-  /** CONTINUATION frames of one header block before the connection is ended (CVE-2024-27316). */
-  maxContinuations: 64,
-  /** RST_STREAM frames a client may send in a burst, and per second after it: beyond, GOAWAY (CVE-2023-44487). */
-  streamResetBurst: 200,
-  streamResetRate: 50,
-  /** Malformed frames or heads (empty DATA frames too), and streams refused for the limits above, before the connection is ended. */
-  maxSessionInvalidFrames: 100,
-  maxSessionRejectedStreams: 100,
-  /** SETTINGS and PING acknowledgements queued while the client does not read: beyond, GOAWAY. */
-  maxQueuedAcks: 1000,
-  /** Bytes queued toward the client (socket included) above which DATA waits. */
-  maxQueuedBytes: 256 * 1024,
-});
 
 /** What the connection asks of the front end. */
 export interface ConnectionHost {
@@ -56,9 +36,8 @@ const OUR_SETTINGS = (() => {
   return b;
 })();
 
-/** Payloads up to this size are copied next to their frame header (one buffer per write). */
-const COPY_LIMIT = 2048;
-const SLAB = 16 * 1024;
+/** The connection window we give clients (RFC 9113 section 6.9.2: 64 KiB until a WINDOW_UPDATE). */
+const CONNECTION_WINDOW = 1024 * 1024;
 /** Return the connection window once this much arrived (streams bound what is buffered). */
 const CONNECTION_ACK = 16 * 1024;
 /** Streams we reset whose late frames are ignored rather than treated as errors. */
@@ -75,7 +54,6 @@ export class H2Connection implements FrameSink {
   private settingsReceived = false;
   // The peer's settings and our window toward it.
   private peerInitialWindow = DEFAULT_WINDOW;
-  private peerMaxFrame = DEFAULT_MAX_FRAME_SIZE;
   private sendWindow = DEFAULT_WINDOW;
   private recvWindow = DEFAULT_WINDOW;
   private recvUnacked = 0;
@@ -86,12 +64,7 @@ export class H2Connection implements FrameSink {
   private blockFrames = 0;
   private blockEndStream = false;
   private blockBadPriority = false;
-  // Frames out: small ones written into the slab, large payloads queued as they are.
-  private out: Buffer[] = [];
-  private slab: Buffer = Buffer.allocUnsafe(SLAB);
-  private slabStart = 0;
-  private slabEnd = 0;
-  private queuedBytes = 0;
+  private readonly writer: FrameWriter;
   private flushScheduled = false;
   private reading = false;
   /** Requests whose head arrived in this read: handed over once the read is done, so DATA in it is checked first. */
@@ -114,9 +87,13 @@ export class H2Connection implements FrameSink {
   constructor(socket: Socket, host: ConnectionHost, idleTimeout: number) {
     this.socket = socket;
     this.host = host;
+    this.writer = new FrameWriter(socket, () => this.scheduleFlush());
     socket.setNoDelay(true);
-    this.queue(OUR_SETTINGS);
-    this.scheduleFlush();
+    this.writer.raw(OUR_SETTINGS);
+    // The stream windows bound what is buffered; a connection window of the default 64 KiB
+    // would cap all the uploads of a connection together at 64 KiB per round trip.
+    this.writer.windowUpdate(0, CONNECTION_WINDOW - DEFAULT_WINDOW);
+    this.recvWindow = CONNECTION_WINDOW;
     socket.on('data', (chunk: Buffer) => this.read(chunk));
     socket.on('drain', () => this.resumeBlocked());
     socket.on('error', () => socket.destroy());
@@ -185,9 +162,7 @@ export class H2Connection implements FrameSink {
         if (end - start !== 8) return this.fail(ErrorCode.FRAME_SIZE_ERROR);
         if (streamId !== 0) return this.fail(ErrorCode.PROTOCOL_ERROR);
         if ((flags & Flag.ACK) === 0) {
-          const pos = this.reserve(FRAME_HEADER + 8);
-          writeFrameHeader(this.slab, pos, 8, FrameType.PING, Flag.ACK, 0);
-          buf.copy(this.slab, pos + FRAME_HEADER, start, end);
+          this.writer.pingAck(buf, start);
           this.ackQueued();
         }
         return;
@@ -381,14 +356,13 @@ export class H2Connection implements FrameSink {
         }
         case Setting.MAX_FRAME_SIZE:
           if (value < DEFAULT_MAX_FRAME_SIZE || value > 0xffffff) return this.fail(ErrorCode.PROTOCOL_ERROR);
-          this.peerMaxFrame = value;
+          this.writer.maxFrame = value;
           break;
         // HEADER_TABLE_SIZE: our encoder uses no dynamic table. MAX_CONCURRENT_STREAMS: we push nothing.
       }
     }
     this.settingsReceived = true;
-    const pos = this.reserve(FRAME_HEADER);
-    writeFrameHeader(this.slab, pos, 0, FrameType.SETTINGS, Flag.ACK, 0);
+    this.writer.settingsAck();
     this.ackQueued();
   }
 
@@ -486,10 +460,7 @@ export class H2Connection implements FrameSink {
   private writeGoaway(code: number): void {
     this.goawaySent = true;
     this.goawayLastId = this.lastStreamId;
-    const pos = this.reserve(FRAME_HEADER + 8);
-    writeFrameHeader(this.slab, pos, 8, FrameType.GOAWAY, 0, 0);
-    this.slab.writeUInt32BE(this.goawayLastId, pos + FRAME_HEADER);
-    this.slab.writeUInt32BE(code, pos + FRAME_HEADER + 4);
+    this.writer.goaway(this.goawayLastId, code);
   }
 
   private endSocket(): void {
@@ -540,64 +511,24 @@ export class H2Connection implements FrameSink {
 
   // ---------------- frames out ----------------
 
-  /** Room in the slab for `n` bytes; returns where they go. */
-  private reserve(n: number): number {
-    if (this.slabEnd + n > this.slab.length) {
-      this.seal();
-      this.slab = Buffer.allocUnsafe(Math.max(SLAB, n));
-      this.slabStart = 0;
-      this.slabEnd = 0;
-    }
-    const pos = this.slabEnd;
-    this.slabEnd += n;
-    this.queuedBytes += n;
-    this.scheduleFlush();
-    return pos;
-  }
-
-  /** Queues what the slab holds so far (it is not written over: later frames go after it). */
-  private seal(): void {
-    if (this.slabEnd > this.slabStart) {
-      this.out.push(this.slab.subarray(this.slabStart, this.slabEnd));
-      this.slabStart = this.slabEnd;
-    }
-  }
-
-  private queue(buf: Buffer): void {
-    this.seal();
-    this.out.push(buf);
-    this.queuedBytes += buf.length;
-  }
-
   private scheduleFlush(): void {
     if (this.reading || this.flushScheduled) return;
     this.flushScheduled = true;
     setImmediate(flushLater, this);
   }
 
-  /** Writes everything queued in one socket write (writev when there are several buffers). */
+  /** Writes everything queued in one socket write. */
   flush(): void {
     this.flushScheduled = false;
-    this.seal();
-    const out = this.out;
-    if (out.length === 0) return;
-    this.out = [];
-    this.queuedBytes = 0;
+    this.writer.flush();
     const socket = this.socket;
     if (socket.destroyed) return;
-    if (out.length === 1) {
-      socket.write(out[0]!);
-    } else {
-      socket.cork();
-      for (const buf of out) socket.write(buf);
-      socket.uncork();
-    }
     if (socket.writableLength === 0) this.queuedAcks = 0;
     if (this.blockedStreams.size > 0 && !this.congested()) this.resumeBlocked();
   }
 
   private congested(): boolean {
-    return this.socket.writableLength + this.queuedBytes >= http2Limits.maxQueuedBytes;
+    return this.socket.writableLength + this.writer.pendingBytes >= http2Limits.maxQueuedBytes;
   }
 
   /** Whether `n` DATA bytes may go out now (connection window, socket not backed up). */
@@ -623,57 +554,21 @@ export class H2Connection implements FrameSink {
   }
 
   writeHeaders(id: number, block: HeaderBlock, endStream: boolean): void {
-    const length = block.length;
-    const endFlag = endStream ? Flag.END_STREAM : 0;
-    if (length <= this.peerMaxFrame) {
-      const pos = this.reserve(FRAME_HEADER + length);
-      writeFrameHeader(this.slab, pos, length, FrameType.HEADERS, Flag.END_HEADERS | endFlag, id);
-      block.writeTo(this.slab, pos + FRAME_HEADER);
-      return;
-    }
-    // A head larger than one frame: HEADERS, then CONTINUATION frames.
-    const whole = Buffer.allocUnsafe(length);
-    block.writeTo(whole, 0);
-    for (let at = 0; at < length; at += this.peerMaxFrame) {
-      const part = Math.min(this.peerMaxFrame, length - at);
-      const last = at + part >= length;
-      const pos = this.reserve(FRAME_HEADER + part);
-      writeFrameHeader(this.slab, pos, part, at === 0 ? FrameType.HEADERS : FrameType.CONTINUATION, (at === 0 ? endFlag : 0) | (last ? Flag.END_HEADERS : 0), id);
-      whole.copy(this.slab, pos + FRAME_HEADER, at, at + part);
-    }
+    this.writer.headers(id, block, endStream);
   }
 
-  /** DATA frames for `chunk` (already within the windows), END_STREAM on the last when `end`. */
+  /** DATA frames for `chunk` (already within the stream's window), END_STREAM on the last when `end`. */
   writeData(id: number, chunk: Buffer, end: boolean): void {
     this.sendWindow -= chunk.length;
-    let at = 0;
-    do {
-      const part = Math.min(this.peerMaxFrame, chunk.length - at);
-      const last = at + part >= chunk.length;
-      const flags = last && end ? Flag.END_STREAM : 0;
-      if (part <= COPY_LIMIT) {
-        const pos = this.reserve(FRAME_HEADER + part);
-        writeFrameHeader(this.slab, pos, part, FrameType.DATA, flags, id);
-        chunk.copy(this.slab, pos + FRAME_HEADER, at, at + part);
-      } else {
-        const pos = this.reserve(FRAME_HEADER);
-        writeFrameHeader(this.slab, pos, part, FrameType.DATA, flags, id);
-        this.queue(at === 0 && part === chunk.length ? chunk : chunk.subarray(at, at + part));
-      }
-      at += part;
-    } while (at < chunk.length);
+    this.writer.data(id, chunk, end);
   }
 
   windowUpdate(id: number, increment: number): void {
-    const pos = this.reserve(FRAME_HEADER + 4);
-    writeFrameHeader(this.slab, pos, 4, FrameType.WINDOW_UPDATE, 0, id);
-    this.slab.writeUInt32BE(increment, pos + FRAME_HEADER);
+    this.writer.windowUpdate(id, increment);
   }
 
   private writeReset(id: number, code: number): void {
-    const pos = this.reserve(FRAME_HEADER + 4);
-    writeFrameHeader(this.slab, pos, 4, FrameType.RST_STREAM, 0, id);
-    this.slab.writeUInt32BE(code, pos + FRAME_HEADER);
+    this.writer.reset(id, code);
   }
 }
 
