@@ -61,3 +61,31 @@ test('a body read as it comes: 3 MiB arrive exact over a 64 KiB window, the clie
   const reply = await h2Request(session, { ':path': '/up', 'content-length': String(body.length) }, body);
   assert.deepEqual(reply.json(), { length: body.length, sha256: createHash('sha256').update(body).digest('hex') });
 });
+
+test('answers bigger than the windows, several at once on one connection: each written as drain allows, all arrive whole', async (t) => {
+  const size = 2 * 1024 * 1024;
+  const server = await serve((_req, res) => {
+    res.writeHead(200, ['content-type', 'application/octet-stream']);
+    let sent = 0;
+    const chunk = Buffer.alloc(16 * 1024, 'd');
+    const pump = (): void => {
+      while (sent < size) {
+        sent += chunk.length;
+        if (!res.write(chunk)) {
+          res.once('drain', pump);
+          return;
+        }
+      }
+      res.end();
+    };
+    pump();
+  });
+  t.after(() => server.close());
+  const session = await h2Connect(server.port, false);
+  t.after(() => session.close());
+  const replies = await Promise.all(Array.from({ length: 6 }, (_, i) => h2Request(session, { ':path': `/down/${i}` })));
+  for (const reply of replies) {
+    assert.equal(reply.status, 200);
+    assert.equal(reply.body.length, size);
+  }
+});

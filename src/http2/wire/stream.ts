@@ -139,7 +139,7 @@ export class H2Stream {
     this.pendingEnd = true;
   }
 
-  /** Sends what window and socket allow of the waiting DATA; true when nothing waits any more. */
+  /** Sends what window and socket allow of the waiting DATA; true when nothing waits any more (the stream can leave the blocked set). */
   flushPending(): boolean {
     let endWritten = false;
     while (this.pendingBytes > 0) {
@@ -167,6 +167,8 @@ export class H2Stream {
     } else if (this.wantsDrain) {
       this.wantsDrain = false;
       this.response?.drain();
+      // What the response wrote on drain may be waiting again.
+      return this.pendingBytes === 0 && !this.pendingEnd;
     }
     return true;
   }
