@@ -13,7 +13,7 @@ import { ErrorCode } from './wire/frames.ts';
 import { HeaderBlock } from './wire/hpack.ts';
 import type { H2Stream, ResponseSink } from './wire/stream.ts';
 
-/** Connection-specific headers, which HTTP/2 forbids (RFC 9113 section 8.2.2); node:http2 throws on them. */
+/** Connection-specific headers, which HTTP/2 forbids (RFC 9113 section 8.2.2): a pod's are dropped. */
 function isConnectionSpecific(lower: string): boolean {
   switch (lower) {
     case 'connection':
