@@ -3,9 +3,14 @@
 // the HTTP/2 front end uses (issue 11).
 //
 //   node bench/h2-stream-cost.ts [--duration S] [--streams N] [--h2-load CxM] [--h1-connections N]
+//                                [--kinds http1,h2-core,h2-compat,h2-own] [--rounds N]
 //
 // For each server kind (portico HTTP/1.1, node:http2 core 'stream' API, node:http2
-// compatibility 'request' API), in a child process pinned to core 0 when possible:
+// compatibility 'request' API, 'h2-own': portico's own frame reader and HPACK decoder
+// on a raw socket, the spike that decided whether an own engine is worth it (no heap
+// figure for it), and 'h2-front': portico's HTTP/2 front end as it serves, engine and
+// Http2Request/Http2Response), in a child process pinned to core 0 when possible,
+// kinds alternating within each of --rounds:
 //  - CPU per request: h2load (Debian package nghttp2-client) on core 1 for S seconds
 //    (default 5, at most 10): 50 connections for HTTP/1.1 (--h1-connections), 4
 //    connections x 50 streams for h2 (--h2-load 4x50; the proxy benches use 10x10, where
@@ -20,9 +25,11 @@ import net, { type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { canPin, pinned } from './lib/processes.ts';
+import { CLIENT_PREFACE, Flag, FrameReader, FrameType, Setting, writeFrameHeader } from '../src/http2/wire/frames.ts';
+import { HeaderBlock, HpackDecoder } from '../src/http2/wire/hpack.ts';
 
-type Kind = 'http1' | 'h2-core' | 'h2-compat';
-const KINDS: readonly Kind[] = ['http1', 'h2-core', 'h2-compat'];
+type Kind = 'http1' | 'h2-core' | 'h2-compat' | 'h2-own' | 'h2-front';
+const KINDS: readonly Kind[] = ['http1', 'h2-core', 'h2-compat', 'h2-own', 'h2-front'];
 
 interface Stats {
   cpuMicros: number;
@@ -54,6 +61,23 @@ async function serve(kind: Kind): Promise<void> {
       { headerTimeout: 60_000, requestTimeout: 0, idleTimeout: 60_000 },
     );
     server = createHttp1Listener(http1);
+  } else if (kind === 'h2-front') {
+    const { Http2Front } = await import('../src/http2/server.ts');
+    const front = new Http2Front(
+      (req, res) => {
+        if (hold) {
+          held.push(req, res);
+          return;
+        }
+        answered++;
+        res.writeHead(200, ['content-type', 'text/plain', 'content-length', '2']);
+        res.end(body);
+      },
+      { idleTimeout: 60_000, maxHeaders: 100 },
+    );
+    server = net.createServer(front.accept);
+  } else if (kind === 'h2-own') {
+    server = net.createServer((socket) => ownEngineConnection(socket, held, () => hold, () => answered++));
   } else {
     const h2 = http2.createServer({ settings: { maxConcurrentStreams: 5000 }, maxSessionMemory: 1000 });
     if (kind === 'h2-core') {
@@ -86,10 +110,75 @@ async function serve(kind: Kind): Promise<void> {
       globalThis.gc!();
       globalThis.gc!();
       const cpu = process.cpuUsage();
-      const stats: Stats = { cpuMicros: cpu.user + cpu.system, heapUsed: process.memoryUsage().heapUsed, answered, held: kind === 'http1' || kind === 'h2-compat' ? held.length / 2 : held.length };
+      const stats: Stats = { cpuMicros: cpu.user + cpu.system, heapUsed: process.memoryUsage().heapUsed, answered, held: kind === 'http1' || kind === 'h2-compat' || kind === 'h2-front' ? held.length / 2 : held.length };
       process.send!(stats);
     }
   });
+}
+
+/**
+ * The spike of an own HTTP/2 engine (issue 11): portico's frame reader and HPACK decoder
+ * on a raw socket, h2c only, answering "ok" to each HEADERS; whatever one read asks for
+ * goes out in one socket write. No flow control beyond re-opening the connection
+ * window (GET requests carry no DATA), no validation: what the engine's floor costs.
+ */
+function ownEngineConnection(socket: net.Socket, held: unknown[], holding: () => boolean, count: () => void): void {
+  const reader = new FrameReader();
+  const decoder = new HpackDecoder();
+  const settings = Buffer.alloc(9 + 6);
+  writeFrameHeader(settings, 0, 6, FrameType.SETTINGS, 0, 0);
+  settings.writeUInt16BE(Setting.MAX_CONCURRENT_STREAMS, 9);
+  settings.writeUInt32BE(5000, 11);
+  socket.write(settings);
+  const head = new HeaderBlock().status(200).add('content-type', 'text/plain').add('content-length', '2');
+  const answerLength = 9 + head.length + 9 + 2;
+  let prefaceLeft = CLIENT_PREFACE.length;
+  let out: Buffer[] = [];
+  const fields: string[] = [];
+  const sink = {
+    frame(type: number, flags: number, streamId: number, buf: Buffer, start: number, end: number): void {
+      if (type === FrameType.SETTINGS && (flags & Flag.ACK) === 0) {
+        const ack = Buffer.alloc(9);
+        writeFrameHeader(ack, 0, 0, FrameType.SETTINGS, Flag.ACK, 0);
+        out.push(ack);
+      } else if (type === FrameType.HEADERS) {
+        fields.length = 0;
+        decoder.decode(buf, start, end, fields, 32 * 1024);
+        if (holding()) {
+          held.push(streamId);
+          return;
+        }
+        count();
+        const answer = Buffer.allocUnsafe(answerLength);
+        let pos = writeFrameHeader(answer, 0, head.length, FrameType.HEADERS, Flag.END_HEADERS, streamId);
+        pos = head.writeTo(answer, pos);
+        pos = writeFrameHeader(answer, pos, 2, FrameType.DATA, Flag.END_STREAM, streamId);
+        answer[pos] = 0x6f;
+        answer[pos + 1] = 0x6b;
+        out.push(answer);
+      } else if (type === FrameType.PING && (flags & Flag.ACK) === 0) {
+        const pong = Buffer.alloc(17);
+        writeFrameHeader(pong, 0, 8, FrameType.PING, Flag.ACK, 0);
+        buf.copy(pong, 9, start, end);
+        out.push(pong);
+      }
+    },
+    frameTooLarge(): void {
+      socket.destroy();
+    },
+  };
+  socket.on('data', (chunk: Buffer) => {
+    if (prefaceLeft > 0) {
+      const n = Math.min(prefaceLeft, chunk.length);
+      prefaceLeft -= n;
+      chunk = chunk.subarray(n);
+    }
+    reader.push(chunk, sink);
+    if (out.length === 0) return;
+    socket.write(out.length === 1 ? out[0]! : Buffer.concat(out));
+    out = [];
+  });
+  socket.on('error', () => socket.destroy());
 }
 
 // ---------------- the driver ----------------
@@ -173,6 +262,8 @@ async function main(): Promise<void> {
       streams: { type: 'string', default: '1000' },
       'h2-load': { type: 'string', default: '4x50' },
       'h1-connections': { type: 'string', default: '50' },
+      kinds: { type: 'string', default: KINDS.join(',') },
+      rounds: { type: 'string', default: '1' },
     },
   });
   if (values.serve !== undefined) {
@@ -189,9 +280,14 @@ async function main(): Promise<void> {
   if (!canPin()) console.log('(not pinned: taskset or a second core missing)');
   console.log(`load: h1 ${load.h1Connections} connections, h2 ${load.h2Connections} connections x ${load.h2Streams} streams`);
   console.log(`kind        req/s     CPU µs/request   heap bytes/open request (${streams} open)`);
-  for (const kind of KINDS) {
-    const r = await measure(kind, seconds, streams);
-    console.log(`${kind.padEnd(10)}  ${r.rps.toFixed(0).padStart(7)}   ${r.cpuPerRequest.toFixed(1).padStart(14)}   ${r.heapPerHeld.toFixed(0).padStart(10)}`);
+  const kinds = values.kinds.split(',').map((k) => k.trim());
+  for (const k of kinds) if (!(KINDS as readonly string[]).includes(k)) throw new Error(`--kinds: expected some of ${KINDS.join(',')}, got ${JSON.stringify(k)}`);
+  // Kinds alternate within a round, so the machine's other load hits each alike.
+  for (let round = 0; round < Number(values.rounds); round++) {
+    for (const kind of kinds as Kind[]) {
+      const r = await measure(kind, seconds, streams);
+      console.log(`${kind.padEnd(10)}  ${r.rps.toFixed(0).padStart(7)}   ${r.cpuPerRequest.toFixed(1).padStart(14)}   ${kind === 'h2-own' ? '       n/a' : r.heapPerHeld.toFixed(0).padStart(10)}`);
+    }
   }
 }
 

@@ -1,11 +1,11 @@
 // An HTTP/2 request as the proxy sees it (ProxyRequest): the stream's head turned into
-// HTTP/1.1-style raw headers once, and its body read from the stream with back-pressure
-// (node:http2 sends WINDOW_UPDATE only as the body is read).
-import type { ServerHttp2Stream } from 'node:http2';
+// HTTP/1.1-style raw headers once, and its body passed on with back-pressure (the
+// client's window is returned only as the body is read).
 import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { isCleanValue } from '../http1/header-chars.ts';
 import type { ProxyRequest } from '../proxy/exchange-types.ts';
+import type { H2Stream, RequestSink } from './wire/stream.ts';
 
 /** Why a request is answered before routing: status, a reason for metrics, the text for the client. */
 export interface Http2Refusal {
@@ -30,11 +30,11 @@ export interface Http2Head {
  * The head of an h2 request in HTTP/1.1 form: :authority becomes Host (first), cookie
  * crumbs are joined with "; " (RFC 9113 section 8.2.3), pseudo-headers go, and a body
  * without Content-Length is announced by Transfer-Encoding so that it is sent chunked to
- * HTTP/1.1 pods (section 8.2.2). node:http2 (nghttp2) already refused uppercase and
- * other invalid names, connection-specific headers, missing or unknown pseudo-headers
- * and a Content-Length that disagrees with the DATA, with a stream error; it lets CR,
- * LF and NUL in values through (section 8.2.1 says they are malformed), so they are
- * refused here: written into an HTTP/1.1 head they would split it.
+ * HTTP/1.1 pods (section 8.2.2). The engine already refused malformed heads (uppercase
+ * and other invalid names, connection-specific headers, missing or unknown pseudo-headers,
+ * CR, LF or NUL: wire/request-fields.ts) and checks Content-Length against the DATA;
+ * other control characters are refused here (400): written into an HTTP/1.1 head they
+ * are not what the client meant.
  */
 export function http2Head(raw: readonly string[], endStream: boolean): Http2Head | Http2Refusal {
   let method = '';
@@ -87,44 +87,26 @@ export function http2Head(raw: readonly string[], endStream: boolean): Http2Head
   return { method, path, rawHeaders: out };
 }
 
-const kBody = Symbol('portico.h2body');
-type BodySource = ServerHttp2Stream & { [kBody]?: Http2RequestBody };
-
 /**
- * The body handed to the forwarder: its own Readable, so that whoever reads it
- * (and destroys it on an upstream error) never destroys the stream, which still has
- * to carry the answer.
+ * The body handed to the forwarder: its own Readable, so that whoever reads it (and
+ * destroys it on an upstream error) never touches the stream, which still has to carry
+ * the answer. What it holds unread is not returned to the client's window: that is the
+ * back-pressure (WINDOW_UPDATE goes out as the forwarder reads).
  */
 class Http2RequestBody extends Readable {
-  private readonly source: BodySource;
+  private readonly owner: Http2Request;
 
-  constructor(source: BodySource) {
+  constructor(owner: Http2Request) {
     super({ highWaterMark: 64 * 1024 });
-    this.source = source;
-    source[kBody] = this;
-    source.on('data', onStreamData);
-    source.on('end', onStreamEnd);
-    source.on('aborted', onStreamAborted);
+    this.owner = owner;
   }
 
   override _read(): void {
-    this.source.resume();
+    this.owner.release();
   }
 }
 
-function onStreamData(this: BodySource, chunk: Buffer): void {
-  if (this[kBody]?.push(chunk) === false) this.pause();
-}
-
-function onStreamEnd(this: BodySource): void {
-  this[kBody]?.push(null);
-}
-
-function onStreamAborted(this: BodySource): void {
-  this[kBody]?.destroy(Object.assign(new Error('the client reset the stream before the request body was complete'), { code: 'ECONNRESET' }));
-}
-
-export class Http2Request implements ProxyRequest {
+export class Http2Request implements ProxyRequest, RequestSink {
   readonly method: string;
   readonly url: string;
   readonly rawHeaders: string[];
@@ -133,10 +115,16 @@ export class Http2Request implements ProxyRequest {
   readonly upgradeHead: Buffer | undefined = undefined;
   readonly httpVersionMajor = 2;
   readonly httpVersionMinor = 0;
-  readonly stream: ServerHttp2Stream;
+  readonly stream: H2Stream;
   private bodyStream: Http2RequestBody | undefined = undefined;
+  /** Body bytes that came before anyone read them. */
+  private chunks: Buffer[] | undefined = undefined;
+  /** Bytes received and not yet returned to the client's window. */
+  private held = 0;
+  private ended = false;
+  private abortedEarly = false;
 
-  constructor(stream: ServerHttp2Stream, socket: Socket, head: Http2Head) {
+  constructor(stream: H2Stream, socket: Socket, head: Http2Head) {
     this.stream = stream;
     this.socket = socket;
     this.method = head.method;
@@ -144,16 +132,63 @@ export class Http2Request implements ProxyRequest {
     this.rawHeaders = head.rawHeaders;
   }
 
+  data(chunk: Buffer): void {
+    const body = this.bodyStream;
+    if (body === undefined) {
+      (this.chunks ??= []).push(chunk);
+      this.held += chunk.length;
+    } else if (body.push(chunk)) {
+      this.stream.consumed(chunk.length);
+    } else {
+      this.held += chunk.length;
+    }
+  }
+
+  end(): void {
+    this.ended = true;
+    this.bodyStream?.push(null);
+  }
+
+  aborted(): void {
+    if (this.ended) return;
+    this.abortedEarly = true;
+    const body = this.bodyStream;
+    // Nobody reading it (the answer went out before the body was read): just drop it.
+    if (body !== undefined) body.destroy(body.listenerCount('error') > 0 ? abortedError() : undefined);
+  }
+
+  /** The body's reader wants more: return what it took to the client's window. */
+  release(): void {
+    const held = this.held;
+    this.held = 0;
+    this.stream.consumed(held);
+  }
+
   body(): Readable {
-    return (this.bodyStream ??= new Http2RequestBody(this.stream));
+    if (this.bodyStream !== undefined) return this.bodyStream;
+    const body = (this.bodyStream = new Http2RequestBody(this));
+    const chunks = this.chunks;
+    this.chunks = undefined;
+    if (chunks !== undefined) for (const chunk of chunks) body.push(chunk);
+    if (this.ended) body.push(null);
+    else if (this.abortedEarly) body.destroy(abortedError());
+    return body;
   }
 
   receivedBody(): Buffer | undefined {
-    // A stream, DATA events and ticks per call are what an HTTP/2 pod's small requests cost
-    // most: when END_STREAM has been read, the buffered bytes are the body.
-    const state = (this.stream as unknown as { _readableState?: { ended?: boolean } })._readableState;
-    if (this.bodyStream !== undefined || state?.ended !== true) return undefined;
-    // Everything buffered at once (the stream is paused and ended); 'end' follows.
-    return (this.stream.read() as Buffer | null) ?? Buffer.alloc(0);
+    // A Readable and its ticks per call are what an HTTP/2 pod's small requests cost most:
+    // when END_STREAM has been read, the buffered bytes are the body.
+    if (this.bodyStream !== undefined || !this.ended) return undefined;
+    const chunks = this.chunks;
+    this.chunks = undefined;
+    // Later body() calls get an ended, empty stream.
+    this.bodyStream = new Http2RequestBody(this);
+    this.bodyStream.push(null);
+    if (chunks === undefined) return Buffer.alloc(0);
+    return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
   }
+}
+
+function abortedError(): Error {
+  return Object.assign(new Error('the client reset the stream before the request body was complete'), { code: 'ECONNRESET' });
 }

@@ -1,19 +1,19 @@
-// The answer to one Http2Request (ProxyResponse) on its node:http2 stream: writeHead
-// keeps the head, which goes out as one HEADERS frame with the first body bytes or at
-// end() (with END_STREAM when there is no body); write/end/destroy map to the stream's
-// write/end/RST_STREAM, its 'drain' and 'close' are passed on. The write that completes
-// the Content-Length ends the stream, so the last DATA frame carries END_STREAM: an
-// HTTP/1.1 pod's body ends at a parser event after the one that delivered it, and
-// node:http2 sends a DATA frame (and a send cycle) of its own for an end() that comes
-// after the write's tick.
+// The answer to one Http2Request (ProxyResponse) on its stream: writeHead keeps the
+// head, which goes out as one HEADERS frame with the first body bytes or at end() (with
+// END_STREAM when there is no body); write/end/destroy map to DATA frames and
+// RST_STREAM; the stream tells it when it may write again ('drain') and when it closed
+// ('close'). The write that completes the Content-Length ends the stream, so the last
+// DATA frame carries END_STREAM: an HTTP/1.1 pod's body ends at a parser event after the
+// one that delivered it, and a separate end would cost a frame of its own.
 import { EventEmitter } from 'node:events';
-import type { OutgoingHttpHeaders, ServerHttp2Stream } from 'node:http2';
-import { NGHTTP2_INTERNAL_ERROR } from './node-http2.ts';
 import { isCleanValue, isToken } from '../http1/header-chars.ts';
 import type { HeaderInput, HeaderValue } from '../http1/response.ts';
 import type { Http2Request } from './request.ts';
+import { ErrorCode } from './wire/frames.ts';
+import { HeaderBlock } from './wire/hpack.ts';
+import type { H2Stream, ResponseSink } from './wire/stream.ts';
 
-/** Connection-specific headers, which HTTP/2 forbids (RFC 9113 section 8.2.2); node:http2 throws on them. */
+/** Connection-specific headers, which HTTP/2 forbids (RFC 9113 section 8.2.2): a pod's are dropped. */
 function isConnectionSpecific(lower: string): boolean {
   switch (lower) {
     case 'connection':
@@ -32,34 +32,9 @@ function bodyForbidden(method: string, status: number): boolean {
   return method === 'HEAD' || status === 204 || status === 304;
 }
 
-const kResponse = Symbol('portico.h2response');
-type OwnedStream = ServerHttp2Stream & { [kResponse]?: Http2Response };
-
-function onStreamDrain(this: OwnedStream): void {
-  this[kResponse]?.emit('drain');
-}
-
-/** The stream's 'close' for its response (the front's one listener per stream calls it). */
-export function responseStreamClosed(stream: ServerHttp2Stream): void {
-  (stream as OwnedStream)[kResponse]?.streamClosed();
-}
-
-/** The pod's trailers go out once node:http2 asks for them (after the last DATA frame). */
-function onWantTrailers(this: OwnedStream): void {
-  const response = this[kResponse];
-  const trailers = response?.pendingTrailers;
-  if (trailers === undefined) return;
-  response!.pendingTrailers = undefined;
-  try {
-    this.sendTrailers(trailerFields(trailers));
-  } catch {
-    this.close(NGHTTP2_INTERNAL_ERROR);
-  }
-}
-
-export class Http2Response extends EventEmitter {
+export class Http2Response extends EventEmitter implements ResponseSink {
   readonly req: Http2Request;
-  readonly stream: ServerHttp2Stream;
+  readonly stream: H2Stream;
   statusCode = 200;
   /** HTTP/2 has no reason phrase; kept for the interface. */
   statusMessage = '';
@@ -75,22 +50,15 @@ export class Http2Response extends EventEmitter {
   private responded = false;
   private noBody = false;
   private closed = false;
-  private drainHooked = false;
   /** Body bytes the Content-Length still announces; -1 when there is none (or the stream waits for trailers). */
   private bodyLeft = -1;
-  /** Set by endWithTrailers until node:http2 asks for them ('wantTrailers'). */
-  pendingTrailers: Readonly<Record<string, string | string[] | undefined>> | undefined = undefined;
+  /** The write that completed the Content-Length ended the stream. */
+  private lengthDone = false;
 
-  /**
-   * The stream's 'close' must reach streamClosed() (responseStreamClosed) and its 'error'
-   * needs a listener (a reset stream errors, then closes): the front adds both, one
-   * listener each per stream.
-   */
-  constructor(req: Http2Request, stream: ServerHttp2Stream) {
+  constructor(req: Http2Request, stream: H2Stream) {
     super();
     this.req = req;
     this.stream = stream;
-    (stream as OwnedStream)[kResponse] = this;
   }
 
   writeHead(status: number, reasonOrHeaders?: string | HeaderInput, headers?: HeaderInput): this {
@@ -102,22 +70,25 @@ export class Http2Response extends EventEmitter {
   }
 
   writeEarlyHints(hints: Record<string, string | readonly string[]>): void {
-    if (this.headersSent || this.destroyed || this.stream.destroyed) return;
-    const out: OutgoingHttpHeaders = { ':status': 103 };
+    if (this.headersSent || this.destroyed || this.stream.closed) return;
+    const block = new HeaderBlock().status(103);
     for (const name in hints) {
       const lower = name.toLowerCase();
-      if (isToken(lower)) out[lower] = hints[name] as string | string[];
+      if (!isToken(lower) || isConnectionSpecific(lower)) continue;
+      const value = hints[name]!;
+      // Hints are optional; a value that cannot be sent is left out.
+      if (typeof value === 'string') {
+        if (isCleanValue(value)) block.add(lower, value);
+      } else {
+        for (const v of value) if (isCleanValue(v)) block.add(lower, v);
+      }
     }
-    try {
-      this.stream.additionalHeaders(out);
-    } catch {
-      // Hints are optional; a value node:http2 refuses is left out.
-    }
+    this.stream.sendInformational(block);
   }
 
-  /** The HEADERS frame's fields: lowercase names, repeated names as arrays, connection-specific ones dropped. */
-  private h2Headers(endLength: number): OutgoingHttpHeaders {
-    const out: OutgoingHttpHeaders = { ':status': this.statusCode };
+  /** The HEADERS frame's fields: lowercase names, repeated names as separate fields, connection-specific ones dropped. */
+  private h2Headers(endLength: number): HeaderBlock {
+    const out = new HeaderBlock().status(this.statusCode);
     const list = this.headerList;
     const check = !this.headersChecked;
     let hasLength = false;
@@ -135,31 +106,31 @@ export class Http2Response extends EventEmitter {
           this.bodyLeft = typeof value === 'string' || typeof value === 'number' ? contentLength(value) : -1;
         }
         if (typeof value === 'number') {
-          add(out, lower, String(value));
+          out.add(lower, String(value));
         } else if (typeof value === 'string') {
-          if (!check || isCleanValue(value)) add(out, lower, value);
+          if (!check || isCleanValue(value)) out.add(lower, value);
         } else {
-          for (let j = 0; j < value.length; j++) if (!check || isCleanValue(value[j]!)) add(out, lower, value[j]!);
+          for (let j = 0; j < value.length; j++) if (!check || isCleanValue(value[j]!)) out.add(lower, value[j]!);
         }
       }
     }
-    if (!hasLength && endLength >= 0 && !this.noBody) out['content-length'] = endLength;
+    if (!hasLength && endLength >= 0 && !this.noBody) out.add('content-length', String(endLength));
     return out;
   }
 
-  /** Sends the HEADERS frame; false when node:http2 refused it (the stream is then reset). */
+  /** Sends the HEADERS frame; false when the stream is gone. */
   private respond(endStream: boolean, endLength: number): boolean {
     this.responded = true;
     this.noBody = bodyForbidden(this.req.method, this.statusCode);
-    try {
-      const end = endStream || this.noBody;
-      this.stream.respond(this.h2Headers(endLength), { endStream: end, waitForTrailers: this.trailersExpected && !end });
-      if (this.trailersExpected) this.bodyLeft = -1;
-      return true;
-    } catch {
-      this.destroy();
+    if (this.stream.closed) {
+      this.destroyed = true;
+      this.emitClose();
       return false;
     }
+    const end = endStream || this.noBody;
+    this.stream.sendHeaders(this.h2Headers(endLength), end);
+    if (this.trailersExpected) this.bodyLeft = -1;
+    return true;
   }
 
   write(chunk: Buffer | string): boolean {
@@ -167,36 +138,33 @@ export class Http2Response extends EventEmitter {
     if (!this.headersSent) this.writeHead(this.statusCode);
     if (!this.responded && !this.respond(false, -1)) return false;
     if (this.noBody || chunk.length === 0) return true;
-    const stream = this.stream;
-    if (this.bodyLeft > 0 && typeof chunk !== 'string') {
-      this.bodyLeft -= chunk.length;
+    const data = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    if (this.bodyLeft > 0) {
+      this.bodyLeft -= data.length;
       if (this.bodyLeft === 0) {
-        // The whole announced body: DATA with END_STREAM (end() finds the stream ended).
-        stream.end(chunk);
+        // The whole announced body: DATA with END_STREAM; end() finds the stream ended
+        // and emits 'close' then (the stream may close at once, see streamClosed).
+        this.lengthDone = true;
+        this.stream.sendData(data, true);
         return true;
       }
     }
-    if (stream.write(chunk)) return true;
-    if (!this.drainHooked) {
-      this.drainHooked = true;
-      stream.on('drain', onStreamDrain);
-    }
-    return false;
+    return this.stream.sendData(data, false);
   }
 
   end(chunk?: Buffer | string): this {
     if (this.writableEnded || this.destroyed) return this;
     this.writableEnded = true;
-    const hasChunk = chunk !== undefined && chunk.length > 0;
+    // Set before the stream can close (and emit 'close') while the last frame is queued.
+    this.writableFinished = true;
+    const data = chunk === undefined || chunk.length === 0 ? undefined : typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
     if (!this.headersSent) this.writeHead(this.statusCode);
     const stream = this.stream;
     if (!this.responded) {
-      const length = hasChunk ? (typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk!.length) : 0;
-      if (!this.respond(!hasChunk, length)) return this;
-      if (hasChunk && !this.noBody) stream.end(chunk);
-    } else if (!stream.writableEnded) {
-      if (hasChunk && !this.noBody) stream.end(chunk);
-      else stream.end();
+      if (!this.respond(data === undefined, data === undefined ? 0 : data.length)) return this;
+      if (data !== undefined && !this.noBody) stream.sendData(data, true);
+    } else if (!stream.localEnded) {
+      stream.sendData(data !== undefined && !this.noBody ? data : EMPTY, true);
     }
     this.writableFinished = true;
     this.emitClose();
@@ -211,13 +179,10 @@ export class Http2Response extends EventEmitter {
       return;
     }
     this.writableEnded = true;
+    this.writableFinished = true;
     if (!this.headersSent) this.writeHead(this.statusCode);
     if (!this.responded && !this.respond(false, -1)) return;
-    const stream = this.stream;
-    // A shared listener rather than a closure per call (one per gRPC answer).
-    this.pendingTrailers = trailers;
-    stream.on('wantTrailers', onWantTrailers);
-    stream.end();
+    this.stream.sendTrailers(trailerFields(trailers));
     this.writableFinished = true;
     this.emitClose();
   }
@@ -225,12 +190,18 @@ export class Http2Response extends EventEmitter {
   destroy(): void {
     if (this.destroyed) return;
     this.destroyed = true;
-    if (!this.stream.closed) this.stream.close(NGHTTP2_INTERNAL_ERROR);
+    this.stream.resetWith(ErrorCode.INTERNAL_ERROR);
     this.emitClose();
+  }
+
+  drain(): void {
+    if (!this.destroyed) this.emit('drain');
   }
 
   /** The stream closed (answered, reset by the client, or its connection gone). */
   streamClosed(): void {
+    // Ended by the write that completed the Content-Length: the caller's end() comes next.
+    if (this.lengthDone && !this.writableEnded && !this.stream.reset) return;
     if (!this.writableEnded) this.destroyed = true;
     this.emitClose();
   }
@@ -248,26 +219,20 @@ function contentLength(value: string | number): number {
   return Number.isSafeInteger(n) && n >= 0 ? n : -1;
 }
 
-function add(out: OutgoingHttpHeaders, name: string, value: string): void {
-  const prior = out[name];
-  if (prior === undefined) out[name] = value;
-  else if (Array.isArray(prior)) prior.push(value);
-  else out[name] = [String(prior), value];
-}
-
-/** Trailer fields for sendTrailers: lowercase tokens with clean values, no pseudo or connection-specific fields. */
-function trailerFields(trailers: Readonly<Record<string, string | string[] | undefined>>): OutgoingHttpHeaders {
-  const out: OutgoingHttpHeaders = {};
+/** Trailer fields: lowercase tokens with clean values, no pseudo or connection-specific fields. */
+function trailerFields(trailers: Readonly<Record<string, string | string[] | undefined>>): HeaderBlock {
+  const out = new HeaderBlock();
   for (const name in trailers) {
     const lower = name.toLowerCase();
     const value = trailers[name];
     if (value === undefined || !isToken(lower) || isConnectionSpecific(lower) || lower === 'content-length') continue;
     if (typeof value === 'string') {
-      if (isCleanValue(value)) out[lower] = value;
+      if (isCleanValue(value)) out.add(lower, value);
     } else {
-      const clean = value.filter(isCleanValue);
-      if (clean.length > 0) out[lower] = clean;
+      for (const v of value) if (isCleanValue(v)) out.add(lower, v);
     }
   }
   return out;
 }
+
+const EMPTY = Buffer.alloc(0);

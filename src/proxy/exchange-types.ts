@@ -1,6 +1,6 @@
 // What the proxy (handler, policies, forwarder) uses of a request and its response,
 // whichever front end received it: src/http1 (Http1Request/Http1Response satisfy these
-// unchanged) or src/http2 (adapters over a node:http2 stream). Keep it this small: each
+// unchanged) or src/http2 (adapters over a stream of portico's HTTP/2 engine). Keep it this small: each
 // member here is one more thing every front end has to provide.
 import type { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';

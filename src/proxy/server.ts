@@ -227,7 +227,7 @@ export function attachProxy(
       socket.resume();
     };
     const acceptH2c = (socket: Socket, head: Buffer) => {
-      // node:http2 reads what is put back before it reads the socket.
+      // The HTTP/2 engine reads what is put back before it reads the socket.
       socket.unshift(head);
       http2.accept(socket);
     };
