@@ -24,6 +24,16 @@ export class SmallMap<V> {
     return this.map?.get(key);
   }
 
+  /** Whether `key` has a value (undefined is never stored as one). */
+  has(key: string): boolean {
+    return this.get(key) !== undefined;
+  }
+
+  /** The keys in insertion order, as Map.keys(). */
+  *keys(): IterableIterator<string> {
+    for (const [key] of this.entries()) yield key;
+  }
+
   /** [key, value] pairs in insertion order, as Map.entries(). */
   *entries(): IterableIterator<[string, V]> {
     const list = this.list;
