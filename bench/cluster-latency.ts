@@ -1,12 +1,15 @@
 // Cluster mode: time from an Ingress created through the API to portico serving it,
 // with N Ingresses already in the cluster. Uses the test API server (real wire
-// protocol) and the real CLI.
+// protocol) and the real CLI. The API server and the echo pod run in processes of their
+// own (bench/lib/out-of-process.ts), so that their work does not hold back the client
+// that times the samples; IN_PROCESS=1 runs them in the bench's process, as before.
 // Run: node bench/cluster-latency.ts [N=10000] [samples=100] [workers=1]
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeKubeApiServer } from '../test/support/kube-apiserver/index.ts';
 import { startEchoServer } from '../examples/echo-server.ts';
+import { inProcessApi, startApiServerProcess, startEchoProcess, type ApiServerProcess } from './lib/out-of-process.ts';
 import { startPortico, type PorticoProcess } from '../test/support/portico-process.ts';
 import { ingress, ingressClass, serviceWithEndpoints } from '../test/support/objects.ts';
 import { get } from '../test/support/http.ts';
@@ -16,17 +19,17 @@ const existing = Number(process.argv[2] ?? 10_000);
 const samples = Number(process.argv[3] ?? 100);
 const workers = process.argv[4] ?? '1';
 
-const api = await FakeKubeApiServer.start({ token: 'bench' });
+const inProcess = process.env.IN_PROCESS === '1';
+const api: ApiServerProcess = inProcess ? inProcessApi(await FakeKubeApiServer.start({ token: 'bench' })) : await startApiServerProcess();
 const dir = mkdtempSync(join(tmpdir(), 'portico-bench-'));
-const echo = await startEchoServer({ name: 'web' });
+const echo = inProcess ? await startEchoServer({ name: 'web' }) : await startEchoProcess('web');
 let portico: PorticoProcess | undefined;
 try {
-  api.apply(ingressClass('portico'));
-  for (const o of serviceWithEndpoints('web', [echo.port])) api.apply(o);
-  for (let i = 0; i < existing; i++) api.apply(ingress(`pre-${i}`, { rules: [{ host: `pre-${i}.bench`, paths: [{ path: '/', service: 'web' }] }] }));
+  await api.apply([ingressClass('portico'), ...serviceWithEndpoints('web', [echo.port])]);
+  await api.apply(Array.from({ length: existing }, (_, i) => ingress(`pre-${i}`, { rules: [{ host: `pre-${i}.bench`, paths: [{ path: '/', service: 'web' }] }] })));
   const profileDir = process.env.PORTICO_CPU_PROF;
   portico = await startPortico(
-    ['--kubeconfig', api.writeKubeconfig(dir), '--publish-address', '192.0.2.1', '--access-log=false', '--workers', workers],
+    ['--kubeconfig', await api.writeKubeconfig(dir), '--publish-address', '192.0.2.1', '--access-log=false', '--workers', workers],
     profileDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {},
     120_000,
   );
@@ -42,7 +45,7 @@ try {
     const host = `new-${s}.bench`;
     const from = Date.now();
     const t0 = performance.now();
-    api.apply(ingress(`new-${s}`, { rules: [{ host, paths: [{ path: '/', service: 'web' }] }] }));
+    await api.apply([ingress(`new-${s}`, { rules: [{ host, paths: [{ path: '/', service: 'web' }] }] })]);
     while ((await get(portico.http, host, '/')).status !== 200) await new Promise((r) => setTimeout(r, 1));
     results.push(performance.now() - t0);
     windows.push({ name: host, from, to: Date.now() });
@@ -53,7 +56,7 @@ try {
   const logs = portico.logs;
   await portico.stop();
   portico = undefined;
-  console.log(`${existing} existing Ingresses, ${samples} creations through the API, --workers ${workers}; ${load}`);
+  console.log(`${existing} existing Ingresses, ${samples} creations through the API, --workers ${workers}; API server and echo pod ${inProcess ? 'in the bench process' : 'in processes of their own'}; ${load}`);
   console.log(`(measured after the initial status writes to every Ingress, which took ${(statusMs / 1000).toFixed(1)} s after ready)`);
   console.log(`API write -> first 200 through portico: ${formatSummary(summarize(results))}`);
   if (serve.length > 0) console.log(`controller change -> table swapped (changeToServeMs): ${formatSummary(summarize(serve))}`);
@@ -65,3 +68,4 @@ try {
   await api.stop();
   rmSync(dir, { recursive: true, force: true });
 }
+

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeKubeApiServer } from '../test/support/kube-apiserver/index.ts';
 import { startEchoServer } from '../examples/echo-server.ts';
+import { inProcessApi, startApiServerProcess, startEchoProcess } from './lib/out-of-process.ts';
 import { startPortico, type PorticoProcess } from '../test/support/portico-process.ts';
 import { ingress, ingressClass, serviceWithEndpoints, toYaml } from '../test/support/objects.ts';
 import { get } from '../test/support/http.ts';
@@ -20,9 +21,13 @@ const mode = process.argv[5] ?? 'cluster';
 if (mode !== 'cluster' && mode !== 'standalone') throw new Error(`mode must be cluster or standalone, not ${mode}`);
 
 const dir = mkdtempSync(join(tmpdir(), 'portico-bench-endpoints-'));
-const api = mode === 'cluster' ? await FakeKubeApiServer.start({ token: 'bench' }) : undefined;
-const web = await startEchoServer({ name: 'web' });
-const pods = [await startEchoServer({ name: 'moving' }), await startEchoServer({ name: 'moving' })];
+// The API server and the pods run in processes of their own (bench/lib/out-of-process.ts);
+// IN_PROCESS=1 runs them in the bench's process, beside the client that times the samples.
+const inProcess = process.env.IN_PROCESS === '1';
+const api = mode === 'cluster' ? (inProcess ? inProcessApi(await FakeKubeApiServer.start({ token: 'bench' })) : await startApiServerProcess()) : undefined;
+const echo = (name: string) => (inProcess ? startEchoServer({ name }) : startEchoProcess(name));
+const web = await echo('web');
+const pods = [await echo('moving'), await echo('moving')];
 
 /** The "moving" Service's slice with only pod `i` ready. */
 const slice = (i: number) => ({
@@ -37,8 +42,8 @@ const service = { apiVersion: 'v1', kind: 'Service', metadata: { name: 'moving',
 const movingIngress = ingress('moving', { rules: [{ host: 'moving.bench', paths: [{ path: '/', service: 'moving' }] }] });
 const manifests = join(dir, 'manifests');
 
-const publish = (i: number) => {
-  if (api !== undefined) api.apply(slice(i));
+const publish = async (i: number) => {
+  if (api !== undefined) await api.apply([slice(i)]);
   else writeFileSync(join(manifests, 'moving-slice.yaml'), toYaml([slice(i)]));
 };
 
@@ -48,15 +53,15 @@ try {
   const others = Array.from({ length: existing }, (_, i) => ingress(`pre-${i}`, { rules: [{ host: `pre-${i}.bench`, paths: [{ path: '/', service: 'web' }] }] }));
   let args: string[];
   if (api !== undefined) {
-    for (const o of [...base, ...others]) api.apply(o);
-    args = ['--kubeconfig', api.writeKubeconfig(dir), '--publish-address', '192.0.2.1'];
+    await api.apply([...base, ...others]);
+    args = ['--kubeconfig', await api.writeKubeconfig(dir), '--publish-address', '192.0.2.1'];
   } else {
     (await import('node:fs')).mkdirSync(manifests);
     writeFileSync(join(manifests, 'base.yaml'), toYaml(base));
     for (let i = 0; i < others.length; i++) writeFileSync(join(manifests, `pre-${i}.yaml`), toYaml([others[i]!]));
     args = ['--manifests', manifests];
   }
-  publish(0);
+  await publish(0);
   const profileDir = process.env.PORTICO_CPU_PROF;
   const started = await startPortico([...args, '--access-log=false', '--workers', workers], profileDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}, 120_000);
   portico = started;
@@ -75,7 +80,7 @@ try {
     const wanted = `moving-${pods[next]!.port}`;
     const from = Date.now();
     const t0 = performance.now();
-    publish(next);
+    await publish(next);
     while ((await podOf()) !== wanted) await new Promise((r) => setTimeout(r, 1));
     results.push(performance.now() - t0);
     windows.push({ name: `change ${s}`, from, to: Date.now() });
@@ -85,7 +90,7 @@ try {
   const logs = portico.logs;
   await portico.stop();
   portico = undefined;
-  console.log(`${mode}, ${existing} other Ingresses, ${samples} EndpointSlice changes, --workers ${workers}; ${load}`);
+  console.log(`${mode}, ${existing} other Ingresses, ${samples} EndpointSlice changes, --workers ${workers}; ${inProcess ? "API server and pods in the bench process" : "API server and pods in processes of their own"}; ${load}`);
   console.log(`EndpointSlice change -> first request on the new pod: ${formatSummary(summarize(results))}`);
   reportTail(windows, logs);
 } finally {

@@ -4,10 +4,13 @@
 //   node_modules/.bin/node bench/standalone-latency.ts [N=10000] [samples=100] [R=0] [workers=1]
 // PORTICO_CPU_PROF=DIR profiles the primary (--cpu-prof) into DIR. BENCH_DEBUG=1 runs
 // portico at debug level, so the slow samples are matched to V8's long GC pauses too.
+// The echo pod runs in a process of its own (bench/lib/out-of-process.ts); IN_PROCESS=1
+// runs it in the bench's process, beside the client that times the samples, as before.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startEchoServer } from '../examples/echo-server.ts';
+import { startEchoProcess } from './lib/out-of-process.ts';
 import { startPortico, type PorticoProcess } from '../test/support/portico-process.ts';
 import { ingress, ingressClass, serviceWithEndpoints, toYaml } from '../test/support/objects.ts';
 import { get } from '../test/support/http.ts';
@@ -21,7 +24,8 @@ const workers = process.argv[5] ?? '1';
 const GATEWAYS = 5;
 
 const dir = mkdtempSync(join(tmpdir(), 'portico-bench-standalone-'));
-const echo = await startEchoServer({ name: 'web' });
+const inProcess = process.env.IN_PROCESS === '1';
+const echo = inProcess ? await startEchoServer({ name: 'web' }) : await startEchoProcess('web');
 let portico: PorticoProcess | undefined;
 try {
   writeFileSync(join(dir, 'base.yaml'), toYaml([ingressClass('portico'), ...serviceWithEndpoints('web', [echo.port])]));
@@ -71,7 +75,7 @@ try {
   const logs = portico.logs;
   await portico.stop();
   portico = undefined;
-  console.log(`${existing} Ingress files${httpRoutes > 0 ? `, ${httpRoutes} HTTPRoutes over ${GATEWAYS} Gateways` : ''}, --workers ${workers}; process start to ready ${(startMs / 1000).toFixed(1)} s; ${load}`);
+  console.log(`${existing} Ingress files${httpRoutes > 0 ? `, ${httpRoutes} HTTPRoutes over ${GATEWAYS} Gateways` : ''}, --workers ${workers}; echo pod ${inProcess ? 'in the bench process' : 'in a process of its own'}; process start to ready ${(startMs / 1000).toFixed(1)} s; ${load}`);
   console.log(`new Ingress file -> first 200: ${summary(ingresses)}`);
   // The controller's part: from the store change (file read and parsed) to the table swapped.
   const serve = logs.filter((l) => l.msg === 'route table updated' && typeof l.changeToServeMs === 'number').map((l) => l.changeToServeMs as number);

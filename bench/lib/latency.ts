@@ -34,10 +34,11 @@ function navigatorCores(): number {
 }
 
 /** Waits until every Ingress in the test API server has a load-balancer status (portico's first writes); resolves with the ms it took. */
-export async function statusWritten(api: FakeKubeApiServer, timeoutMs = 300_000): Promise<number> {
+export async function statusWritten(api: FakeKubeApiServer | { ingressesWithoutStatus(): Promise<number> }, timeoutMs = 300_000): Promise<number> {
   const t0 = performance.now();
+  const withoutStatus = 'ingressesWithoutStatus' in api ? () => api.ingressesWithoutStatus() : () => Promise.resolve(api.list('Ingress').filter((o) => !((o as { status?: { loadBalancer?: { ingress?: unknown[] } } }).status?.loadBalancer?.ingress?.length)).length);
   for (;;) {
-    const pending = api.list('Ingress').filter((o) => !((o as { status?: { loadBalancer?: { ingress?: unknown[] } } }).status?.loadBalancer?.ingress?.length)).length;
+    const pending = await withoutStatus();
     if (pending === 0) return performance.now() - t0;
     if (performance.now() - t0 > timeoutMs) throw new Error(`${pending} Ingresses still without status after ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 250));

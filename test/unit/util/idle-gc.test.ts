@@ -8,7 +8,7 @@ test('collects once the process goes quiet after start-up, then not again until 
   const policy = new IdleCollectionPolicy();
   assert.equal(policy.shouldCollect(0.9, false, false, 300 * MB), false, 'busy: never while the loop works');
   assert.equal(policy.shouldCollect(0.002, false, false, 300 * MB), true, 'quiet after start-up');
-  policy.collected(200 * MB);
+  policy.collected(200 * MB, 100 * MB);
   assert.equal(policy.shouldCollect(0.002, false, false, 260 * MB), false, 'still quiet: once is enough');
   assert.equal(policy.shouldCollect(0.5, false, false, 260 * MB), false);
   assert.equal(policy.shouldCollect(0.002, false, false, 260 * MB), true, 'quiet again after a busy spell, and the heap grew');
@@ -16,7 +16,7 @@ test('collects once the process goes quiet after start-up, then not again until 
 
 test('never while a client is connected; traffic counts as a busy spell', () => {
   const policy = new IdleCollectionPolicy();
-  policy.collected(100 * MB);
+  policy.collected(100 * MB, 50 * MB);
   for (let i = 0; i < 5; i++) assert.equal(policy.shouldCollect(0.02, true, false, 200 * MB), false);
   assert.equal(policy.shouldCollect(0.02, false, false, 200 * MB), true, 'the clients left');
 });
@@ -24,31 +24,41 @@ test('never while a client is connected; traffic counts as a busy spell', () => 
 test('steady background work (rescans of a large manifest tree) is quiet enough, and never a busy spell', () => {
   const policy = new IdleCollectionPolicy();
   assert.equal(policy.shouldCollect(0.15, false, false, 300 * MB), true);
-  policy.collected(200 * MB);
+  policy.collected(200 * MB, 100 * MB);
   for (let i = 0; i < 20; i++) assert.equal(policy.shouldCollect(0.15, false, false, 260 * MB), false);
 });
 
 test('a quiet spell after a busy one leaves the heap alone when it did not grow', () => {
   const policy = new IdleCollectionPolicy();
-  policy.collected(100 * MB);
+  policy.collected(100 * MB, 50 * MB);
   assert.equal(policy.shouldCollect(0.5, false, false, 101 * MB), false);
   assert.equal(policy.shouldCollect(0.001, false, false, 101 * MB), false);
 });
 
 test('never in an interval with a change: a change that came during the pause would wait for it', () => {
   const policy = new IdleCollectionPolicy();
-  policy.collected(100 * MB);
+  policy.collected(100 * MB, 50 * MB);
   for (let i = 0; i < 5; i++) assert.equal(policy.shouldCollect(0.05, false, true, 200 * MB), false, 'changes keep coming');
   assert.equal(policy.shouldCollect(0.05, false, false, 200 * MB), true, 'the first interval without one');
-  policy.collected(150 * MB);
+  policy.collected(150 * MB, 75 * MB);
   assert.equal(policy.shouldCollect(0.01, false, true, 200 * MB), false);
   assert.equal(policy.shouldCollect(0.01, false, false, 200 * MB), true, 'a change counts as a busy spell: its garbage is collected once quiet');
 });
 
 test('the heap after a collection is its low point since, not its size as the GC returns (V8 shrinks later)', () => {
   const policy = new IdleCollectionPolicy();
-  policy.collected(69 * MB); // measured as gc() returned
+  policy.collected(69 * MB, 34 * MB); // measured as gc() returned
   assert.equal(policy.shouldCollect(0.01, false, false, 28 * MB), false, 'quiet, and V8 has shrunk the heap since');
   assert.equal(policy.shouldCollect(0.06, true, true, 74 * MB), false, 'traffic and changes again');
   assert.equal(policy.shouldCollect(0.01, false, false, 46 * MB), true, 'quiet: 18 MB above the low point, though below the size at the last collection');
+});
+
+test('a small live heap gets the memory-reducing collection (it gives pooled pages back), a large one a plain full GC (shorter pause)', () => {
+  const policy = new IdleCollectionPolicy();
+  assert.equal(policy.flavor(25 * MB), 'last-resort', 'before the first collection the used heap stands in for the live one');
+  assert.equal(policy.flavor(300 * MB), 'regular');
+  policy.collected(60 * MB, 22 * MB);
+  assert.equal(policy.flavor(120 * MB), 'last-resort', 'a worker of a 2,000-Ingress cluster: 22 MB live, whatever garbage came since');
+  policy.collected(300 * MB, 160 * MB);
+  assert.equal(policy.flavor(200 * MB), 'regular', '10,000 Ingresses: 160 MB live');
 });
