@@ -5,9 +5,9 @@
 // with their metric series and policy state.
 //
 // The table holds a TableRoute per route, which compiles its chain at the route's first
-// request: most hosts of a large cluster get no traffic, and a compiled route (forwarder,
-// balancer and endpoints, metric handles, bound handlers) cost about 0.6 KB for each of
-// 40,000 routes at 10,000 Ingresses. Routes whose requests may be waiting for them (a
+// request: most hosts of a large cluster get no traffic, and the compiled routes (forwarder,
+// balancer and endpoints, metric handles, bound handlers) of 10,000 Ingresses held 38 MB
+// of a 149 MB heap. Routes whose requests may be waiting for them (a
 // Service that sleeps when idle) or whose policy state must outlive a change of their
 // Ingress (rate limits) are compiled with the table, as before.
 import type { Registry } from 'prom-client';
