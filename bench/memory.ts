@@ -62,12 +62,19 @@ try {
   }
   // HEAP_SNAPSHOT_DIR=DIR: also write a heap snapshot of the primary there after the settle time.
   const snapshotDir = process.env.HEAP_SNAPSHOT_DIR;
-  // AFTER_IDLE_GC=1: the settle time starts at the primary's first idle collection
-  // (src/util/idle-gc.ts; its debug line) rather than at ready: RSS a fixed time after
-  // ready swings by 20-40 MB at 10,000 Ingresses with whether that has run yet.
+  // AFTER_IDLE_GC=1: the settle time starts once every process (the primary and each
+  // worker) has had an idle collection after ready (src/util/idle-gc.ts; its log line)
+  // rather than at ready: RSS a fixed time after ready swings by 20-40 MB at 10,000
+  // Ingresses with whether that has run yet. A worker may collect before ready too
+  // (waiting for its first config), which does not count.
   const afterIdleGc = process.env.AFTER_IDLE_GC === '1';
+  const processes = workers === '1' ? 1 : 1 + Number(workers);
+  const collectedAfterReady = new Set<number>();
+  let ready = false;
   let idleGcSeen: () => void = () => {};
   const idleGc = new Promise<void>((resolve) => (idleGcSeen = resolve));
+  /** The first table's translation and build, from the controller's log line. */
+  let firstTable: { translateMs: number; buildMs: number } | undefined;
   const args = [...nodeFlags, ...(snapshotDir ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${snapshotDir}`] : []), process.env.PORTICO_BIN ?? join(ROOT, 'bin/portico.js'), '--manifests', dir, '--workers', workers, '--http-port', '0', '--https-port', '0', '--admin-port', '0', '--bind', '127.0.0.1', '--access-log=false', ...(afterIdleGc ? ['--log-level', 'debug'] : []), ...(process.env.PORTICO_ARGS?.split(' ').filter(Boolean) ?? [])];
   const t0 = performance.now();
   const child = spawn(join(ROOT, 'node_modules/.bin/node'), args, { stdio: ['ignore', 'pipe', 'inherit'], env: process.env });
@@ -77,8 +84,13 @@ try {
     child.once('exit', (code) => reject(new Error(`portico exited with ${code}`)));
     createInterface({ input: child.stdout! }).on('line', (line) => {
       if (process.env.PORTICO_ARGS !== undefined && !line.includes('"route table')) console.log(line.slice(0, 300));
-      if (line.includes('gave unused heap memory back')) idleGcSeen();
+      if (line.includes('gave unused heap memory back') && ready) {
+        collectedAfterReady.add((JSON.parse(line) as { pid: number }).pid);
+        if (collectedAfterReady.size >= processes) idleGcSeen();
+      }
+      if (firstTable === undefined && line.includes('"route table updated')) firstTable = JSON.parse(line) as { translateMs: number; buildMs: number };
       if (line.includes('"portico ready')) {
+        ready = true;
         clearTimeout(timer);
         resolve((JSON.parse(line) as { admin: number }).admin);
       }
@@ -88,7 +100,7 @@ try {
   if (afterIdleGc) {
     const waited = performance.now();
     await Promise.race([idleGc, new Promise((r) => setTimeout(r, 180_000))]);
-    console.log(`first idle collection ${((performance.now() - waited) / 1000).toFixed(1)} s after ready`);
+    console.log(`idle collection of ${collectedAfterReady.size} of ${processes} processes ${((performance.now() - waited) / 1000).toFixed(1)} s after ready`);
   }
   const rss = () =>
     processTree(pid!)
@@ -106,7 +118,7 @@ try {
   const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN) / 1024;
   console.log(
     `${mode}, --workers ${workers}, ${compiled ? 'compiled (dist/)' : 'sources (type stripping)'}, node flags: ${nodeFlags.join(' ') || '(none)'}; ` +
-      `ready in ${(readyMs / 1000).toFixed(1)} s; RSS after ${settleSeconds} s: ${fmt(final)} MB (primary first; peak seen ${fmt(peak)}; the primary's is ${kb('RssAnon').toFixed(1)} MB anonymous, ${kb('RssFile').toFixed(1)} MB file-backed: Node's own code); load ${loadavg()[0]!.toFixed(1)}`,
+      `ready in ${(readyMs / 1000).toFixed(1)} s (first table: translation ${firstTable?.translateMs ?? '?'} ms, build ${firstTable?.buildMs ?? '?'} ms); RSS after ${settleSeconds} s: ${fmt(final)} MB (primary first; peak seen ${fmt(peak)}; the primary's is ${kb('RssAnon').toFixed(1)} MB anonymous, ${kb('RssFile').toFixed(1)} MB file-backed: Node's own code); load ${loadavg()[0]!.toFixed(1)}`,
   );
   const parts = Object.entries(smapsBreakdown(pid)).sort((a, b) => b[1] - a[1]);
   console.log(`primary RSS by mapping: ${parts.map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ')} MB`);

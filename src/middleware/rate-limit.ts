@@ -152,6 +152,7 @@ export const rateLimitPolicy: PolicyDefinition<RateLimitConfig> = {
     }
     return { rate, burst };
   },
+  keepsState: true,
   create(config, shared, key): Middleware {
     // One set of buckets per Ingress, shared by its routes and kept across rebuilds.
     const buckets = shared.get(`rate-limit|${key}`, () => new TokenBuckets());

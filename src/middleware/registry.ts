@@ -119,6 +119,12 @@ export function composeListed(policies: readonly PolicyConfig[], terminal: Handl
   return handler;
 }
 
+/** Whether `route` (or a backend of its split) lists a policy whose state must outlive a rebuild. */
+export function keepsState(route: RouteConfig): boolean {
+  const listed = (policies: readonly PolicyConfig[]) => policies.some((p) => byName.get(p.name)?.keepsState === true);
+  return listed(route.policies) || (route.backends?.some((wb) => listed(wb.policies)) ?? false);
+}
+
 /** Names of the policies that act on `route`, in chain order (what /routes shows). */
 export function activePolicies(route: RouteConfig): string[] {
   return activeConfigs(route.policies, route).map((a) => a.def.name);

@@ -58,6 +58,12 @@ export interface PolicyDefinition<C = unknown> {
    */
   create(config: C, shared: SharedState, key: string, route?: RouteConfig): Middleware;
   /**
+   * Its SharedState must outlive a change of the Ingress (rate-limit buckets): routes that
+   * use it are compiled with the table, so the new routes hold the state before the old
+   * ones let go of it. Other routes are compiled at their first request (src/proxy/compile.ts).
+   */
+  readonly keepsState?: boolean;
+  /**
    * Whether the policy does anything on `route` with `config` (default: yes). A policy
    * that does not apply is left out of the chain, and out of /routes.
    */

@@ -101,6 +101,7 @@ export const upstreamProtocolPolicy: PolicyDefinition<UpstreamProtocolConfig> = 
     for (const name of tlsOnly) reportIgnored(input, name, `has no effect with ${UPSTREAM_PROTOCOL}: ${protocol} (no TLS to the pods)`);
     return { protocol };
   },
+  keepsState: true,
   create(config, shared): Middleware {
     const key = profileKey(config);
     // One profile object per key, so routes with equal settings hit the same pool cache.

@@ -18,6 +18,11 @@ export const LATENCY_BUCKETS: readonly number[] = [0.0005, 0.001, 0.0025, 0.005,
 /** Route labels of requests answered before a route was found (400, 404): all empty. */
 const UNROUTED_LABELS: Readonly<Labels> = Object.freeze({ namespace: '', ingress: '', host: '', path: '', service: '' });
 
+/** The labels of a route's latency and error series. */
+function backendLabels(config: RouteConfig): Labels {
+  return { namespace: config.source.namespace, ingress: config.source.name, service: config.backend.service };
+}
+
 /** Counts of one label set by the value of one more label (status, kind), not yet handed to prom-client. */
 class PendingCounts<K extends number | string> {
   readonly labels: Labels;
@@ -176,24 +181,37 @@ export class ProxyMetrics {
     this.unrouted = new RouteMetrics(this.requests.countsFor({ ...UNROUTED_LABELS }), this.latency, this.latency.newSeries({}), this.errors.unexported());
   }
 
-  /** Metrics handles for a route; routes with the same labels share their series. */
-  forRoute(config: RouteConfig): RouteMetrics {
-    const namespace = config.source.namespace;
-    const ingress = config.source.name;
-    const service = config.backend.service;
-    const backendLabels = { namespace, ingress, service }; // never changed: one object for both series
+  /**
+   * The latency series of a route, one more reference to it: taken when the route enters
+   * the table, so /metrics lists it (with zeros) before the route's first request, as
+   * it did when every route was compiled with the table.
+   */
+  latencyFor(config: RouteConfig): HistogramSeries {
+    return this.latency.seriesFor(backendLabels(config));
+  }
+
+  /** The route of `latency` left the table. */
+  releaseLatency(latency: HistogramSeries): void {
+    this.latency.release(latency);
+  }
+
+  /**
+   * Metrics handles for a route, over the latency series latencyFor() gave it; routes with
+   * the same labels share their series. Made when the route is compiled (its first request).
+   */
+  forRoute(config: RouteConfig, latency: HistogramSeries): RouteMetrics {
+    const labels = backendLabels(config);
     return new RouteMetrics(
-      this.requests.countsFor({ namespace, ingress, host: config.host, path: config.path, service }),
+      this.requests.countsFor({ namespace: labels.namespace, ingress: labels.ingress, host: config.host, path: config.path, service: labels.service }),
       this.latency,
-      this.latency.seriesFor(backendLabels),
-      this.errors.countsFor(backendLabels),
+      latency,
+      this.errors.countsFor(labels),
     );
   }
 
-  /** The route of `m` is gone: series no other route uses are removed. */
+  /** The compiled route of `m` is gone: series no other route uses are removed (the latency series goes with releaseLatency). */
   release(m: RouteMetrics): void {
     this.requests.release(m.requests);
-    this.latency.release(m.latency);
     this.errors.release(m.errors);
   }
 }

@@ -23,6 +23,7 @@ import { buildIngressEntry, isCurrent, type IngressContext, type IngressEntry } 
 import { selectClasses, type ClassSelection } from './ingress-class.ts';
 import { SecretParser } from './tls.ts';
 import { insertSorted, removeSorted } from '../util/sorted.ts';
+import { KeySets } from '../util/key-sets.ts';
 
 /** `changes`: what changed since the previous call; absent when unknown (everything is checked). */
 export type Translator = (snapshot: Snapshot, options: TranslateOptions, changes?: readonly ObjectChange[]) => RoutingConfig;
@@ -70,7 +71,7 @@ interface TranslatorState {
   /** The served Ingresses whose entry has problems (collecting problems costs what they are). */
   readonly withProblems: Set<string>;
   /** Reverse dependencies: Service key / Secret key -> the Ingresses whose entry read it. */
-  readonly readers: Map<string, Set<string>>;
+  readonly readers: KeySets;
   /** EndpointSlice key -> "ns/service" it belongs to (for slices that are gone by the time their change is seen). */
   readonly sliceService: Map<string, string>;
   /** Why an Ingress object is not served, kept while the object and the classes are the same. */
@@ -118,7 +119,7 @@ export function createTranslator(): IncrementalTranslator {
         ignoredList: [],
         served: [],
         withProblems: new Set(),
-        readers: new Map(),
+        readers: new KeySets(),
         sliceService: new Map(),
         ignoredReasons: new WeakMap(),
         gateway: undefined,
@@ -156,7 +157,7 @@ export function createTranslator(): IncrementalTranslator {
           case 'Service':
           case 'Secret':
             touched.add(change.key);
-            for (const reader of s.readers.get(change.key) ?? []) keys.add(reader);
+            for (const reader of s.readers.members(change.key)) keys.add(reader);
             break;
           case 'EndpointSlice': {
             const slice = snapshot.endpointSlices.get(change.key);
@@ -167,7 +168,7 @@ export function createTranslator(): IncrementalTranslator {
             for (const service of [before, now]) {
               if (service === undefined) continue;
               touched.add(service);
-              for (const reader of s.readers.get(service) ?? []) keys.add(reader);
+              for (const reader of s.readers.members(service)) keys.add(reader);
             }
             break;
           }
@@ -422,16 +423,11 @@ function unindexReads(s: TranslatorState, key: string, entry: IngressEntry): voi
 }
 
 function addReader(s: TranslatorState, read: string, key: string): void {
-  let set = s.readers.get(read);
-  if (set === undefined) s.readers.set(read, (set = new Set()));
-  set.add(key);
+  s.readers.add(read, key);
 }
 
 function removeReader(s: TranslatorState, read: string, key: string): void {
-  const set = s.readers.get(read);
-  if (set === undefined) return;
-  set.delete(key);
-  if (set.size === 0) s.readers.delete(read);
+  s.readers.delete(read, key);
 }
 
 function ignoredEntry(state: TranslatorState, key: string, ingress: Ingress, classes: ClassSelection): IgnoredIngress {

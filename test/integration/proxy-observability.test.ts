@@ -245,3 +245,51 @@ describe('proxy: a table swap removes what the dropped routes left behind', () =
     assert.equal((await get(proxy.port, 'limited.test', '/')).status, 200, 'an Ingress that comes back starts with full buckets');
   });
 });
+
+describe('proxy: a route is compiled at its first request', () => {
+  let web: Backend;
+  let moved: Backend;
+  let deadPort: number;
+  let proxy: Proxy;
+
+  before(async () => {
+    web = await startBackend('web');
+    moved = await startBackend('moved');
+    deadPort = await closedPort();
+    proxy = await startProxy(routing([]));
+  });
+
+  after(async () => {
+    await proxy?.close();
+    await Promise.all([web?.close(), moved?.close()]);
+  });
+
+  test('a route without requests is listed in /metrics with zero latency, as one with requests; removing both leaves no series', async () => {
+    proxy.install(routing([ingressRoute('quiet', 'quiet.test', 'quiet-svc', web.port), ingressRoute('used', 'used.test', 'used-svc', web.port)]));
+    let text = await proxy.registry.metrics();
+    assert.match(text, /^portico_upstream_latency_seconds_count\{namespace="default",ingress="quiet",service="quiet-svc"\} 0$/m);
+    assert.match(text, /^portico_upstream_latency_seconds_count\{namespace="default",ingress="used",service="used-svc"\} 0$/m);
+
+    const reply = await get(proxy.port, 'used.test', '/');
+    assert.equal(reply.status, 200);
+    assert.equal(reply.json().service, 'web');
+    text = await proxy.registry.metrics();
+    assert.match(text, /^portico_upstream_latency_seconds_count\{namespace="default",ingress="used",service="used-svc"\} 1$/m);
+    assert.equal(sample(text, 'portico_requests_total{namespace="default",ingress="used",host="used.test",path="/",service="used-svc",status="200"}'), 1);
+    assert.match(text, /^portico_upstream_latency_seconds_count\{namespace="default",ingress="quiet",service="quiet-svc"\} 0$/m, 'the quiet route is still listed');
+
+    proxy.install(routing([]));
+    assert.doesNotMatch(await proxy.registry.metrics(), /ingress="(quiet|used)"/);
+  });
+
+  test("a route's first request after its pods moved (no new translation) goes to the new pods", async () => {
+    const r = ingressRoute('mover', 'mover.test', 'mover-svc', deadPort);
+    proxy.install(routing([r]));
+    // The EndpointSlice moved to another pod; the route, not yet compiled, still carries the old address.
+    proxy.pools.registry.apply([[r.backend.key, [{ host: '127.0.0.1', port: moved.port }]]]);
+    const reply = await get(proxy.port, 'mover.test', '/');
+    assert.equal(reply.status, 200);
+    assert.equal(reply.json().service, 'moved');
+    proxy.install(routing([]));
+  });
+});

@@ -20,7 +20,7 @@
 import { compileRegex, guardOf, type Guard } from '../conditions.ts';
 import { INGRESS_MATCHING, type MatchRequest, type Matcher, type MatcherFactory, type MatcherOptions, type RouteEntry } from '../matcher.ts';
 import { PatchedMap } from '../../util/patched-map.ts';
-import { PathKeys } from './path-keys.ts';
+import { SmallMap } from '../../util/small-map.ts';
 
 const SLASH = 0x2f;
 
@@ -123,8 +123,8 @@ class RankedPaths<T> {
 }
 
 class PathGroup<T> {
-  readonly exact = new PathKeys<Slot<T>>();
-  readonly prefixes = new PathKeys<Slot<T>>();
+  readonly exact = new SmallMap<Slot<T>>();
+  readonly prefixes = new SmallMap<Slot<T>>();
   /** RegularExpression paths, tried in rank order after Exact and before Prefix. */
   regexes: { readonly regex: RegExp; readonly slot: Slot<T> }[] | undefined = undefined;
   /** Length of the longest prefix key: longer candidates cannot match, so they are skipped. */

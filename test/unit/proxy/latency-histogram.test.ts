@@ -14,8 +14,8 @@ function lines(text: string, prefix: string): string[] {
 test('a route that served nothing yet is exported with zero buckets and no request counts; counts appear as they happen', async () => {
   const registry = new Registry();
   const metrics = new ProxyMetrics(registry);
-  const one = metrics.forRoute(route('/'));
-  metrics.forRoute(route('/api'));
+  const one = metrics.forRoute(route('/'), metrics.latencyFor(route('/')));
+  metrics.forRoute(route('/api'), metrics.latencyFor(route('/api')));
   let text = await registry.metrics();
   const buckets = lines(text, 'portico_upstream_latency_seconds_bucket{namespace="ns",ingress="app",service="web"');
   assert.equal(buckets.length, 17);

@@ -1,12 +1,13 @@
-// The path keys of one host's group. Most hosts have one to a few paths, and an empty
-// Map costs about 250 bytes: at 20,000 hosts the two Maps of each group held 10 MB.
-// Up to SMALL keys are a flat [key, value, key, value...] list, searched in order
+// A string-keyed map for the many small maps of a large table: the path keys of one
+// host's group (most hosts have one to a few paths), the resolved ports of one Service.
+// An empty Map costs about 250 bytes: at 20,000 hosts the two Maps of each group held
+// 10 MB. Up to SMALL keys are a flat [key, value, key, value...] list, searched in order
 // (comparing a handful of strings costs no more than hashing the request path for a
 // Map); more become a Map.
 
 const SMALL = 8;
 
-export class PathKeys<V> {
+export class SmallMap<V> {
   private list: (string | V)[] | undefined = undefined;
   private map: Map<string, V> | undefined = undefined;
 
@@ -21,6 +22,26 @@ export class PathKeys<V> {
       return undefined;
     }
     return this.map?.get(key);
+  }
+
+  /** Whether `key` has a value (undefined is never stored as one). */
+  has(key: string): boolean {
+    return this.get(key) !== undefined;
+  }
+
+  /** The keys in insertion order, as Map.keys(). */
+  *keys(): IterableIterator<string> {
+    for (const [key] of this.entries()) yield key;
+  }
+
+  /** [key, value] pairs in insertion order, as Map.entries(). */
+  *entries(): IterableIterator<[string, V]> {
+    const list = this.list;
+    if (list !== undefined) {
+      for (let i = 0; i < list.length; i += 2) yield [list[i] as string, list[i + 1] as V];
+      return;
+    }
+    if (this.map !== undefined) yield* this.map.entries();
   }
 
   set(key: string, value: V): void {
