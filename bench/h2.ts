@@ -289,6 +289,8 @@ interface Result {
   p50Ms: number;
   p99Ms: number;
   failed: number;
+  /** h2load's own counts when some requests failed, printed under the row they belong to. */
+  failures?: string;
   /** CPU time (user + system) of the proxy's processes per successful request. */
   cpuUsPerRequest?: number;
   /** Resident memory of the proxy's processes right after the load (MB). */
@@ -312,7 +314,7 @@ async function h2load(dir: string, scenario: Scenario, port: number, seconds: nu
   const codes = /status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx/.exec(r.stdout);
   if (rps === null || counts === null || codes === null) throw new Error(`cannot read h2load's output:\n${r.stdout}`);
   const failed = Number(counts[2]) + Number(counts[3]) + Number(codes[2]) + Number(codes[3]) + Number(codes[4]);
-  if (failed > 0) console.log(`  h2load: ${counts[0]}; ${codes[0]}`);
+  const failures = failed > 0 ? `h2load: ${counts[0]}; ${codes[0]}` : undefined;
   let p50Ms = 0;
   let p99Ms = 0;
   if (log) {
@@ -328,11 +330,11 @@ async function h2load(dir: string, scenario: Scenario, port: number, seconds: nu
   }
   const done = Number(counts[1]);
   const cpuUsPerRequest = cpuBefore !== undefined && cpuAfter !== undefined && done > 0 ? ((cpuAfter - cpuBefore) * 1e6) / done : undefined;
-  return { requestsPerSec: Number(rps[1]), p50Ms, p99Ms, failed, cpuUsPerRequest, rssMB: rss === undefined ? undefined : rss / 1e6 };
+  return { requestsPerSec: Number(rps[1]), p50Ms, p99Ms, failed, failures, cpuUsPerRequest, rssMB: rss === undefined ? undefined : rss / 1e6 };
 }
 
 const fmt = (label: string, target: string, r: Result) =>
-  `${label.padEnd(10)} ${target.padEnd(9)} ${Math.round(r.requestsPerSec).toLocaleString('en-US').padStart(10)} req/s   p50 ${r.p50Ms.toFixed(2).padStart(7)}ms   p99 ${r.p99Ms.toFixed(2).padStart(7)}ms${r.cpuUsPerRequest !== undefined ? `   cpu ${r.cpuUsPerRequest.toFixed(1).padStart(6)}µs/req` : ''}${r.rssMB !== undefined ? `   rss ${r.rssMB.toFixed(0).padStart(4)} MB` : ''}${r.failed ? `   (${r.failed} failed)` : ''}`;
+  `${label.padEnd(10)} ${target.padEnd(9)} ${Math.round(r.requestsPerSec).toLocaleString('en-US').padStart(10)} req/s   p50 ${r.p50Ms.toFixed(2).padStart(7)}ms   p99 ${r.p99Ms.toFixed(2).padStart(7)}ms${r.cpuUsPerRequest !== undefined ? `   cpu ${r.cpuUsPerRequest.toFixed(1).padStart(6)}µs/req` : ''}${r.rssMB !== undefined ? `   rss ${r.rssMB.toFixed(0).padStart(4)} MB` : ''}${r.failed ? `   (${r.failed} failed)` : ''}${r.failures ? `\n  ${r.failures}` : ''}`;
 
 async function main(): Promise<void> {
   const o = readOptions();
