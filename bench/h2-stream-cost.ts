@@ -46,33 +46,27 @@ async function serve(kind: Kind): Promise<void> {
   let hold = false;
   const held: unknown[] = [];
   let server: net.Server;
+  // portico's own servers (HTTP/1.1 and the HTTP/2 front) take the same handler.
+  const answerOk = (req: unknown, res: { writeHead(status: number, headers: string[]): unknown; end(chunk: Buffer): unknown }): void => {
+    if (hold) {
+      held.push(req, res);
+      return;
+    }
+    answered++;
+    res.writeHead(200, ['content-type', 'text/plain', 'content-length', '2']);
+    res.end(body);
+  };
   if (kind === 'http1') {
     const { Http1Server, createHttp1Listener } = await import('../src/http1/server.ts');
     const http1 = new Http1Server(
-      (req, res) => {
-        if (hold) {
-          held.push(req, res);
-          return;
-        }
-        answered++;
-        res.writeHead(200, ['content-type', 'text/plain', 'content-length', '2']);
-        res.end(body);
-      },
+      answerOk,
       { headerTimeout: 60_000, requestTimeout: 0, idleTimeout: 60_000 },
     );
     server = createHttp1Listener(http1);
   } else if (kind === 'h2-front') {
     const { Http2Front } = await import('../src/http2/server.ts');
     const front = new Http2Front(
-      (req, res) => {
-        if (hold) {
-          held.push(req, res);
-          return;
-        }
-        answered++;
-        res.writeHead(200, ['content-type', 'text/plain', 'content-length', '2']);
-        res.end(body);
-      },
+      answerOk,
       { idleTimeout: 60_000, maxHeaders: 100 },
     );
     server = net.createServer(front.accept);

@@ -3,6 +3,7 @@
 // held back the bench's client, and a sample counted that wait as portico's.
 // Driven over IPC by bench/lib/out-of-process.ts.
 import { FakeKubeApiServer } from '../../test/support/kube-apiserver/index.ts';
+import { ingressesWithoutStatus } from './latency.ts';
 type KubeObject = Record<string, unknown>;
 
 type Message =
@@ -27,7 +28,7 @@ process.on('message', (m: Message) => {
       answer(m.id, api.writeKubeconfig(m.dir));
       return;
     case 'ingressesWithoutStatus':
-      answer(m.id, api.list('Ingress').filter((o) => !((o as { status?: { loadBalancer?: { ingress?: unknown[] } } }).status?.loadBalancer?.ingress?.length)).length);
+      answer(m.id, ingressesWithoutStatus(api));
       return;
     case 'stop':
       void api.stop().then(() => {

@@ -34,15 +34,19 @@ function navigatorCores(): number {
 }
 
 /** Waits until every Ingress in the test API server has a load-balancer status (portico's first writes); resolves with the ms it took. */
-export async function statusWritten(api: FakeKubeApiServer | { ingressesWithoutStatus(): Promise<number> }, timeoutMs = 300_000): Promise<number> {
+export async function statusWritten(api: { ingressesWithoutStatus(): Promise<number> }, timeoutMs = 300_000): Promise<number> {
   const t0 = performance.now();
-  const withoutStatus = 'ingressesWithoutStatus' in api ? () => api.ingressesWithoutStatus() : () => Promise.resolve(api.list('Ingress').filter((o) => !((o as { status?: { loadBalancer?: { ingress?: unknown[] } } }).status?.loadBalancer?.ingress?.length)).length);
   for (;;) {
-    const pending = await withoutStatus();
+    const pending = await api.ingressesWithoutStatus();
     if (pending === 0) return performance.now() - t0;
     if (performance.now() - t0 > timeoutMs) throw new Error(`${pending} Ingresses still without status after ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 250));
   }
+}
+
+/** Ingresses in the test API server without a load-balancer status yet (portico's first writes pending). */
+export function ingressesWithoutStatus(api: FakeKubeApiServer): number {
+  return api.list('Ingress').filter((o) => !((o as { status?: { loadBalancer?: { ingress?: unknown[] } } }).status?.loadBalancer?.ingress?.length)).length;
 }
 
 /** One sample's wall-clock window (Date.now()), for reportTail. */

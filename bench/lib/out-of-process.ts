@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 type KubeObject = Record<string, unknown>;
 import type { FakeKubeApiServer } from '../../test/support/kube-apiserver/index.ts';
 import { freePort } from '../../test/support/ports.ts';
+import { ingressesWithoutStatus } from './latency.ts';
 
 const echoScript = fileURLToPath(new URL('../../examples/echo-server.ts', import.meta.url));
 const apiScript = fileURLToPath(new URL('./api-server-child.ts', import.meta.url));
@@ -100,7 +101,7 @@ export function inProcessApi(server: FakeKubeApiServer): ApiServerProcess {
       return objects.length;
     },
     writeKubeconfig: async (dir) => server.writeKubeconfig(dir),
-    ingressesWithoutStatus: async () => server.list('Ingress').filter((o) => !((o as { status?: { loadBalancer?: { ingress?: unknown[] } } }).status?.loadBalancer?.ingress?.length)).length,
+    ingressesWithoutStatus: async () => ingressesWithoutStatus(server),
     stop: () => server.stop(),
   };
 }

@@ -3,12 +3,9 @@
 // HPACK table abuse, padding, stream ids, flow control both ways and frames where RFC 9113
 // forbids them. Each abuse ends that connection (GOAWAY with the RFC's error code, or a
 // stream error where the RFC says so); other clients keep being served.
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startEchoServer, type EchoReply } from '../../examples/echo-server.ts';
-import { startPortico, type PorticoProcess } from '../support/portico-process.ts';
-import { ManifestDir, ingress, ingressClass, serviceWithEndpoints } from '../support/objects.ts';
-import { FLAG, FRAME, RawH2, frame, h2Connect, h2Request, hpack } from '../support/h2.ts';
+import { FLAG, FRAME, RawH2, frame, h2Connect, h2Request, hpack , webLocalBehindPortico } from '../support/h2.ts';
 
 type Fields = [string, string][];
 
@@ -37,26 +34,10 @@ function padded(type: number, flags: number, id: number, payload: Buffer, pad: n
 }
 
 describe('HTTP/2 engine: raw frames against the CLI', () => {
-  const dir = new ManifestDir();
-  let portico: PorticoProcess;
-  let web: Awaited<ReturnType<typeof startEchoServer>>;
-  const seen: EchoReply[] = [];
-
-  before(async () => {
-    web = await startEchoServer({ name: 'web', onRequest: (r) => seen.push(r) });
-    dir.write('class.yaml', [ingressClass('portico')]);
-    dir.write('web.yaml', [ingress('web', { rules: [{ host: 'web.local', paths: [{ path: '/', service: 'web' }] }] }), ...serviceWithEndpoints('web', [web.port])]);
-    portico = await startPortico(['--manifests', dir.path]);
-  });
-
-  after(async () => {
-    assert.equal(await portico?.stop(), 0, 'exits 0 on SIGTERM');
-    await web?.close();
-    dir.cleanup();
-  });
+  const site = webLocalBehindPortico();
 
   test('a few PINGs are answered with their payload; a flood of PINGs or SETTINGS ends the connection with ENHANCE_YOUR_CALM while another client is served', async () => {
-    const polite = await RawH2.open(portico.http, false);
+    const polite = await RawH2.open(site.portico.http, false);
     try {
       for (let i = 0; i < 10; i++) polite.write(frame(PING, 0, 0, Buffer.from(`ping-${i}!!`.padEnd(8, '.').slice(0, 8))));
       const acks = await polite.waitFor((_f) => polite.frames.filter((f) => f.type === PING && (f.flags & FLAG.ACK) !== 0).length === 10);
@@ -65,10 +46,10 @@ describe('HTTP/2 engine: raw frames against the CLI', () => {
     } finally {
       polite.close();
     }
-    const bystander = await h2Connect(portico.http, false);
+    const bystander = await h2Connect(site.portico.http, false);
     try {
       for (const flood of [frame(PING, 0, 0, Buffer.alloc(8)), frame(FRAME.SETTINGS, 0, 0)]) {
-        const raw = await RawH2.open(portico.http, false);
+        const raw = await RawH2.open(site.portico.http, false);
         try {
           raw.write(...Array<Buffer>(20_000).fill(flood));
           const code = await goawayCode(raw);
@@ -84,7 +65,7 @@ describe('HTTP/2 engine: raw frames against the CLI', () => {
   });
 
   test('a flood of empty DATA frames (CVE-2019-9518) ends the connection with ENHANCE_YOUR_CALM', async () => {
-    const raw = await RawH2.open(portico.http, false);
+    const raw = await RawH2.open(site.portico.http, false);
     try {
       raw.write(frame(FRAME.HEADERS, FLAG.END_HEADERS, 1, hpack(request('/empty-data', 'POST'))), ...Array<Buffer>(1000).fill(frame(FRAME.DATA, 0, 1)));
       const code = await goawayCode(raw);
@@ -95,7 +76,7 @@ describe('HTTP/2 engine: raw frames against the CLI', () => {
   });
 
   test('HPACK: a table size update beyond the 4096 bytes allowed is a COMPRESSION_ERROR', async () => {
-    const raw = await RawH2.open(portico.http, false);
+    const raw = await RawH2.open(site.portico.http, false);
     try {
       // 001xxxxx with 5-bit prefix: 31 + 0xe2 0x1f = 4097.
       raw.write(frame(FRAME.HEADERS, FLAG.END_HEADERS | FLAG.END_STREAM, 1, Buffer.concat([Buffer.from([0x3f, 0xe2, 0x1f]), hpack(request('/table-abuse'))])));
@@ -103,11 +84,11 @@ describe('HTTP/2 engine: raw frames against the CLI', () => {
     } finally {
       raw.close();
     }
-    assert.equal(seen.filter((r) => r.path === '/table-abuse').length, 0);
+    assert.equal(site.seen.filter((r) => r.path === '/table-abuse').length, 0);
   });
 
   test('padding: stripped from HEADERS and DATA (the pod gets the exact body); a pad length past the frame is a PROTOCOL_ERROR', async () => {
-    const ok = await RawH2.open(portico.http, false);
+    const ok = await RawH2.open(site.portico.http, false);
     try {
       ok.write(
         padded(FRAME.HEADERS, FLAG.END_HEADERS, 1, hpack([...request('/padded', 'POST'), ['content-length', '5']]), 7),
@@ -126,7 +107,7 @@ describe('HTTP/2 engine: raw frames against the CLI', () => {
       frame(FRAME.HEADERS, FLAG.END_HEADERS | FLAG.END_STREAM | PADDED, 1, Buffer.concat([Buffer.from([200]), hpack(request('/bad-padding'))])),
       frame(FRAME.DATA, PADDED, 1, Buffer.from([1])),
     ]) {
-      const raw = await RawH2.open(portico.http, false);
+      const raw = await RawH2.open(site.portico.http, false);
       try {
         if (bad[3] === FRAME.DATA) raw.write(frame(FRAME.HEADERS, FLAG.END_HEADERS, 1, hpack(request('/bad-padding', 'POST'))));
         raw.write(bad);
@@ -139,7 +120,7 @@ describe('HTTP/2 engine: raw frames against the CLI', () => {
 
   test('stream ids: an even id, or one below the last, is a PROTOCOL_ERROR', async () => {
     for (const ids of [[2], [5, 3]]) {
-      const raw = await RawH2.open(portico.http, false);
+      const raw = await RawH2.open(site.portico.http, false);
       try {
         for (const id of ids) raw.write(frame(FRAME.HEADERS, FLAG.END_HEADERS | FLAG.END_STREAM, id, hpack(request(`/ids/${id}`))));
         assert.equal(await goawayCode(raw), PROTOCOL_ERROR, JSON.stringify(ids));
@@ -156,7 +137,7 @@ describe('HTTP/2 engine: raw frames against the CLI', () => {
       [frame(5, FLAG.END_HEADERS, 1, Buffer.concat([Buffer.from([0, 0, 0, 2]), hpack(request('/push'))]))],
     ];
     for (const frames of cases) {
-      const raw = await RawH2.open(portico.http, false);
+      const raw = await RawH2.open(site.portico.http, false);
       try {
         raw.write(...frames);
         assert.equal(await goawayCode(raw), PROTOCOL_ERROR);
@@ -164,11 +145,11 @@ describe('HTTP/2 engine: raw frames against the CLI', () => {
         raw.close();
       }
     }
-    assert.equal(seen.filter((r) => r.path === '/split').length, 0);
+    assert.equal(site.seen.filter((r) => r.path === '/split').length, 0);
   });
 
   test('flow control: a WINDOW_UPDATE that overflows a stream window is a stream error, one that overflows the connection window a connection error (FLOW_CONTROL_ERROR)', async () => {
-    const raw = await RawH2.open(portico.http, false);
+    const raw = await RawH2.open(site.portico.http, false);
     try {
       // A request the pod holds for a while, so that its stream is open for the WINDOW_UPDATE.
       raw.write(frame(FRAME.HEADERS, FLAG.END_HEADERS | FLAG.END_STREAM, 1, hpack(request('/slow-window?delay=1s'))));
@@ -180,7 +161,7 @@ describe('HTTP/2 engine: raw frames against the CLI', () => {
     } finally {
       raw.close();
     }
-    const overflow = await RawH2.open(portico.http, false);
+    const overflow = await RawH2.open(site.portico.http, false);
     try {
       overflow.write(frame(FRAME.WINDOW_UPDATE, 0, 0, Buffer.from([0x7f, 0xff, 0xff, 0xff])));
       assert.equal(await goawayCode(overflow), FLOW_CONTROL_ERROR);
@@ -190,7 +171,7 @@ describe('HTTP/2 engine: raw frames against the CLI', () => {
   });
 
   test('request trailers end the body (the pod gets it whole); trailers without END_STREAM are a stream error', async () => {
-    const raw = await RawH2.open(portico.http, false);
+    const raw = await RawH2.open(site.portico.http, false);
     try {
       raw.write(
         frame(FRAME.HEADERS, FLAG.END_HEADERS, 1, hpack(request('/with-trailers', 'POST'))),

@@ -2,14 +2,10 @@
 // reset, CVE-2024-27316 CONTINUATION flood), sent as raw frames since node:http2 refuses
 // to send malformed ones. The pod records every request it gets: none of these may reach it,
 // and other clients keep being served.
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startEchoServer, type EchoReply } from '../../examples/echo-server.ts';
-import { startPortico, type PorticoProcess } from '../support/portico-process.ts';
-import { ManifestDir, ingress, ingressClass, serviceWithEndpoints } from '../support/objects.ts';
-import { FLAG, FRAME, RawH2, frame, h2Connect, h2Request, hpack } from '../support/h2.ts';
+import { FLAG, FRAME, RawH2, frame, h2Connect, h2Request, hpack , webLocalBehindPortico } from '../support/h2.ts';
 
-type Echo = Awaited<ReturnType<typeof startEchoServer>>;
 type Fields = [string, string][];
 
 const PROTOCOL_ERROR = 1;
@@ -34,27 +30,11 @@ async function answered200(raw: RawH2, streamId: number): Promise<boolean> {
 }
 
 describe('HTTP/2 safety, raw frames against the CLI', () => {
-  const dir = new ManifestDir();
-  let portico: PorticoProcess;
-  let web: Echo;
-  const seen: EchoReply[] = [];
-
-  before(async () => {
-    web = await startEchoServer({ name: 'web', onRequest: (r) => seen.push(r) });
-    dir.write('class.yaml', [ingressClass('portico')]);
-    dir.write('web.yaml', [ingress('web', { rules: [{ host: 'web.local', paths: [{ path: '/', service: 'web' }] }] }), ...serviceWithEndpoints('web', [web.port])]);
-    portico = await startPortico(['--manifests', dir.path]);
-  });
-
-  after(async () => {
-    assert.equal(await portico?.stop(), 0, 'exits 0 on SIGTERM');
-    await web?.close();
-    dir.cleanup();
-  });
+  const site = webLocalBehindPortico();
 
   for (const secure of [true, false]) {
     const name = secure ? 'h2 (TLS)' : 'h2c';
-    const port = () => (secure ? portico.https : portico.http);
+    const port = () => (secure ? site.portico.https : site.portico.http);
 
     test(`${name}: malformed requests get a stream error and never reach the pod`, async () => {
       const cases: [string, (raw: RawH2, id: number, path: string) => void][] = [
@@ -87,7 +67,7 @@ describe('HTTP/2 safety, raw frames against the CLI', () => {
       } finally {
         session.close();
       }
-      assert.deepEqual(seen.filter((r) => r.path.startsWith('/malformed') || r.path === '/smuggled'), [], 'the pod never saw a malformed request');
+      assert.deepEqual(site.seen.filter((r) => r.path.startsWith('/malformed') || r.path === '/smuggled'), [], 'the pod never saw a malformed request');
     });
 
     test(`${name}: CR, LF and NUL in a value never reach the pod`, async () => {
@@ -107,7 +87,7 @@ describe('HTTP/2 safety, raw frames against the CLI', () => {
         raw.close();
       }
       // nghttp2 drops such a field (or the stream); either way no pod sees it.
-      for (const r of seen.filter((r) => r.path.startsWith('/values/'))) {
+      for (const r of site.seen.filter((r) => r.path.startsWith('/values/'))) {
         assert.equal(r.headers['x-injected'], undefined);
         assert.equal(r.headers['x-evil'], undefined);
       }
@@ -150,7 +130,7 @@ describe('HTTP/2 safety, raw frames against the CLI', () => {
       } finally {
         raw.close();
       }
-      assert.equal(seen.filter((r) => r.path === '/huge-head').length, 0);
+      assert.equal(site.seen.filter((r) => r.path === '/huge-head').length, 0);
     });
 
     for (const attack of ['rapid reset', 'CONTINUATION flood'] as const) {
@@ -191,7 +171,7 @@ describe('HTTP/2 safety, raw frames against the CLI', () => {
           raw.close();
           bystander.close();
         }
-        assert.equal(seen.filter((r) => r.path === '/flood').length, 0);
+        assert.equal(site.seen.filter((r) => r.path === '/flood').length, 0);
       });
     }
   }

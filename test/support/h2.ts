@@ -1,5 +1,10 @@
 // HTTP/2 clients for the tests: node:http2 sessions (h2 over TLS with ALPN, or h2c with
 // prior knowledge) and a tiny frame encoder for what node:http2 refuses to send.
+import { after, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { startEchoServer, type EchoReply } from '../../examples/echo-server.ts';
+import { startPortico, type PorticoProcess } from './portico-process.ts';
+import { ManifestDir, ingress, ingressClass, serviceWithEndpoints } from './objects.ts';
 import http2, { type ClientHttp2Session, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2';
 import net from 'node:net';
 import tls from 'node:tls';
@@ -148,4 +153,34 @@ export class RawH2 {
   close(): void {
     this.socket.destroy();
   }
+}
+
+/**
+ * portico through the CLI in front of one echo pod serving web.local, for the raw-frame
+ * suites: registers the suite's before() and after() (portico must exit 0 on SIGTERM).
+ * `seen` holds every request the pod received.
+ */
+export function webLocalBehindPortico(): { readonly portico: PorticoProcess; readonly seen: EchoReply[] } {
+  const dir = new ManifestDir();
+  const seen: EchoReply[] = [];
+  let portico: PorticoProcess | undefined;
+  let web: Awaited<ReturnType<typeof startEchoServer>> | undefined;
+  before(async () => {
+    web = await startEchoServer({ name: 'web', onRequest: (r) => seen.push(r) });
+    dir.write('class.yaml', [ingressClass('portico')]);
+    dir.write('web.yaml', [ingress('web', { rules: [{ host: 'web.local', paths: [{ path: '/', service: 'web' }] }] }), ...serviceWithEndpoints('web', [web.port])]);
+    portico = await startPortico(['--manifests', dir.path]);
+  });
+  after(async () => {
+    assert.equal(await portico?.stop(), 0, 'exits 0 on SIGTERM');
+    await web?.close();
+    dir.cleanup();
+  });
+  return {
+    get portico() {
+      if (portico === undefined) throw new Error('portico is not started yet (use it inside a test)');
+      return portico;
+    },
+    seen,
+  };
 }
