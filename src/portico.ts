@@ -529,11 +529,16 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
   pool?.start();
 
   // ---- initial sync, then serve ----
-  if (standalone) await standalone.start();
-  if (clusterSource) {
-    clusterSource.start();
-    elector!.start();
-    await clusterSource.synced;
+  try {
+    if (standalone) await standalone.start();
+    if (clusterSource) {
+      clusterSource.start();
+      elector!.start();
+      await clusterSource.synced;
+    }
+  } catch (err) {
+    pool?.abort();
+    throw err;
   }
   sleepManager.start();
   controller.start();

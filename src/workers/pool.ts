@@ -223,6 +223,16 @@ export class WorkerPool {
       : { ok: true, message: `${waiter.got[0]!.message.replace(/^purged \d+ entr(y|ies)/, `purged ${removed} entr${removed === 1 ? 'y' : 'ies'}`)} in ${waiter.got.length} workers`, removed });
   }
 
+  /**
+   * Start-up failed (say a --manifests directory that does not exist): ends every worker
+   * at once, before the primary exits. Left to find their primary gone, workers still
+   * setting up their IPC channel died of an EPIPE stack trace under the one-line error.
+   */
+  abort(): void {
+    this.stopping = true;
+    for (const m of this.members.values()) if (!m.worker.isDead()) m.worker.process.kill('SIGKILL');
+  }
+
   /** Tells every worker to drain within graceMs and waits for them to exit. */
   async stop(graceMs: number): Promise<void> {
     this.stopping = true;
