@@ -61,7 +61,7 @@ export class Http2Front implements ConnectionHost {
     }
     const req = new Http2Request(stream, socket, head);
     const res = new Http2Response(req, stream);
-    stream.response = res;
+    stream.outbound = res;
     stream.attach(req);
     this.handler(req, res);
   }

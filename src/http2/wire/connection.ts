@@ -12,7 +12,7 @@ import { FrameWriter } from './frame-writer.ts';
 import { HpackDecoder, HpackError, type HeaderBlock } from './hpack.ts';
 import { http2Limits } from './limits.ts';
 import { contentLength, malformedRequest, malformedTrailers } from './request-fields.ts';
-import { H2Stream } from './stream.ts';
+import { H2Stream, type StreamConnection } from './stream.ts';
 
 /** What the connection asks of the front end. */
 export interface ConnectionHost {
@@ -43,7 +43,7 @@ const CONNECTION_ACK = 16 * 1024;
 /** Streams we reset whose late frames are ignored rather than treated as errors. */
 const RECENT_RESETS = 256;
 
-export class H2Connection implements FrameSink {
+export class H2Connection implements FrameSink, StreamConnection {
   readonly socket: Socket;
   private readonly host: ConnectionHost;
   private readonly reader = new FrameReader();
@@ -221,7 +221,7 @@ export class H2Connection implements FrameSink {
     if (endStream && stream.expectedLength >= 0 && stream.receivedLength !== stream.expectedLength) return this.malformed(stream);
     if (size > 0) {
       const data = buf.subarray(dataStart, dataEnd);
-      if (stream.request !== undefined) stream.request.data(data);
+      if (stream.inbound !== undefined) stream.inbound.data(data);
       else (stream.early ??= []).push(data);
     }
     if (endStream) this.remoteEnd(stream);
@@ -391,7 +391,7 @@ export class H2Connection implements FrameSink {
 
   private remoteEnd(stream: H2Stream): void {
     stream.remoteEnded = true;
-    stream.request?.end();
+    stream.inbound?.end();
     if (stream.endSent) this.closeStream(stream, false);
   }
 
@@ -496,13 +496,20 @@ export class H2Connection implements FrameSink {
     this.closeStream(stream, true);
   }
 
+  localEnded(stream: H2Stream): void {
+    if (stream.remoteEnded) this.closeStream(stream, false);
+    // Answered before the request ended: RST_STREAM NO_ERROR tells the client to stop
+    // sending (RFC 9113 section 8.1) rather than hold the stream open.
+    else this.resetStream(stream, 0);
+  }
+
   closeStream(stream: H2Stream, reset: boolean): void {
     if (stream.closed) return;
     stream.closed = true;
     this.streams.delete(stream.id);
     this.blockedStreams.delete(stream);
-    if (reset && !stream.remoteEnded) stream.request?.aborted();
-    stream.response?.streamClosed();
+    if (reset && !stream.remoteEnded) stream.inbound?.aborted();
+    stream.outbound?.streamClosed();
     if (this.goawaySent && this.streams.size === 0 && !this.failed) {
       this.flush();
       this.endSocket();
