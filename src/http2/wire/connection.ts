@@ -83,8 +83,10 @@ export class H2Connection implements FrameSink, StreamConnection {
   /** A connection error: nothing more is read. */
   private failed = false;
   destroyed = false;
+  /** Runs until the client acknowledges our SETTINGS. */
+  private settingsTimer: NodeJS.Timeout | undefined;
 
-  constructor(socket: Socket, host: ConnectionHost, idleTimeout: number) {
+  constructor(socket: Socket, host: ConnectionHost, idleTimeout: number, settingsTimeout: number) {
     this.socket = socket;
     this.host = host;
     this.writer = new FrameWriter(socket, () => this.scheduleFlush());
@@ -94,6 +96,8 @@ export class H2Connection implements FrameSink, StreamConnection {
     // would cap all the uploads of a connection together at 64 KiB per round trip.
     this.writer.windowUpdate(0, CONNECTION_WINDOW - DEFAULT_WINDOW);
     this.recvWindow = CONNECTION_WINDOW;
+    this.settingsTimer = setTimeout(settingsTimedOut, settingsTimeout, this);
+    this.settingsTimer.unref();
     socket.on('data', (chunk: Buffer) => this.read(chunk));
     socket.on('drain', () => this.resumeBlocked());
     socket.on('error', () => socket.destroy());
@@ -332,7 +336,9 @@ export class H2Connection implements FrameSink, StreamConnection {
   private onSettings(flags: number, id: number, buf: Buffer, start: number, end: number): void {
     if (id !== 0) return this.fail(ErrorCode.PROTOCOL_ERROR);
     if ((flags & Flag.ACK) !== 0) {
-      if (end !== start) this.fail(ErrorCode.FRAME_SIZE_ERROR);
+      if (end !== start) return this.fail(ErrorCode.FRAME_SIZE_ERROR);
+      clearTimeout(this.settingsTimer);
+      this.settingsTimer = undefined;
       return;
     }
     if ((end - start) % 6 !== 0) return this.fail(ErrorCode.FRAME_SIZE_ERROR);
@@ -432,7 +438,7 @@ export class H2Connection implements FrameSink, StreamConnection {
   }
 
   /** A connection error: GOAWAY with `code`, then the socket ends; every stream is cut. */
-  private fail(code: number): void {
+  fail(code: number): void {
     if (this.failed) return;
     this.failed = true;
     this.reader.stopped = true;
@@ -480,6 +486,7 @@ export class H2Connection implements FrameSink, StreamConnection {
     if (this.destroyed) return;
     this.destroyed = true;
     this.failed = true;
+    clearTimeout(this.settingsTimer);
     for (const stream of [...this.streams.values()]) {
       stream.reset = true;
       this.closeStream(stream, true);
@@ -577,6 +584,11 @@ export class H2Connection implements FrameSink, StreamConnection {
   private writeReset(id: number, code: number): void {
     this.writer.reset(id, code);
   }
+}
+
+/** The client never acknowledged our SETTINGS (section 6.5.3). */
+function settingsTimedOut(conn: H2Connection): void {
+  conn.fail(ErrorCode.SETTINGS_TIMEOUT);
 }
 
 function flushLater(conn: H2Connection): void {

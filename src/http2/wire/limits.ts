@@ -20,6 +20,8 @@ export const http2Limits = Object.freeze({
   maxSessionRejectedStreams: 100,
   /** SETTINGS and PING acknowledgements queued while the client does not read: beyond, GOAWAY. */
   maxQueuedAcks: 1000,
+  /** ms a client has to acknowledge our SETTINGS: beyond, GOAWAY SETTINGS_TIMEOUT (RFC 9113 section 6.5.3). */
+  settingsAckTimeout: 10_000,
   /** Bytes queued toward the client (socket included) above which DATA waits. */
   maxQueuedBytes: 256 * 1024,
 });
