@@ -541,15 +541,8 @@ class Http2Request implements ClientStreamOwner {
     if (this.done) return;
     const body = this.options.body ?? null;
     if (this.refusedByPod && !this.resent && (body === null || Buffer.isBuffer(body)) && this.session !== undefined) {
-      // Nothing of it was processed: once more, on a session that takes new streams.
+      // Nothing of it was processed: once more when the stream has closed (streamClosed follows).
       this.resent = true;
-      this.refusedByPod = false;
-      this.finish();
-      this.stream = undefined;
-      this.released = false;
-      const session = this.session;
-      this.session = undefined;
-      session.pool.redispatch(this, session.servername);
       return;
     }
     this.fail(clientError('UND_ERR_SOCKET', reason));
@@ -557,6 +550,14 @@ class Http2Request implements ClientStreamOwner {
 
   streamClosed(): void {
     this.finish();
+    if (!this.resent || !this.refusedByPod || this.done) return;
+    // On a session that takes new streams: the stream's place on this one is given back.
+    this.refusedByPod = false;
+    const session = this.session!;
+    this.stream = undefined;
+    this.session = undefined;
+    this.released = false;
+    session.pool.redispatch(this, session.servername);
   }
 
   /** Fails the request once: the stream is cancelled (RST_STREAM CANCEL reaches the pod). */
