@@ -1,33 +1,18 @@
-// The client side of one HTTP/2 connection to a pod (RFC 9113), on the same codec as
-// the server side (connection.ts): frames (FrameReader, FrameWriter), HPACK, and the
-// stream's flow control (H2Stream). Requests go out as streams we open; the pod's
-// frames are checked as sections 4-6 say, its header blocks decoded within bounds (a
-// hostile pod cannot make us hold more than http2ClientLimits allow), its answers
-// validated (malformedResponse) before anyone sees them. Everything queued while a read
-// (or one turn of the event loop) is handled goes out in one socket write.
+// The client side of one HTTP/2 connection to a pod (RFC 9113): the same engine as the
+// server side (connection.ts) in the other role. What both ends do alike (SETTINGS, PING,
+// windows, CONTINUATION, frames out in one socket write per read or event-loop turn) is
+// H2Endpoint (endpoint.ts); the codec (frames, HPACK) and the stream's flow control
+// (H2Stream) are shared too. Requests go out as streams we open; the pod's frames are
+// checked as sections 4-6 say, its header blocks decoded within bounds (a hostile pod
+// cannot make us hold more than http2ClientLimits allow), its answers validated
+// (malformedResponse) before anyone sees them.
 import type { Socket } from 'node:net';
-import {
-  CLIENT_PREFACE, DEFAULT_MAX_FRAME_SIZE, DEFAULT_WINDOW, ErrorCode, FRAME_HEADER, Flag, FrameReader, FrameType,
-  MAX_WINDOW, Setting, writeFrameHeader, type FrameSink,
-} from './frames.ts';
-import { FrameWriter } from './frame-writer.ts';
-import { HpackDecoder, HpackError, type HeaderBlock } from './hpack.ts';
+import { CLIENT_PREFACE, DEFAULT_WINDOW, ErrorCode, FRAME_HEADER, Flag, FrameType, Setting, writeFrameHeader } from './frames.ts';
+import { CONNECTION_WINDOW, H2Endpoint } from './endpoint.ts';
+import { HpackError, type HeaderBlock } from './hpack.ts';
+import { http2ClientLimits } from './limits.ts';
 import { contentLength, malformedResponse, malformedTrailers, responseStatus } from './request-fields.ts';
-import { H2Stream, type OutboundSink, type StreamConnection } from './stream.ts';
-
-/** What a pod may cost us on one connection. */
-export const http2ClientLimits = Object.freeze({
-  /** Advertised SETTINGS_MAX_HEADER_LIST_SIZE; a larger response head or trailers fail the stream. */
-  maxHeaderListSize: 64 * 1024,
-  /** Compressed bytes of one header block (HEADERS + CONTINUATION) before the connection is ended. */
-  maxHeaderBlockBytes: 256 * 1024,
-  /** CONTINUATION frames of one header block before the connection is ended (CVE-2024-27316). */
-  maxContinuations: 64,
-  /** SETTINGS and PING acknowledgements queued while the pod does not read: beyond, GOAWAY. */
-  maxQueuedAcks: 1000,
-  /** Bytes queued toward the pod (socket included) above which DATA waits. */
-  maxQueuedBytes: 256 * 1024,
-});
+import { H2Stream, type OutboundSink } from './stream.ts';
 
 /** What the connection tells whoever owns one of its streams (the request it carries). */
 export interface ClientStreamOwner extends OutboundSink {
@@ -68,13 +53,6 @@ export class ClientStream extends H2Stream {
   }
 }
 
-/**
- * The connection window we give the pod. Each stream keeps the default 64 KiB window,
- * so a paused answer buffers at most that; the connection's must cover several of them.
- */
-const CONNECTION_WINDOW = 1024 * 1024;
-/** Return the connection window once this much arrived. */
-const CONNECTION_ACK = 16 * 1024;
 /** The last stream id a client may use (odd, 2^31 - 1). */
 const LAST_STREAM_ID = 0x7fffffff;
 
@@ -93,29 +71,9 @@ const OPENING = (() => {
   return b;
 })();
 
-export class ClientConnection implements FrameSink, StreamConnection {
-  readonly socket: Socket;
+export class ClientConnection extends H2Endpoint<ClientStream> {
   private readonly host: ClientConnectionHost;
-  private readonly reader = new FrameReader();
-  private readonly decoder = new HpackDecoder();
-  readonly streams = new Map<number, ClientStream>();
   private nextStreamId = 1;
-  private settingsReceived = false;
-  private peerInitialWindow = DEFAULT_WINDOW;
-  private sendWindow = DEFAULT_WINDOW;
-  private recvWindow = CONNECTION_WINDOW;
-  private recvUnacked = 0;
-  // A header block in progress (HEADERS without END_HEADERS, then CONTINUATION).
-  private blockStream = 0;
-  private blockParts: Buffer[] = [];
-  private blockBytes = 0;
-  private blockFrames = 0;
-  private blockEndStream = false;
-  private readonly writer: FrameWriter;
-  private flushScheduled = false;
-  private reading = false;
-  private readonly blockedStreams = new Set<H2Stream>();
-  private queuedAcks = 0;
   /** No new streams (GOAWAY either way, or ids ran out); `closing`: the socket ends with the last stream. */
   private retired = false;
   private closing = false;
@@ -125,11 +83,8 @@ export class ClientConnection implements FrameSink, StreamConnection {
   destroyed = false;
 
   constructor(socket: Socket, host: ClientConnectionHost) {
-    this.socket = socket;
+    super(socket, http2ClientLimits);
     this.host = host;
-    this.reader.maxPayload = DEFAULT_MAX_FRAME_SIZE;
-    this.writer = new FrameWriter(socket, () => this.scheduleFlush());
-    socket.setNoDelay(true);
     this.writer.raw(OPENING);
     socket.on('data', (chunk: Buffer) => this.read(chunk));
     socket.on('drain', () => this.resumeBlocked());
@@ -169,10 +124,6 @@ export class ClientConnection implements FrameSink, StreamConnection {
     this.flush();
   }
 
-  frameTooLarge(): void {
-    this.fail(ErrorCode.FRAME_SIZE_ERROR, 'the pod sent a frame larger than our SETTINGS_MAX_FRAME_SIZE');
-  }
-
   frame(type: number, flags: number, streamId: number, buf: Buffer, start: number, end: number): void {
     if (this.failed) return;
     if (this.blockStream !== 0 && type !== FrameType.CONTINUATION) return this.protocolError('a frame inside a header block');
@@ -196,13 +147,7 @@ export class ClientConnection implements FrameSink, StreamConnection {
         // We said ENABLE_PUSH 0 (section 8.4).
         return this.protocolError('PUSH_PROMISE with push disabled');
       case FrameType.PING:
-        if (end - start !== 8) return this.fail(ErrorCode.FRAME_SIZE_ERROR, 'a PING frame of the wrong size');
-        if (streamId !== 0) return this.protocolError('PING on a stream');
-        if ((flags & Flag.ACK) === 0) {
-          this.writer.pingAck(buf, start);
-          this.ackQueued();
-        }
-        return;
+        return this.onPing(flags, streamId, buf, start, end);
       case FrameType.GOAWAY:
         if (streamId !== 0) return this.protocolError('GOAWAY on a stream');
         if (end - start < 8) return this.fail(ErrorCode.FRAME_SIZE_ERROR, 'a GOAWAY frame too short');
@@ -218,15 +163,7 @@ export class ClientConnection implements FrameSink, StreamConnection {
   private onData(flags: number, id: number, buf: Buffer, start: number, end: number): void {
     if (id === 0) return this.protocolError('DATA on stream 0');
     const length = end - start;
-    // Flow control counts the whole payload, padding included (section 6.9.1).
-    this.recvWindow -= length;
-    if (this.recvWindow < 0) return this.fail(ErrorCode.FLOW_CONTROL_ERROR, 'the pod sent past the connection window');
-    this.recvUnacked += length;
-    if (this.recvUnacked >= CONNECTION_ACK) {
-      this.recvWindow += this.recvUnacked;
-      this.writer.windowUpdate(0, this.recvUnacked);
-      this.recvUnacked = 0;
-    }
+    if (!this.connectionData(length)) return;
     let dataStart = start;
     let dataEnd = end;
     if ((flags & Flag.PADDED) !== 0) {
@@ -273,28 +210,11 @@ export class ClientConnection implements FrameSink, StreamConnection {
     const fragment = buf.subarray(pos, blockEnd);
     const endStream = (flags & Flag.END_STREAM) !== 0;
     if ((flags & Flag.END_HEADERS) !== 0) return this.headerBlock(id, fragment, endStream);
-    if (fragment.length > http2ClientLimits.maxHeaderBlockBytes) return this.fail(ErrorCode.ENHANCE_YOUR_CALM, 'the pod sent a header block beyond the limit');
-    this.blockStream = id;
-    // Copied: the frame's bytes are only ours until this read returns.
-    this.blockParts = [Buffer.from(fragment)];
-    this.blockBytes = fragment.length;
-    this.blockFrames = 0;
-    this.blockEndStream = endStream;
+    this.startBlock(id, fragment, endStream);
   }
 
-  private onContinuation(flags: number, id: number, buf: Buffer, start: number, end: number): void {
-    if (this.blockStream === 0 || id !== this.blockStream) return this.protocolError('CONTINUATION out of place');
-    this.blockFrames++;
-    this.blockBytes += end - start;
-    if (this.blockFrames > http2ClientLimits.maxContinuations || this.blockBytes > http2ClientLimits.maxHeaderBlockBytes) {
-      return this.fail(ErrorCode.ENHANCE_YOUR_CALM, 'the pod sent a header block beyond the limits (CONTINUATION flood)');
-    }
-    if (end > start) this.blockParts.push(Buffer.from(buf.subarray(start, end)));
-    if ((flags & Flag.END_HEADERS) === 0) return;
-    const block = this.blockParts.length === 1 ? this.blockParts[0]! : Buffer.concat(this.blockParts);
-    this.blockStream = 0;
-    this.blockParts = [];
-    this.headerBlock(id, block, this.blockEndStream);
+  protected continuedBlock(id: number, block: Buffer, endStream: boolean): void {
+    this.headerBlock(id, block, endStream);
   }
 
   /** A whole header block: decoded always (the HPACK table must stay in step), then a response head or trailers. */
@@ -352,70 +272,6 @@ export class ClientConnection implements FrameSink, StreamConnection {
     this.closeStream(stream, code === ErrorCode.NO_ERROR ? 'the pod closed the stream before the response ended' : `the pod reset the stream (HTTP/2 error code ${code})`);
   }
 
-  private onSettings(flags: number, id: number, buf: Buffer, start: number, end: number): void {
-    if (id !== 0) return this.protocolError('SETTINGS on a stream');
-    if ((flags & Flag.ACK) !== 0) {
-      if (end !== start) this.fail(ErrorCode.FRAME_SIZE_ERROR, 'a SETTINGS ACK with a payload');
-      return;
-    }
-    if ((end - start) % 6 !== 0) return this.fail(ErrorCode.FRAME_SIZE_ERROR, 'a SETTINGS frame of the wrong size');
-    for (let pos = start; pos < end; pos += 6) {
-      const key = buf.readUInt16BE(pos);
-      const value = buf.readUInt32BE(pos + 2);
-      switch (key) {
-        case Setting.ENABLE_PUSH:
-          // A server never sends it other than 0 (section 6.5.2); 1 is an error.
-          if (value !== 0) return this.protocolError('ENABLE_PUSH from a server');
-          break;
-        case Setting.MAX_CONCURRENT_STREAMS:
-          this.host.maxStreams(value);
-          break;
-        case Setting.INITIAL_WINDOW_SIZE: {
-          if (value > MAX_WINDOW) return this.fail(ErrorCode.FLOW_CONTROL_ERROR, 'INITIAL_WINDOW_SIZE beyond 2^31-1');
-          const delta = value - this.peerInitialWindow;
-          this.peerInitialWindow = value;
-          for (const stream of this.streams.values()) {
-            stream.sendWindow += delta;
-            if (stream.sendWindow > MAX_WINDOW) return this.fail(ErrorCode.FLOW_CONTROL_ERROR, 'a stream window beyond 2^31-1');
-          }
-          if (delta > 0) this.resumeBlocked();
-          break;
-        }
-        case Setting.MAX_FRAME_SIZE:
-          if (value < DEFAULT_MAX_FRAME_SIZE || value > 0xffffff) return this.protocolError('an invalid MAX_FRAME_SIZE');
-          this.writer.maxFrame = value;
-          break;
-        // HEADER_TABLE_SIZE: our encoder uses no dynamic table. MAX_HEADER_LIST_SIZE: requests come from our front, within its own limit.
-      }
-    }
-    this.settingsReceived = true;
-    this.writer.settingsAck();
-    this.ackQueued();
-  }
-
-  private onWindowUpdate(id: number, buf: Buffer, start: number, end: number): void {
-    if (end - start !== 4) return this.fail(ErrorCode.FRAME_SIZE_ERROR, 'a WINDOW_UPDATE frame of the wrong size');
-    const increment = buf.readUInt32BE(start) & 0x7fffffff;
-    if (id === 0) {
-      if (increment === 0) return this.protocolError('a connection WINDOW_UPDATE of 0');
-      this.sendWindow += increment;
-      if (this.sendWindow > MAX_WINDOW) return this.fail(ErrorCode.FLOW_CONTROL_ERROR, 'the connection window beyond 2^31-1');
-      this.resumeBlocked();
-      return;
-    }
-    const stream = this.streams.get(id);
-    if (stream === undefined) {
-      if (id >= this.nextStreamId) this.protocolError('WINDOW_UPDATE on a stream never opened');
-      return;
-    }
-    if (increment === 0) return this.streamFailed(stream, ErrorCode.PROTOCOL_ERROR, 'the pod sent a stream WINDOW_UPDATE of 0');
-    stream.sendWindow += increment;
-    if (stream.sendWindow > MAX_WINDOW) return this.streamFailed(stream, ErrorCode.FLOW_CONTROL_ERROR, 'the pod opened a stream window beyond 2^31-1');
-    if (stream.pendingBytes > 0 || stream.pendingEnd) {
-      if (stream.flushPending()) this.blockedStreams.delete(stream);
-    }
-  }
-
   /** The pod closes: streams above `lastId` were never processed (they may be sent again); the others finish. */
   private onGoaway(lastId: number, code: number): void {
     this.retire();
@@ -445,9 +301,31 @@ export class ClientConnection implements FrameSink, StreamConnection {
     this.cutStream(stream, code, reason);
   }
 
-  private ackQueued(): void {
-    if (++this.queuedAcks > http2ClientLimits.maxQueuedAcks) this.fail(ErrorCode.ENHANCE_YOUR_CALM, 'the pod does not read its acknowledgements');
+  // ---------------- H2Endpoint ----------------
+
+  protected connectionError(code: number, reason: string): void {
+    this.fail(code, `HTTP/2 error from the pod: ${reason}`);
   }
+
+  protected streamProblem(stream: ClientStream, code: number, reason: string): void {
+    this.streamFailed(stream, code, `HTTP/2 stream error from the pod: ${reason}`);
+  }
+
+  protected neverOpened(id: number): boolean {
+    return id >= this.nextStreamId;
+  }
+
+  protected peerSetting(key: number, value: number): boolean {
+    if (key === Setting.MAX_CONCURRENT_STREAMS) this.host.maxStreams(value);
+    // A server never sends ENABLE_PUSH other than 0 (section 6.5.2).
+    else if (key === Setting.ENABLE_PUSH && value !== 0) {
+      this.protocolError('ENABLE_PUSH from a server');
+      return false;
+    }
+    return true;
+  }
+
+  protected settingsAcked(): void {}
 
   /** A connection error: GOAWAY with `code`, then the socket ends; every stream fails. */
   private fail(code: number, reason: string): void {
@@ -534,68 +412,10 @@ export class ClientConnection implements FrameSink, StreamConnection {
     if (stream.closed) return;
     stream.closed = true;
     this.streams.delete(stream.id);
-    this.blockedStreams.delete(stream);
+    this.unblock(stream);
     if (cut !== undefined && !stream.remoteEnded) stream.owner.cut(cut);
     stream.owner.streamClosed();
     if (this.closing && this.streams.size === 0) this.goodbye();
   }
 
-  // ---------------- frames out ----------------
-
-  private scheduleFlush(): void {
-    if (this.reading || this.flushScheduled) return;
-    this.flushScheduled = true;
-    setImmediate(flushLater, this);
-  }
-
-  /** Writes everything queued in one socket write. */
-  flush(): void {
-    this.flushScheduled = false;
-    this.writer.flush();
-    const socket = this.socket;
-    if (socket.destroyed) return;
-    if (socket.writableLength === 0) this.queuedAcks = 0;
-    if (this.blockedStreams.size > 0 && !this.congested()) this.resumeBlocked();
-  }
-
-  private congested(): boolean {
-    return this.socket.writableLength + this.writer.pendingBytes >= http2ClientLimits.maxQueuedBytes;
-  }
-
-  canSend(n: number): boolean {
-    return n <= this.sendWindow && !this.congested();
-  }
-
-  sendRoom(): number {
-    return this.congested() ? 0 : this.sendWindow;
-  }
-
-  blocked(stream: H2Stream): void {
-    this.blockedStreams.add(stream);
-  }
-
-  private resumeBlocked(): void {
-    if (this.socket.writableLength === 0) this.queuedAcks = 0;
-    for (const stream of this.blockedStreams) {
-      if (this.congested() || this.sendWindow <= 0) break;
-      if (stream.flushPending()) this.blockedStreams.delete(stream);
-    }
-  }
-
-  writeHeaders(id: number, block: HeaderBlock, endStream: boolean): void {
-    this.writer.headers(id, block, endStream);
-  }
-
-  writeData(id: number, chunk: Buffer, end: boolean): void {
-    this.sendWindow -= chunk.length;
-    this.writer.data(id, chunk, end);
-  }
-
-  windowUpdate(id: number, increment: number): void {
-    this.writer.windowUpdate(id, increment);
-  }
-}
-
-function flushLater(conn: ClientConnection): void {
-  conn.flush();
 }
