@@ -345,6 +345,10 @@ class Http2Request implements ClientStreamOwner {
   private headersTimer: NodeJS.Timeout | undefined = undefined;
   private bodyTimer: NodeJS.Timeout | undefined = undefined;
   private bodyTimeout = 0;
+  /** The answer's body is coming: the body timer runs whenever the handler is not paused. */
+  private bodyTimed = false;
+  /** Inside resume(), handing over held DATA: a nested resume leaves it to that loop. */
+  private releasing = false;
   /** Answer bytes that came while paused (at most one stream window), and whether the end came after them. */
   private held: Buffer[] | undefined = undefined;
   private heldEnd = false;
@@ -381,31 +385,27 @@ class Http2Request implements ClientStreamOwner {
     this.paused = true;
     // The pod cannot send while we return no window: the idle timer would fire for nothing.
     clearTimeout(this.bodyTimer);
+    this.bodyTimer = undefined;
   }
 
   resume(): void {
     if (!this.paused) return;
     this.paused = false;
-    if (this.done) return;
+    if (this.done || this.releasing) return;
     const held = this.held;
     if (held !== undefined) {
+      this.releasing = true;
+      // In order; the handler may pause again, and the rest waits for the next resume.
+      while (held.length > 0 && !this.paused && !this.done) this.deliver(held.shift()!);
+      this.releasing = false;
+      if (this.paused || this.done) return;
       this.held = undefined;
-      for (const chunk of held) {
-        if (this.done) return;
-        this.deliver(chunk);
-        // The handler paused again: the rest waits for the next resume.
-        if (this.paused) {
-          const rest = held.slice(held.indexOf(chunk) + 1);
-          if (rest.length > 0) this.held = rest;
-          return;
-        }
-      }
     }
     if (this.heldEnd) {
       this.complete();
       return;
     }
-    if (this.bodyTimer !== undefined) this.bodyTimer.refresh();
+    if (this.bodyTimed) this.bodyTimer = setTimeout(onBodyTimeout, this.bodyTimeout, this);
   }
 
   /** Opens the stream on a connected session and sends the request. */
@@ -492,13 +492,16 @@ class Http2Request implements ClientStreamOwner {
     }
     clearTimeout(this.headersTimer);
     this.headersTimer = undefined;
-    if (this.bodyTimeout > 0 && !endStream) this.bodyTimer = setTimeout(onBodyTimeout, this.bodyTimeout, this);
+    if (this.bodyTimeout > 0 && !endStream) {
+      this.bodyTimed = true;
+      if (!this.paused) this.bodyTimer = setTimeout(onBodyTimeout, this.bodyTimeout, this);
+    }
     this.handler.onResponseStart?.(this, status, headers, '');
   }
 
   data(chunk: Buffer): void {
     if (this.done) return;
-    if (this.paused) {
+    if (this.paused || this.held !== undefined) {
       (this.held ??= []).push(chunk);
       return;
     }
@@ -518,7 +521,7 @@ class Http2Request implements ClientStreamOwner {
 
   end(): void {
     if (this.done) return;
-    if (this.paused) {
+    if (this.paused || this.held !== undefined) {
       // DATA still held is delivered first, then the end (with the trailers).
       this.heldEnd = true;
       return;
@@ -582,7 +585,7 @@ class Http2Request implements ClientStreamOwner {
     this.detachBody();
     const stream = this.stream;
     // Unless both directions are complete, RST_STREAM CANCEL tells the pod to stop (a client's cancel reaches it).
-    if (stream !== undefined && !stream.closed && this.done) stream.resetWith(ErrorCode.CANCEL);
+    if (stream !== undefined && !stream.closed && this.done && !(stream.remoteEnded && stream.endSent)) stream.resetWith(ErrorCode.CANCEL);
     if (this.released || this.session === undefined) return;
     // A stream counts until it is closed; a request that never opened one leaves the wait list.
     if (stream === undefined) {

@@ -451,3 +451,48 @@ test('h2 over TLS: a pod that does not agree to h2 in ALPN fails while connectin
   assert.deepEqual(r.events, ['error']);
   assert.match(r.error!.message, /ALPN/);
 });
+
+test('a call that completed both ways sends the pod no RST_STREAM; a cancelled one sends CANCEL', async (t) => {
+  const pod = await fakePod((c, f) => {
+    if (isRequestHead(f) && f.payload.includes(Buffer.from('/done'))) c.write(...answer(f.streamId, 'complete'));
+    else if (isRequestHead(f)) c.write(frame(FRAME.HEADERS, FLAG.END_HEADERS, f.streamId, hpack([[':status', '200']])), frame(FRAME.DATA, 0, f.streamId, Buffer.from('partial')));
+  });
+  const p = pool(pod.port);
+  t.after(() => p.close().then(() => pod.close()));
+  const done = new Recorder();
+  p.dispatch(options({ path: '/done' }), done);
+  await done.finished();
+  assert.equal(done.body, 'complete');
+  const cancelled = new Recorder();
+  cancelled.onData = (c) => c.abort(new Error('the client went away'));
+  p.dispatch(options({ path: '/cancel' }), cancelled);
+  await cancelled.finished();
+  const conn = pod.connections[0]!;
+  const rst = await conn.waitFor((f) => f.type === FRAME.RST_STREAM);
+  assert.equal(rst?.streamId, 3, 'only the cancelled stream is reset');
+  assert.equal(rst?.payload.readUInt32BE(0), 0x8, 'CANCEL');
+  assert.equal(conn.frames.filter((f) => f.type === FRAME.RST_STREAM).length, 1);
+});
+
+test('the body timeout stops while the handler is paused and runs again after resume', async (t) => {
+  const pod = await fakePod((c, f) => {
+    if (isRequestHead(f)) c.write(frame(FRAME.HEADERS, FLAG.END_HEADERS, f.streamId, hpack([[':status', '200']])), frame(FRAME.DATA, 0, f.streamId, Buffer.from('first')));
+  });
+  const p = pool(pod.port);
+  t.after(() => p.close().then(() => pod.close()));
+  const r = new Recorder();
+  const started = Date.now();
+  let resumedAt = 0;
+  r.onData = (c) => {
+    c.pause();
+    setTimeout(() => {
+      resumedAt = Date.now();
+      c.resume();
+    }, 400);
+  };
+  p.dispatch(options({ bodyTimeout: 200 }), r);
+  await r.finished();
+  assert.equal(r.error?.code, 'UND_ERR_BODY_TIMEOUT');
+  assert.ok(resumedAt > 0 && resumedAt - started >= 390, 'no timeout while paused');
+  assert.ok(Date.now() - resumedAt >= 150, 'the timeout ran again from the resume');
+});
