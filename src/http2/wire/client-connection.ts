@@ -333,6 +333,8 @@ export class ClientConnection extends H2Endpoint<ClientStream> {
     this.failed = true;
     this.reason = reason;
     this.reader.stopped = true;
+    // No new streams while the socket winds down.
+    this.retire();
     this.writer.goaway(0, code);
     this.failStreams(reason);
     this.flush();
