@@ -64,7 +64,7 @@ export interface SampleWindow {
 
 /** ms that main threads spent runnable but waiting for a CPU: the shared machine's share of a tail. */
 export interface CpuWaits {
-  /** portico's processes (primary and workers), summed */
+  /** the portico process that waited longest (primary or a worker) */
   readonly portico: number;
   /** the bench process, which times the samples */
   readonly bench: number;
@@ -75,13 +75,19 @@ export interface CpuWaits {
  * of portico's process tree, as it is when the probe is made, and of this process.
  * Call it before and after a sample and subtract (`waitedBetween`).
  */
-export function cpuWaits(porticoPid: number): () => CpuWaits {
+export function cpuWaits(porticoPid: number): () => CpuWaitReading {
   const pids = processTree(porticoPid);
-  return () => ({ portico: pids.reduce((sum, pid) => sum + runQueueMs(pid), 0), bench: runQueueMs(process.pid) });
+  return () => ({ portico: pids.map(runQueueMs), bench: runQueueMs(process.pid) });
 }
 
-export function waitedBetween(before: CpuWaits, after: CpuWaits): CpuWaits {
-  return { portico: after.portico - before.portico, bench: after.bench - before.bench };
+/** Run-queue time so far, per portico process and of this one. */
+export interface CpuWaitReading {
+  readonly portico: readonly number[];
+  readonly bench: number;
+}
+
+export function waitedBetween(before: CpuWaitReading, after: CpuWaitReading): CpuWaits {
+  return { portico: Math.max(0, ...after.portico.map((ms, i) => ms - before.portico[i]!)), bench: after.bench - before.bench };
 }
 
 function runQueueMs(pid: number): number {
@@ -108,9 +114,10 @@ export function reportTail(windows: readonly SampleWindow[], logs: readonly Reco
   if (pauses.length > 0) console.log(`garbage-collection pauses of 20 ms or more (logged at debug): ${pauses.length}, longest ${Math.max(...pauses.map((p) => p.ms))} ms`);
   const measured = windows.filter((w) => w.waited !== undefined);
   if (measured.length > 0) {
-    // Waits of several processes can overlap, so this under-states what portico costs, never over-states it.
+    // Only the longest wait of one process is taken off: with workers the primary's and a
+    // worker's waits may both have delayed the sample, so this over-states what portico costs.
     const less = measured.map((w) => Math.max(0, w.to - w.from - w.waited!.portico));
-    console.log(`the same less the time portico's main threads waited for a CPU (runnable, not running): ${formatSummary(summarize(less))}`);
+    console.log(`the same less the longest time one portico process's main thread waited for a CPU (runnable, not running): ${formatSummary(summarize(less))}`);
   }
   const swaps = logs.filter((l) => l.msg === 'route table updated' && typeof l.time === 'string').map((l) => ({ at: Date.parse(l.time as string), changeToServeMs: l.changeToServeMs }));
   for (const w of windows) {
