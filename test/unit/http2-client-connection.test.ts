@@ -340,6 +340,32 @@ test('a response head over the header list limit fails that stream (RST ENHANCE_
   assert.equal(pod.connections.length, 1);
 });
 
+test('1xx heads: a few are passed on (103 Early Hints), more than eight on one stream reset it (ENHANCE_YOUR_CALM)', async (t) => {
+  const pod = await fakePod((c, f) => {
+    if (!isRequestHead(f)) return;
+    // The first request gets three 103s then its answer; the second an endless-looking run of them.
+    const count = c.frames.filter(isRequestHead).length === 1 ? 3 : 20;
+    const hints = Array.from({ length: count }, () => frame(FRAME.HEADERS, FLAG.END_HEADERS, f.streamId, hpack([[':status', '103'], ['link', '</a.css>; rel=preload']])));
+    c.write(...hints, ...answer(f.streamId, 'after hints'));
+  });
+  const p = pool(pod.port);
+  t.after(() => p.close().then(() => pod.close()));
+  const few = new Recorder();
+  p.dispatch(options(), few);
+  await few.finished();
+  assert.equal(few.error, undefined);
+  assert.deepEqual(few.informational.map((i) => i.status), [103, 103, 103]);
+  assert.equal(few.body, 'after hints');
+  const many = new Recorder();
+  p.dispatch(options(), many);
+  await many.finished();
+  assert.equal(many.error?.code, 'UND_ERR_SOCKET');
+  assert.match(many.error!.message, /1xx heads/);
+  assert.equal(many.informational.length, 8);
+  const rst = await pod.connections[0]!.waitFor((f) => f.type === FRAME.RST_STREAM && f.streamId === 3);
+  assert.equal(rst?.payload.readUInt32BE(0), ENHANCE_YOUR_CALM);
+});
+
 test('a CONTINUATION flood ends the connection with GOAWAY ENHANCE_YOUR_CALM; the request fails, a new connection serves the next', async (t) => {
   const pod = await fakePod((c, f) => {
     if (!isRequestHead(f)) return;

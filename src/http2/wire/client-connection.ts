@@ -45,6 +45,8 @@ export class ClientStream extends H2Stream {
   readonly owner: ClientStreamOwner;
   /** The final (non-1xx) head arrived: HEADERS now are trailers. */
   headReceived = false;
+  /** 1xx heads so far: each is forwarded, so a pod may not send them without end. */
+  informationalHeads = 0;
 
   constructor(conn: ClientConnection, id: number, owner: ClientStreamOwner, sendWindow: number, recvWindow: number) {
     super(conn, id, sendWindow, recvWindow);
@@ -250,6 +252,9 @@ export class ClientConnection extends H2Endpoint<ClientStream> {
     fields.splice(0, 2);
     if (status < 200) {
       if (endStream) return this.streamFailed(stream, ErrorCode.PROTOCOL_ERROR, 'the pod ended the stream with a 1xx head');
+      if (++stream.informationalHeads > http2ClientLimits.maxInformationalHeads) {
+        return this.streamFailed(stream, ErrorCode.ENHANCE_YOUR_CALM, `the pod sent more than ${http2ClientLimits.maxInformationalHeads} 1xx heads on one stream`);
+      }
       stream.owner.head(status, fields, false);
       return;
     }

@@ -37,6 +37,8 @@ export const http2ClientLimits = Object.freeze({
   maxContinuations: 64,
   /** SETTINGS and PING acknowledgements queued while the pod does not read: beyond, GOAWAY. */
   maxQueuedAcks: 1000,
+  /** 1xx heads (103 Early Hints are passed on to the client) one stream may carry before it is reset. */
+  maxInformationalHeads: 8,
   /** Bytes queued toward the pod (socket included) above which DATA waits. */
   maxQueuedBytes: 256 * 1024,
 });
