@@ -65,6 +65,8 @@ const T_IDLE = 3;
 
 /** Longest delay setTimeout takes; longer ones would fire at once. */
 const MAX_DELAY = 2_147_483_647;
+/** 1xx heads one response may bring before the request fails (the HTTP/2 client's limit too). */
+const MAX_INFORMATIONAL_HEADS = 8;
 /** Keep-alive: timeout=N from a pod is trusted minus this margin (as undici does). */
 const KEEP_ALIVE_MARGIN = 2_000;
 
@@ -125,6 +127,8 @@ export class Connection implements RequestConnection {
   private response = AWAITING;
   /** A 1xx head was parsed: its message-complete is not the response's. */
   private informational = false;
+  /** 1xx heads of the current request: each is passed on, so a pod may not send them without end. */
+  private informationalHeads = 0;
   /** The response allows the connection to be reused. */
   private keepAlive = false;
   /** A second response followed the first in the same read: never reuse. */
@@ -224,6 +228,7 @@ export class Connection implements RequestConnection {
     this.request = r;
     this.response = AWAITING;
     this.informational = false;
+    this.informationalHeads = 0;
     this.stray = false;
     this.keepAlive = false;
     r.conn = this;
@@ -488,6 +493,10 @@ export class Connection implements RequestConnection {
       return 1;
     }
     if (statusCode < 200) {
+      if (++this.informationalHeads > MAX_INFORMATIONAL_HEADS) {
+        this.fail(socketError(`pod sent more than ${MAX_INFORMATIONAL_HEADS} 1xx heads`));
+        return 1;
+      }
       this.informational = true;
       // 100 Continue is for the client itself (which does not wait for it); the others are passed on.
       if (statusCode !== 100) r.handler.onResponseStart?.(r, statusCode, headerRecord(headers), statusMessage);

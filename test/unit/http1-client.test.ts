@@ -668,6 +668,20 @@ test('103 Early Hints are passed on before the response; 100 Continue is not', a
   assert.equal(s.sockets.length, 1, 'still reusable');
 });
 
+test('a pod that sends more than eight 1xx heads fails the request (UND_ERR_SOCKET) after passing eight on', async (t) => {
+  const s = await rawServer((socket, all) => {
+    if (!all.endsWith('\r\n\r\n')) return;
+    socket.write('HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n'.repeat(20) + 'HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\nbody');
+  });
+  const pool = makePool(s.port);
+  t.after(() => pool.destroy().then(() => s.close()));
+  const r = await send(pool);
+  assert.equal(r.error?.code, 'UND_ERR_SOCKET');
+  assert.match(r.error!.message, /1xx heads/);
+  assert.equal(r.informational.length, 8);
+  assert.equal(r.status, 0, 'no final response reached the handler');
+});
+
 test('after a burst, at most maxIdle connections stay idle; the least recently used ones close', async (t) => {
   const s = await nodeServer((_req, res) => setTimeout(() => res.end('ok'), 30));
   const pool = makePool(s.port, { maxIdle: 2 });
