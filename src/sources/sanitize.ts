@@ -52,6 +52,7 @@ import {
   shared,
   type Json,
 } from './sanitize-json.ts';
+import { internString } from '../util/flat-string.ts';
 import { sanitizeGateway, sanitizeGatewayClass, sanitizeGRPCRoute, sanitizeHTTPRoute, sanitizeNamespace, sanitizeReferenceGrant } from './sanitize-gateway.ts';
 
 export type RoutingObject = Ingress | IngressClass | Service | EndpointSlice | Secret | GatewayClass | Gateway | HTTPRoute | GRPCRoute | ReferenceGrant | Namespace;
@@ -124,9 +125,10 @@ function sanitizeMeta(raw: unknown, kind: RoutingKind): ObjectMeta {
   });
 }
 
+/** Shared: the objects of one apply (a helm install, a directory of manifests) are created in the same second. */
 function optTimestamp(v: unknown, field: string): string | undefined {
-  if (v instanceof Date) return v.toISOString(); // YAML 1.1 loaders turn unquoted timestamps into dates
-  return optString(v, field);
+  if (v instanceof Date) return internString(v.toISOString()); // YAML 1.1 loaders turn unquoted timestamps into dates
+  return optSharedString(v, field);
 }
 
 function sanitizeLoadBalancer(raw: unknown, field: string): { loadBalancer?: { ingress?: LoadBalancerIngress[] } } | undefined {
