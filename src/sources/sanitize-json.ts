@@ -134,9 +134,13 @@ export function deepFreeze<T>(value: T): T {
   return value;
 }
 
-/** Shared values so far, by key; cleared when full, as interned strings are. */
+/**
+ * Shared values so far, by key; cleared when full, as interned strings are. Small: its keys
+ * are JSON (at 20,000 they held 1.3 MB), and what repeats (port lists, the status, the
+ * backends of one Ingress's paths) is met again soon after a clear.
+ */
 const sharedValues = new Map<string, unknown>();
-const MAX_SHARED_VALUES = 20_000;
+const MAX_SHARED_VALUES = 2_000;
 
 /**
  * One deeply frozen value for every part of a stored object that `key` describes fully:
