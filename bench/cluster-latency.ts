@@ -13,7 +13,7 @@ import { inProcessApi, startApiServerProcess, startEchoProcess, type ApiServerPr
 import { startPortico, type PorticoProcess } from '../test/support/portico-process.ts';
 import { ingress, ingressClass, serviceWithEndpoints } from '../test/support/objects.ts';
 import { get } from '../test/support/http.ts';
-import { formatSummary, machineLoad, reportTail, statusWritten, summarize, type SampleWindow } from './lib/latency.ts';
+import { cpuWaits, formatSummary, machineLoad, reportTail, statusWritten, summarize, waitedBetween, type SampleWindow } from './lib/latency.ts';
 
 const existing = Number(process.argv[2] ?? 10_000);
 const samples = Number(process.argv[3] ?? 100);
@@ -41,14 +41,16 @@ try {
   for (let i = 0; i < 20; i++) await get(portico.http, `pre-${i}.bench`, '/');
   const results: number[] = [];
   const windows: SampleWindow[] = [];
+  const waits = cpuWaits(portico.child.pid!);
   for (let s = 0; s < samples; s++) {
     const host = `new-${s}.bench`;
+    const waited0 = waits();
     const from = Date.now();
     const t0 = performance.now();
     await api.apply([ingress(`new-${s}`, { rules: [{ host, paths: [{ path: '/', service: 'web' }] }] })]);
     while ((await get(portico.http, host, '/')).status !== 200) await new Promise((r) => setTimeout(r, 1));
     results.push(performance.now() - t0);
-    windows.push({ name: host, from, to: Date.now() });
+    windows.push({ name: host, from, to: Date.now(), waited: waitedBetween(waited0, waits()) });
     await new Promise((r) => setTimeout(r, 100));
   }
   const serve = portico.logs.filter((l) => l.msg === 'route table updated' && typeof l.changeToServeMs === 'number').map((l) => l.changeToServeMs as number);

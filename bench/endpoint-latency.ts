@@ -12,7 +12,7 @@ import { inProcessApi, startApiServerProcess, startEchoProcess } from './lib/out
 import { startPortico, type PorticoProcess } from '../test/support/portico-process.ts';
 import { ingress, ingressClass, serviceWithEndpoints, toYaml } from '../test/support/objects.ts';
 import { get } from '../test/support/http.ts';
-import { formatSummary, machineLoad, reportTail, statusWritten, summarize, type SampleWindow } from './lib/latency.ts';
+import { cpuWaits, formatSummary, machineLoad, reportTail, statusWritten, summarize, waitedBetween, type SampleWindow } from './lib/latency.ts';
 
 const existing = Number(process.argv[2] ?? 10_000);
 const samples = Number(process.argv[3] ?? 100);
@@ -75,15 +75,17 @@ try {
   if (api !== undefined) await statusWritten(api);
   const results: number[] = [];
   const windows: SampleWindow[] = [];
+  const waits = cpuWaits(portico.child.pid!);
   for (let s = 1; s <= samples; s++) {
     const next = s % 2;
     const wanted = `moving-${pods[next]!.port}`;
+    const waited0 = waits();
     const from = Date.now();
     const t0 = performance.now();
     await publish(next);
     while ((await podOf()) !== wanted) await new Promise((r) => setTimeout(r, 1));
     results.push(performance.now() - t0);
-    windows.push({ name: `change ${s}`, from, to: Date.now() });
+    windows.push({ name: `change ${s}`, from, to: Date.now(), waited: waitedBetween(waited0, waits()) });
     await new Promise((r) => setTimeout(r, 100));
   }
   const load = machineLoad();

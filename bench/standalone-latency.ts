@@ -15,7 +15,7 @@ import { startPortico, type PorticoProcess } from '../test/support/portico-proce
 import { ingress, ingressClass, serviceWithEndpoints, toYaml } from '../test/support/objects.ts';
 import { get } from '../test/support/http.ts';
 import { freePort, gateway, gatewayClass, httpRoute } from '../test/support/gateway-objects.ts';
-import { formatSummary, machineLoad, reportTail, summarize, type SampleWindow } from './lib/latency.ts';
+import { cpuWaits, formatSummary, machineLoad, reportTail, summarize, waitedBetween, type SampleWindow } from './lib/latency.ts';
 
 const existing = Number(process.argv[2] ?? 10_000);
 const samples = Number(process.argv[3] ?? 100);
@@ -47,13 +47,15 @@ try {
 
   /** Writes `file` and times until `host` answers 200 on `port`. */
   const windows: SampleWindow[] = [];
+  const waits = cpuWaits(portico.child.pid!);
   const measure = async (port: number, host: string, file: string, objects: Parameters<typeof toYaml>[0]) => {
+    const waited0 = waits();
     const from = Date.now();
     const t0 = performance.now();
     writeFileSync(join(dir, file), toYaml(objects));
     while ((await get(port, host, '/').catch(() => ({ status: 0 }))).status !== 200) await new Promise((r) => setTimeout(r, 1));
     const ms = performance.now() - t0;
-    windows.push({ name: file, from, to: Date.now(), storeChange: `${(objects[0] as { kind: string }).kind} default/${(objects[0] as { metadata: { name: string } }).metadata.name}` });
+    windows.push({ name: file, from, to: Date.now(), storeChange: `${(objects[0] as { kind: string }).kind} default/${(objects[0] as { metadata: { name: string } }).metadata.name}`, waited: waitedBetween(waited0, waits()) });
     await new Promise((r) => setTimeout(r, 100));
     return ms;
   };

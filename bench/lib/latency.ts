@@ -1,6 +1,8 @@
 // Latency figures over samples (ms): p50/p90/p99/max, and the machine load they were
 // taken under (this VM is shared: a figure without its load says little).
+import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
+import { processTree } from './processes.ts';
 import type { FakeKubeApiServer } from '../../test/support/kube-apiserver/index.ts';
 
 export interface LatencySummary {
@@ -56,6 +58,44 @@ export interface SampleWindow {
   readonly storeChange?: string;
   readonly from: number;
   readonly to: number;
+  /** ms spent waiting for a CPU during the sample (cpuWaits), when measured. */
+  readonly waited?: CpuWaits;
+}
+
+/** ms that main threads spent runnable but waiting for a CPU: the shared machine's share of a tail. */
+export interface CpuWaits {
+  /** the portico process that waited longest (primary or a worker) */
+  readonly portico: number;
+  /** the bench process, which times the samples */
+  readonly bench: number;
+}
+
+/**
+ * A probe of run-queue waits (the second field of /proc/PID/schedstat, the main thread's)
+ * of portico's process tree, as it is when the probe is made, and of this process.
+ * Call it before and after a sample and subtract (`waitedBetween`).
+ */
+export function cpuWaits(porticoPid: number): () => CpuWaitReading {
+  const pids = processTree(porticoPid);
+  return () => ({ portico: pids.map(runQueueMs), bench: runQueueMs(process.pid) });
+}
+
+/** Run-queue time so far, per portico process and of this one. */
+export interface CpuWaitReading {
+  readonly portico: readonly number[];
+  readonly bench: number;
+}
+
+export function waitedBetween(before: CpuWaitReading, after: CpuWaitReading): CpuWaits {
+  return { portico: Math.max(0, ...after.portico.map((ms, i) => ms - before.portico[i]!)), bench: after.bench - before.bench };
+}
+
+function runQueueMs(pid: number): number {
+  try {
+    return Number(readFileSync(`/proc/${pid}/schedstat`, 'latin1').split(' ')[1]) / 1e6;
+  } catch {
+    return 0; // gone, or not Linux
+  }
 }
 
 /**
@@ -72,6 +112,13 @@ export function reportTail(windows: readonly SampleWindow[], logs: readonly Reco
     .filter((l) => l.msg === 'long garbage-collection pause' && typeof l.time === 'string' && typeof l.ms === 'number')
     .map((l) => ({ end: Date.parse(l.time as string), ms: l.ms as number, kind: String(l.kind) }));
   if (pauses.length > 0) console.log(`garbage-collection pauses of 20 ms or more (logged at debug): ${pauses.length}, longest ${Math.max(...pauses.map((p) => p.ms))} ms`);
+  const measured = windows.filter((w) => w.waited !== undefined);
+  if (measured.length > 0) {
+    // Only the longest wait of one process is taken off: with workers the primary's and a
+    // worker's waits may both have delayed the sample, so this over-states what portico costs.
+    const less = measured.map((w) => Math.max(0, w.to - w.from - w.waited!.portico));
+    console.log(`the same less the longest time one portico process's main thread waited for a CPU (runnable, not running): ${formatSummary(summarize(less))}`);
+  }
   const swaps = logs.filter((l) => l.msg === 'route table updated' && typeof l.time === 'string').map((l) => ({ at: Date.parse(l.time as string), changeToServeMs: l.changeToServeMs }));
   for (const w of windows) {
     if (w.to - w.from < slowMs) continue;
@@ -83,8 +130,9 @@ export function reportTail(windows: readonly SampleWindow[], logs: readonly Reco
     const phases = swap === undefined ? '' : `${storedAt}, table swapped after ${swap.at - w.from} ms (change -> swap ${String(swap.changeToServeMs)} ms), 200 ${w.to - swap.at} ms later`;
     // Logged as the pause ends; a pause overlaps the sample if it ended after it began and began before it ended.
     const gcs = pauses.filter((p) => p.end >= w.from && p.end - p.ms <= w.to);
+    const waited = w.waited === undefined ? '' : `, waited for a CPU: portico ${w.waited.portico.toFixed(1)} ms, the bench ${w.waited.bench.toFixed(1)} ms`;
     console.log(
-      `  slow sample ${w.name}: ${w.to - w.from} ms${phases}${overlapping.length > 0 ? `, overlapped an idle collection of ${overlapping.map((c) => c.ms).join('+')} ms` : ''}${gcs.length > 0 ? `, overlapped GC pauses ${gcs.map((p) => `${p.kind} ${p.ms} ms`).join(', ')}` : ''}`,
+      `  slow sample ${w.name}: ${w.to - w.from} ms${phases}${waited}${overlapping.length > 0 ? `, overlapped an idle collection of ${overlapping.map((c) => c.ms).join('+')} ms` : ''}${gcs.length > 0 ? `, overlapped GC pauses ${gcs.map((p) => `${p.kind} ${p.ms} ms`).join(', ')}` : ''}`,
     );
   }
 }

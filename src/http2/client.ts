@@ -1,8 +1,9 @@
-// portico's HTTP/2 client for h2c and h2 pods, on node:http2: sessions to one address,
-// each multiplexing up to the pod's MAX_CONCURRENT_STREAMS; past it another session
-// opens. It replaced undici's h2 client, whose response stream dropped DATA that was
-// still buffered while the handler had paused it when the trailers arrived (a 4 MiB
-// gRPC answer lost its tail under back-pressure).
+// portico's HTTP/2 client for h2c and h2 pods: sessions to one address, each
+// multiplexing up to the pod's MAX_CONCURRENT_STREAMS; past it another session opens.
+// Each session is a ClientConnection (wire/client-connection.ts), portico's own HTTP/2
+// engine in the client role, on the codec its server side uses. (It replaced node:http2's
+// client, which cost 2.2-2.7x the CPU per proxied gRPC call, and before it undici's, whose
+// response stream dropped DATA still buffered while paused when the trailers arrived.)
 //
 // Http2Pool implements the same part of undici's dispatch(options, handler) contract
 // as Http1Pool (src/http1/client.ts), so the forwarder drives either:
@@ -14,17 +15,22 @@
 // - onResponseError(controller, err) once on failure, with the codes of
 //   src/proxy/forward.ts describe(): UND_ERR_CONNECT_TIMEOUT, UND_ERR_HEADERS_TIMEOUT,
 //   UND_ERR_BODY_TIMEOUT, UND_ERR_SOCKET (the pod reset the stream or the session
-//   died), system codes while connecting, UND_ERR_INVALID_ARG for a request node:http2
-//   will not send, UND_ERR_CLOSED once the pool is closed.
-// The controller (pause/resume/abort) is the request itself. Pausing stops reading the
-// stream, so the pod runs out of flow-control window: at most one window (64 KiB, the
-// HTTP/2 default) is buffered per paused stream.
-import type * as http2 from 'node:http2';
+//   died), system codes while connecting, UND_ERR_INVALID_ARG for a request HTTP/2
+//   cannot carry (CR, LF, NUL in a value, a bad name), UND_ERR_CLOSED once the pool is
+//   closed.
+// The controller (pause/resume/abort) is the request itself. Pausing stops returning
+// flow-control window for the stream, so the pod runs out of it: at most one window
+// (64 KiB, the HTTP/2 default) is buffered per paused stream.
+// A stream the pod never processed (above the last stream id of its GOAWAY, or refused
+// with REFUSED_STREAM) is sent again once on another session when its body can be
+// replayed (none, or a buffer); otherwise it fails with UND_ERR_SOCKET.
 import * as net from 'node:net';
 import type { Readable } from 'node:stream';
 import * as tls from 'node:tls';
 import type { Dispatcher } from 'undici';
-import { NGHTTP2_CANCEL, nodeHttp2 } from './node-http2.ts';
+import { ClientConnection, type ClientConnectionHost, type ClientStream, type ClientStreamOwner } from './wire/client-connection.ts';
+import { ErrorCode } from './wire/frames.ts';
+import { HeaderBlock } from './wire/hpack.ts';
 
 export interface Http2PoolOptions {
   /** ms to establish the connection (TCP, and TLS); 0: no limit */
@@ -67,6 +73,10 @@ const ASSUMED_MAX_STREAMS = 100;
 
 /** Request headers that are HTTP/1.1 connection-specific: RFC 9113 section 8.2.2 forbids them in HTTP/2. */
 const CONNECTION_SPECIFIC = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'http2-settings']);
+/** Field-name characters (RFC 9110 tchar) once lowercased. */
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9a-z]+$/;
+/** What a field value may not hold (RFC 9110 section 5.5: no CR, LF, NUL; latin1 only). */
+const BAD_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
 
 export class Http2Pool {
   readonly host: string;
@@ -110,6 +120,15 @@ export class Http2Pool {
     return true;
   }
 
+  /** @internal a stream the pod never processed, sent again on another session */
+  redispatch(request: Http2Request, servername: string): void {
+    if (this.closing) {
+      request.fail(clientError('UND_ERR_CLOSED', 'the pool is closed'));
+      return;
+    }
+    this.sessionFor(servername).add(request);
+  }
+
   /** A session with room for one more stream, to `servername`; a new one when none has. */
   private sessionFor(servername: string): Session {
     for (const session of this.sessions) {
@@ -146,18 +165,18 @@ export class Http2Pool {
 }
 
 /** One connection to the pod: connecting (requests wait), then open, then draining or gone. */
-class Session {
+class Session implements ClientConnectionHost {
   readonly pool: Http2Pool;
   readonly servername: string;
-  private session: http2.ClientHttp2Session | undefined = undefined;
-  private socket: net.Socket;
+  private conn: ClientConnection | undefined = undefined;
+  private readonly socket: net.Socket;
   private connectTimer: NodeJS.Timeout | undefined = undefined;
   private idleTimer: NodeJS.Timeout | undefined = undefined;
   /** Requests waiting for the connection. */
   private waiting: Http2Request[] = [];
   /** Streams open on it. */
   private active = 0;
-  private maxStreams = ASSUMED_MAX_STREAMS;
+  private streamLimit = ASSUMED_MAX_STREAMS;
   /** Takes new streams (false after GOAWAY, an error, or close). */
   private usable = true;
   private ended = false;
@@ -184,12 +203,12 @@ class Session {
   }
 
   hasRoom(): boolean {
-    return this.usable && this.active + this.waiting.length < this.maxStreams;
+    return this.usable && this.active + this.waiting.length < this.streamLimit;
   }
 
   add(request: Http2Request): void {
     request.session = this;
-    if (this.session === undefined) this.waiting.push(request);
+    if (this.conn === undefined) this.waiting.push(request);
     else this.start(request);
   }
 
@@ -204,33 +223,42 @@ class Session {
     const socket = this.socket;
     socket.off('error', this.onConnectError);
     if (this.pool.tls !== undefined && (socket as tls.TLSSocket).alpnProtocol !== 'h2') {
+      socket.destroy();
       this.end(clientError('UND_ERR_SOCKET', `the pod at ${this.pool.authority} did not accept HTTP/2 in ALPN`));
       return;
     }
-    const session = nodeHttp2().connect(`${this.pool.tls === undefined ? 'http' : 'https'}://${this.pool.authority}`, {
-      createConnection: () => socket,
-      settings: { enablePush: false },
-    });
-    this.session = session;
-    session.on('remoteSettings', (settings) => {
-      if (settings.maxConcurrentStreams !== undefined) this.maxStreams = Math.max(1, settings.maxConcurrentStreams);
-    });
-    // No new streams on a session the pod is closing; the ones it still serves finish.
-    session.on('goaway', () => this.retire());
-    session.on('error', () => this.retire());
-    session.on('close', () => this.end(clientError('UND_ERR_SOCKET', 'the HTTP/2 session to the pod closed')));
+    this.conn = new ClientConnection(socket, this);
     const waiting = this.waiting;
     this.waiting = [];
     for (const request of waiting) this.start(request);
     if (this.active === 0) this.idle();
   }
 
+  // ---- ClientConnectionHost ----
+
+  maxStreams(n: number): void {
+    this.streamLimit = Math.max(1, n);
+  }
+
+  /** No new streams on a connection the pod is closing; the ones it still serves finish. */
+  retired(): void {
+    if (!this.usable) return;
+    this.usable = false;
+    if (this.active === 0) this.conn?.close();
+  }
+
+  closed(reason: string): void {
+    this.end(clientError('UND_ERR_SOCKET', reason));
+  }
+
+  // ----
+
   private start(request: Http2Request): void {
     if (request.done) return;
     clearTimeout(this.idleTimer);
     this.idleTimer = undefined;
     this.active++;
-    request.open(this.session!, this.pool);
+    request.open(this.conn!, this.pool);
   }
 
   /** @internal a request that was waiting or streaming is over */
@@ -246,35 +274,29 @@ class Session {
 
   private idle(): void {
     if (!this.usable) {
-      this.session?.close();
+      this.conn?.close();
       return;
     }
     this.idleTimer = setTimeout(() => this.close(), this.pool.keepAliveTimeout);
     this.idleTimer.unref();
   }
 
-  private retire(): void {
-    if (!this.usable) return;
-    this.usable = false;
-    if (this.active === 0) this.session?.close();
-  }
-
   /** Graceful: streams in flight finish, then the connection closes. */
   close(): void {
     this.usable = false;
     clearTimeout(this.idleTimer);
-    if (this.session !== undefined) this.session.close();
+    if (this.conn !== undefined) this.conn.close();
     else this.end(clientError('UND_ERR_CLOSED', 'the pool is closed'));
   }
 
   destroy(err: Error): void {
     this.usable = false;
-    if (this.session !== undefined) this.session.destroy();
+    if (this.conn !== undefined) this.conn.destroy(err.message);
     else this.socket.destroy();
     this.end(err);
   }
 
-  /** The session is gone: requests still waiting fail with `err` (streams fail on their own). */
+  /** The connection is gone: requests still waiting fail with `err` (streams fail on their own). */
   private end(err: Error): void {
     if (this.ended) return;
     this.ended = true;
@@ -284,48 +306,21 @@ class Session {
     const waiting = this.waiting;
     this.waiting = [];
     for (const request of waiting) request.fail(err);
-    if (this.session === undefined) this.socket.destroy();
+    if (this.conn === undefined) this.socket.destroy();
     this.pool.forget(this);
   }
 }
 
-// The stream and the request body point back at their request, so their listeners are
-// shared functions rather than closures made for every request (less garbage per call).
+// The request body points back at its request, so its listeners are shared functions
+// rather than closures made for every request (less garbage per call).
 const kRequest = Symbol('portico.h2request');
-type OwnedStream = http2.ClientHttp2Stream & { [kRequest]?: Http2Request };
 type OwnedBody = Readable & { [kRequest]?: Http2Request };
 
-function onStreamResponse(this: OwnedStream, headers: http2.IncomingHttpHeaders & http2.IncomingHttpStatusHeader): void {
-  this[kRequest]!.response(headers);
-}
-function onStreamInformational(this: OwnedStream, headers: http2.IncomingHttpHeaders & http2.IncomingHttpStatusHeader): void {
-  this[kRequest]!.informational(headers);
-}
-function onStreamData(this: OwnedStream, chunk: Buffer): void {
-  this[kRequest]!.data(chunk);
-}
-function onStreamTrailers(this: OwnedStream, trailers: http2.IncomingHttpHeaders): void {
-  // Kept until 'end': DATA buffered while paused is still to be delivered.
-  this[kRequest]!.trailers = withoutPseudo(trailers);
-}
-function onStreamEnd(this: OwnedStream): void {
-  this[kRequest]!.ended();
-}
-function onStreamError(this: OwnedStream, err: Error): void {
-  this[kRequest]!.fail(clientError('UND_ERR_SOCKET', `HTTP/2 stream to the pod failed: ${err.message}`));
-}
-function onStreamClose(this: OwnedStream): void {
-  this[kRequest]!.closed();
-}
-function onStreamTimeout(this: OwnedStream): void {
-  // Armed with setTimeout(bodyTimeout) once the response starts (not while paused).
-  this[kRequest]!.fail(clientError('UND_ERR_BODY_TIMEOUT', 'body timeout'));
-}
-function onStreamDrain(this: OwnedStream): void {
-  this[kRequest]!.body?.resume();
-}
 function onHeadersTimeout(request: Http2Request): void {
   request.fail(clientError('UND_ERR_HEADERS_TIMEOUT', 'headers timeout'));
+}
+function onBodyTimeout(request: Http2Request): void {
+  request.fail(clientError('UND_ERR_BODY_TIMEOUT', 'body timeout'));
 }
 function onBodyData(this: OwnedBody, chunk: Buffer): void {
   this[kRequest]!.sendChunk(chunk);
@@ -337,17 +332,31 @@ function onBodyError(this: OwnedBody, err: Error): void {
   this[kRequest]!.fail(Object.assign(err, { code: (err as { code?: string }).code ?? 'UND_ERR_ABORTED' }));
 }
 
-/** One request: its stream, and the dispatch controller the handler holds. */
-class Http2Request {
+const EMPTY = Buffer.alloc(0);
+
+/** One request: its stream (ClientStreamOwner), and the dispatch controller the handler holds. */
+class Http2Request implements ClientStreamOwner {
   private readonly handler: Dispatcher.DispatchHandler;
   private readonly options: Http2DispatchOptions;
   session: Session | undefined = undefined;
-  private stream: OwnedStream | undefined = undefined;
+  private stream: ClientStream | undefined = undefined;
   /** The request body being sent, while it is. */
   body: OwnedBody | undefined = undefined;
   private headersTimer: NodeJS.Timeout | undefined = undefined;
-  trailers: Record<string, string | string[] | undefined> | undefined = undefined;
+  private bodyTimer: NodeJS.Timeout | undefined = undefined;
   private bodyTimeout = 0;
+  /** The answer's body is coming: the body timer runs whenever the handler is not paused. */
+  private bodyTimed = false;
+  /** Inside resume(), handing over held DATA: a nested resume leaves it to that loop. */
+  private releasing = false;
+  /** Answer bytes that came while paused (at most one stream window), and whether the end came after them. */
+  private held: Buffer[] | undefined = undefined;
+  private heldEnd = false;
+  private trailerFields: string[] | undefined = undefined;
+  /** The pod never processed the stream; `resent`: it was already sent again once. */
+  private refusedByPod = false;
+  private resent = false;
+  private bodyCounted = false;
   done = false;
   aborted = false;
   paused = false;
@@ -374,22 +383,33 @@ class Http2Request {
   pause(): void {
     if (this.paused || this.stream === undefined) return;
     this.paused = true;
-    this.stream.pause();
-    // The pod cannot send while we do not read: the idle timer would fire for nothing.
-    if (this.bodyTimeout > 0) this.stream.setTimeout(0);
+    // The pod cannot send while we return no window: the idle timer would fire for nothing.
+    clearTimeout(this.bodyTimer);
+    this.bodyTimer = undefined;
   }
 
   resume(): void {
     if (!this.paused) return;
     this.paused = false;
-    const stream = this.stream;
-    if (stream === undefined) return;
-    if (this.bodyTimeout > 0 && !this.done) stream.setTimeout(this.bodyTimeout);
-    stream.resume();
+    if (this.done || this.releasing) return;
+    const held = this.held;
+    if (held !== undefined) {
+      this.releasing = true;
+      // In order; the handler may pause again, and the rest waits for the next resume.
+      while (held.length > 0 && !this.paused && !this.done) this.deliver(held.shift()!);
+      this.releasing = false;
+      if (this.paused || this.done) return;
+      this.held = undefined;
+    }
+    if (this.heldEnd) {
+      this.complete();
+      return;
+    }
+    if (this.bodyTimed) this.bodyTimer = setTimeout(onBodyTimeout, this.bodyTimeout, this);
   }
 
   /** Opens the stream on a connected session and sends the request. */
-  open(session: http2.ClientHttp2Session, pool: Http2Pool): void {
+  open(conn: ClientConnection, pool: Http2Pool): void {
     this.opening = true;
     this.handler.onRequestStart?.(this, {});
     this.opening = false;
@@ -398,37 +418,31 @@ class Http2Request {
       return;
     }
     const options = this.options;
-    const headers = h2Headers(options, pool);
-    const body = options.body ?? null;
-    let stream: OwnedStream;
+    let head: HeaderBlock;
     try {
-      stream = session.request(headers, { endStream: body === null });
+      head = requestHead(options, pool);
     } catch (err) {
-      // node:http2 validates names and values (CR, LF, NUL, uppercase...): the request, not the pod, is at fault.
+      // The request, not the pod, is at fault.
       this.fail(clientError('UND_ERR_INVALID_ARG', (err as Error).message));
       return;
     }
+    const body = options.body ?? null;
+    const stream = conn.request(this, head, body === null);
     this.stream = stream;
-    stream[kRequest] = this;
-    stream.on('response', onStreamResponse);
-    stream.on('headers', onStreamInformational);
-    stream.on('data', onStreamData);
-    stream.on('trailers', onStreamTrailers);
-    stream.on('end', onStreamEnd);
-    stream.on('error', onStreamError);
-    stream.on('close', onStreamClose);
-    stream.on('timeout', onStreamTimeout);
     const headersTimeout = options.headersTimeout ?? 300_000;
     if (headersTimeout > 0) this.headersTimer = setTimeout(onHeadersTimeout, headersTimeout, this);
     this.bodyTimeout = options.bodyTimeout ?? 300_000;
     if (body !== null) this.sendBody(stream, body);
   }
 
-  private sendBody(stream: OwnedStream, body: Readable | Buffer): void {
+  private sendBody(stream: ClientStream, body: Readable | Buffer): void {
     if (Buffer.isBuffer(body)) {
-      this.handler.onBodySent?.(body);
+      if (!this.bodyCounted) {
+        this.bodyCounted = true;
+        this.handler.onBodySent?.(body);
+      }
       // The handler may have given up on it (a body over the size limit).
-      if (!this.done) stream.end(body);
+      if (!this.done) stream.sendData(body, true);
       return;
     }
     const source = body as OwnedBody;
@@ -437,7 +451,6 @@ class Http2Request {
     source.on('data', onBodyData);
     source.once('end', onBodyEnd);
     source.once('error', onBodyError);
-    stream.on('drain', onStreamDrain);
   }
 
   /** @internal a chunk of the request body */
@@ -445,13 +458,13 @@ class Http2Request {
     if (this.done) return;
     this.handler.onBodySent?.(chunk);
     if (this.done) return;
-    if (!this.stream!.write(chunk)) this.body!.pause();
+    if (!this.stream!.sendData(chunk, false)) this.body!.pause();
   }
 
   /** @internal the request body is complete */
   bodyEnded(): void {
     this.detachBody();
-    if (!this.done) this.stream!.end();
+    if (!this.done) this.stream!.sendData(EMPTY, true);
   }
 
   private detachBody(): void {
@@ -464,44 +477,90 @@ class Http2Request {
     body[kRequest] = undefined;
   }
 
-  /** @internal */
-  response(headers: http2.IncomingHttpHeaders & http2.IncomingHttpStatusHeader): void {
+  // ---- ClientStreamOwner ----
+
+  drain(): void {
+    this.body?.resume();
+  }
+
+  head(status: number, fields: string[], endStream: boolean): void {
     if (this.done) return;
-    clearTimeout(this.headersTimer);
-    this.headersTimer = undefined;
-    if (this.bodyTimeout > 0 && !this.paused) this.stream!.setTimeout(this.bodyTimeout);
-    this.handler.onResponseStart?.(this, headers[':status'] ?? 502, withoutPseudo(headers), '');
-  }
-
-  /** @internal a 1xx head */
-  informational(headers: http2.IncomingHttpHeaders & http2.IncomingHttpStatusHeader): void {
-    const status = headers[':status'];
-    if (this.done || status === undefined || status >= 200) return;
-    this.handler.onResponseStart?.(this, status, withoutPseudo(headers), '');
-  }
-
-  /** @internal */
-  data(chunk: Buffer): void {
-    if (this.done) return;
-    this.handler.onResponseData?.(this, chunk);
-  }
-
-  /** @internal the response is complete */
-  ended(): void {
-    if (this.done) return;
-    this.done = true;
-    this.finish();
-    this.handler.onResponseEnd?.(this, this.trailers ?? {});
-  }
-
-  /** @internal the stream closed */
-  closed(): void {
-    if (this.done) {
-      this.finish();
+    const headers = fieldsToHeaders(fields);
+    if (status < 200) {
+      this.handler.onResponseStart?.(this, status, headers, '');
       return;
     }
-    const code = this.stream?.rstCode;
-    this.fail(clientError('UND_ERR_SOCKET', code === undefined || code === 0 ? 'the pod closed the stream before the response ended' : `the pod reset the stream (HTTP/2 error code ${code})`));
+    clearTimeout(this.headersTimer);
+    this.headersTimer = undefined;
+    if (this.bodyTimeout > 0 && !endStream) {
+      this.bodyTimed = true;
+      if (!this.paused) this.bodyTimer = setTimeout(onBodyTimeout, this.bodyTimeout, this);
+    }
+    this.handler.onResponseStart?.(this, status, headers, '');
+  }
+
+  data(chunk: Buffer): void {
+    if (this.done) return;
+    if (this.paused || this.held !== undefined) {
+      (this.held ??= []).push(chunk);
+      return;
+    }
+    this.deliver(chunk);
+    if (this.bodyTimer !== undefined && !this.paused && !this.done) this.bodyTimer.refresh();
+  }
+
+  /** Hands a chunk to the handler, then gives its bytes back to the pod's window. */
+  private deliver(chunk: Buffer): void {
+    this.handler.onResponseData?.(this, chunk);
+    this.stream!.consumed(chunk.length);
+  }
+
+  trailers(fields: string[]): void {
+    this.trailerFields = fields;
+  }
+
+  end(): void {
+    if (this.done) return;
+    if (this.paused || this.held !== undefined) {
+      // DATA still held is delivered first, then the end (with the trailers).
+      this.heldEnd = true;
+      return;
+    }
+    this.complete();
+  }
+
+  private complete(): void {
+    this.done = true;
+    this.finish();
+    const fields = this.trailerFields;
+    this.handler.onResponseEnd?.(this, fields === undefined ? {} : fieldsToHeaders(fields));
+  }
+
+  refused(): void {
+    this.refusedByPod = true;
+  }
+
+  cut(reason: string): void {
+    if (this.done) return;
+    const body = this.options.body ?? null;
+    if (this.refusedByPod && !this.resent && (body === null || Buffer.isBuffer(body)) && this.session !== undefined) {
+      // Nothing of it was processed: once more when the stream has closed (streamClosed follows).
+      this.resent = true;
+      return;
+    }
+    this.fail(clientError('UND_ERR_SOCKET', reason));
+  }
+
+  streamClosed(): void {
+    this.finish();
+    if (!this.resent || !this.refusedByPod || this.done) return;
+    // On a session that takes new streams: the stream's place on this one is given back.
+    this.refusedByPod = false;
+    const session = this.session!;
+    this.stream = undefined;
+    this.session = undefined;
+    this.released = false;
+    session.pool.redispatch(this, session.servername);
   }
 
   /** Fails the request once: the stream is cancelled (RST_STREAM CANCEL reaches the pod). */
@@ -513,21 +572,22 @@ class Http2Request {
   }
 
   /**
-   * Frees the stream's timers and, once the stream is closed, its place on the session.
-   * Called when the request is done and again at the stream's 'close'.
+   * Frees the timers and, once the stream is closed, its place on the session. Called
+   * when the request is done and again when the stream closes.
    */
   private finish(): void {
     clearTimeout(this.headersTimer);
     this.headersTimer = undefined;
+    clearTimeout(this.bodyTimer);
+    this.bodyTimer = undefined;
+    // The stream may close while paused with DATA held: it is still to be delivered.
+    if (this.done) this.held = undefined;
     this.detachBody();
     const stream = this.stream;
-    if (stream !== undefined) {
-      stream.setTimeout(0);
-      // Unless both directions are complete, RST_STREAM CANCEL tells the pod to stop (a client's cancel reaches it).
-      if (!stream.closed && !(stream.readableEnded && stream.writableEnded)) stream.close(NGHTTP2_CANCEL);
-    }
+    // Unless both directions are complete, RST_STREAM CANCEL tells the pod to stop (a client's cancel reaches it).
+    if (stream !== undefined && !stream.closed && this.done && !(stream.remoteEnded && stream.endSent)) stream.resetWith(ErrorCode.CANCEL);
     if (this.released || this.session === undefined) return;
-    // A stream counts until it is closed (its 'close' calls finish again); a request that never opened one leaves the wait list.
+    // A stream counts until it is closed; a request that never opened one leaves the wait list.
     if (stream === undefined) {
       this.released = true;
       this.session.release(this, false);
@@ -538,15 +598,15 @@ class Http2Request {
   }
 }
 
-/** The request head for node:http2: pseudo-headers, lowercase names, no connection-specific fields. */
-function h2Headers(options: Http2DispatchOptions, pool: Http2Pool): http2.OutgoingHttpHeaders {
-  const out: http2.OutgoingHttpHeaders = {
-    ':method': options.method,
-    ':path': options.path,
-    ':scheme': pool.tls === undefined ? 'http' : 'https',
-  };
+/** The request head: pseudo-headers, lowercase names, no connection-specific fields. Throws on what HTTP/2 cannot carry. */
+function requestHead(options: Http2DispatchOptions, pool: Http2Pool): HeaderBlock {
+  const method = options.method;
+  const path = options.path;
+  if (!TOKEN.test(method.toLowerCase())) throw new Error(`invalid method ${JSON.stringify(method)}`);
+  if (path === '' || BAD_VALUE.test(path) || path.includes(' ')) throw new Error(`invalid path ${JSON.stringify(path)}`);
   let authority = '';
   const raw = options.headers;
+  const fields: string[] = [];
   if (raw !== undefined && raw !== null) {
     for (let i = 0; i < raw.length; i += 2) {
       const name = raw[i]!.toLowerCase();
@@ -558,21 +618,29 @@ function h2Headers(options: Http2DispatchOptions, pool: Http2Pool): http2.Outgoi
       if (CONNECTION_SPECIFIC.has(name)) continue;
       // TE is allowed only as "trailers" (RFC 9113 section 8.2.2).
       if (name === 'te' && value.trim().toLowerCase() !== 'trailers') continue;
-      const prev = out[name];
-      if (prev === undefined) out[name] = value;
-      else if (Array.isArray(prev)) prev.push(value);
-      else out[name] = [prev as string, value];
+      if (!TOKEN.test(name)) throw new Error(`invalid header name ${JSON.stringify(raw[i])}`);
+      if (BAD_VALUE.test(value)) throw new Error(`invalid value for header ${name}`);
+      fields.push(name, value);
     }
   }
-  out[':authority'] = authority === '' ? pool.authority : authority;
-  return out;
+  if (authority === '') authority = pool.authority;
+  else if (BAD_VALUE.test(authority)) throw new Error('invalid value for header host');
+  const head = new HeaderBlock().add(':method', method).add(':path', path).add(':scheme', pool.tls === undefined ? 'http' : 'https').add(':authority', authority);
+  for (let i = 0; i < fields.length; i += 2) head.add(fields[i]!, fields[i + 1]!);
+  return head;
 }
 
-/** Response headers without :status (node:http2 puts it among them). */
-function withoutPseudo(headers: http2.IncomingHttpHeaders): Record<string, string | string[] | undefined> {
-  const out: Record<string, string | string[] | undefined> = {};
-  for (const name in headers) {
-    if (name.charCodeAt(0) !== 0x3a /* : */) out[name] = headers[name];
+/** Name, value pairs as undici hands headers over: a name seen twice has an array. */
+function fieldsToHeaders(fields: string[]): Record<string, string | string[] | undefined> {
+  // No prototype: a field named __proto__ is a field like any other.
+  const out = Object.create(null) as Record<string, string | string[] | undefined>;
+  for (let i = 0; i < fields.length; i += 2) {
+    const name = fields[i]!;
+    const value = fields[i + 1]!;
+    const prev = out[name];
+    if (prev === undefined) out[name] = value;
+    else if (Array.isArray(prev)) prev.push(value);
+    else out[name] = [prev, value];
   }
   return out;
 }

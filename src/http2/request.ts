@@ -5,7 +5,7 @@ import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { isCleanValue } from '../http1/header-chars.ts';
 import type { ProxyRequest } from '../proxy/exchange-types.ts';
-import type { H2Stream, RequestSink } from './wire/stream.ts';
+import type { H2Stream, InboundSink } from './wire/stream.ts';
 
 /** Why a request is answered before routing: status, a reason for metrics, the text for the client. */
 export interface Http2Refusal {
@@ -106,7 +106,7 @@ class Http2RequestBody extends Readable {
   }
 }
 
-export class Http2Request implements ProxyRequest, RequestSink {
+export class Http2Request implements ProxyRequest, InboundSink {
   readonly method: string;
   readonly url: string;
   readonly rawHeaders: string[];

@@ -11,7 +11,7 @@ import type { HeaderInput, HeaderValue } from '../http1/response.ts';
 import type { Http2Request } from './request.ts';
 import { ErrorCode } from './wire/frames.ts';
 import { HeaderBlock } from './wire/hpack.ts';
-import type { H2Stream, ResponseSink } from './wire/stream.ts';
+import type { H2Stream, OutboundSink } from './wire/stream.ts';
 
 /** Connection-specific headers, which HTTP/2 forbids (RFC 9113 section 8.2.2): a pod's are dropped. */
 function isConnectionSpecific(lower: string): boolean {
@@ -32,7 +32,7 @@ function bodyForbidden(method: string, status: number): boolean {
   return method === 'HEAD' || status === 204 || status === 304;
 }
 
-export class Http2Response extends EventEmitter implements ResponseSink {
+export class Http2Response extends EventEmitter implements OutboundSink {
   readonly req: Http2Request;
   readonly stream: H2Stream;
   statusCode = 200;

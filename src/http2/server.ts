@@ -2,7 +2,8 @@
 // "h2", or plain connections that began with the h2c preface), with portico's own
 // engine (wire/: frames, HPACK, streams, flow control and limits, RFC 9113). node:http2
 // made a Duplex, events and ticks per stream, which cost more than the proxying itself
-// (bench/h2-stream-cost.ts); it is still the client toward HTTP/2 pods (client.ts).
+// (bench/h2-stream-cost.ts). The client toward HTTP/2 pods (client.ts) is the same
+// engine in the client role (wire/client-connection.ts).
 // Each stream becomes an Http2Request / Http2Response pair for the same handler the
 // HTTP/1.1 server calls. The limits are http2Limits (wire/limits.ts).
 import type { Socket } from 'node:net';
@@ -10,6 +11,7 @@ import type { ProxyRequest, ProxyResponse } from '../proxy/exchange-types.ts';
 import { H2Connection, type ConnectionHost } from './wire/connection.ts';
 import { ErrorCode } from './wire/frames.ts';
 import { HeaderBlock } from './wire/hpack.ts';
+import { http2Limits } from './wire/limits.ts';
 import type { H2Stream } from './wire/stream.ts';
 import { http2Head, Http2Request } from './request.ts';
 import { Http2Response } from './response.ts';
@@ -23,6 +25,8 @@ export interface Http2FrontOptions {
   idleTimeout: number;
   /** Header fields per request, pseudo-headers excluded, as for HTTP/1.1. */
   maxHeaders: number;
+  /** ms a client has to acknowledge our SETTINGS (default http2Limits.settingsAckTimeout). */
+  settingsTimeout?: number;
 }
 
 export class Http2Front implements ConnectionHost {
@@ -48,7 +52,7 @@ export class Http2Front implements ConnectionHost {
       socket.destroy();
       return;
     }
-    this.connections.add(new H2Connection(socket, this, this.options.idleTimeout));
+    this.connections.add(new H2Connection(socket, this, this.options.idleTimeout, this.options.settingsTimeout ?? http2Limits.settingsAckTimeout));
   }
 
   request(stream: H2Stream, fields: string[], endStream: boolean): void {
@@ -61,7 +65,7 @@ export class Http2Front implements ConnectionHost {
     }
     const req = new Http2Request(stream, socket, head);
     const res = new Http2Response(req, stream);
-    stream.response = res;
+    stream.outbound = res;
     stream.attach(req);
     this.handler(req, res);
   }

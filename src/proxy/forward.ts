@@ -2,7 +2,7 @@
 // pool and streams the answer back, both ways with back-pressure. Speaks undici's
 // low-level dispatch contract with one handler object per request (no per-request
 // streams or closures); see Exchange. The pools behind it are portico's own HTTP/1.1
-// client (http, https pods) or its node:http2 client (h2c, h2 pods): src/proxy/upstreams.ts.
+// client (http, https pods) or its HTTP/2 client (h2c, h2 pods): src/proxy/upstreams.ts.
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { ProxyResponse } from './exchange-types.ts';

@@ -1,6 +1,6 @@
 // Connections to pods: one pool per (upstream profile, connect timeout, pod address),
 // created on first use and kept alive between requests. HTTP/1.1 pods (profiles http
-// and https) get portico's own client (src/http1/client.ts), h2c/h2 pods its node:http2
+// and https) get portico's own client (src/http1/client.ts), h2c/h2 pods its own HTTP/2
 // client (src/http2/client.ts); both take the forwarder's dispatch(options, handler). Pools whose address
 // left the route table are closed after a grace period; closing a pool lets the
 // requests it is serving finish.

@@ -86,7 +86,7 @@ export class RawH2 {
   private buffered = Buffer.alloc(0);
   private waiters: (() => void)[] = [];
 
-  private constructor(socket: net.Socket) {
+  private constructor(socket: net.Socket, ackSettings: boolean) {
     this.socket = socket;
     socket.on('data', (chunk: Buffer) => {
       this.buffered = Buffer.concat([this.buffered, chunk]);
@@ -97,7 +97,7 @@ export class RawH2 {
         this.buffered = this.buffered.subarray(9 + length);
         this.frames.push(f);
         // Settle the handshake as a client must.
-        if (f.type === FRAME.SETTINGS && (f.flags & FLAG.ACK) === 0) socket.write(frame(FRAME.SETTINGS, FLAG.ACK, 0));
+        if (ackSettings && f.type === FRAME.SETTINGS && (f.flags & FLAG.ACK) === 0) socket.write(frame(FRAME.SETTINGS, FLAG.ACK, 0));
       }
       this.wake();
     });
@@ -108,15 +108,15 @@ export class RawH2 {
     });
   }
 
-  /** Connects (TLS with ALPN h2 when `secure`), sends the preface and empty SETTINGS. */
-  static async open(port: number, secure: boolean): Promise<RawH2> {
+  /** Connects (TLS with ALPN h2 when `secure`), sends the preface and empty SETTINGS; `ackSettings: false` leaves the peer's SETTINGS unacknowledged. */
+  static async open(port: number, secure: boolean, { ackSettings = true } = {}): Promise<RawH2> {
     const socket = await new Promise<net.Socket>((resolve, reject) => {
       const s: net.Socket = secure
         ? tls.connect({ host: '127.0.0.1', port, rejectUnauthorized: false, ALPNProtocols: ['h2'], servername: 'h2.test' }, () => resolve(s))
         : net.connect(port, '127.0.0.1', () => resolve(s));
       s.once('error', reject);
     });
-    const raw = new RawH2(socket);
+    const raw = new RawH2(socket, ackSettings);
     socket.write(Buffer.concat([PREFACE, frame(FRAME.SETTINGS, 0, 0)]));
     return raw;
   }

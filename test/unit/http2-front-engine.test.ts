@@ -11,9 +11,10 @@ import { Http2Front } from '../../src/http2/server.ts';
 import { FLAG, FRAME, RawH2, frame, h2Connect, h2Request, hpack } from '../support/h2.ts';
 
 const FLOW_CONTROL_ERROR = 3;
+const SETTINGS_TIMEOUT = 4;
 
-async function serve(handler: (req: ProxyRequest, res: ProxyResponse) => void): Promise<{ port: number; close(): Promise<void> }> {
-  const front = new Http2Front(handler, { idleTimeout: 10_000, maxHeaders: 100 });
+async function serve(handler: (req: ProxyRequest, res: ProxyResponse) => void, settingsTimeout?: number): Promise<{ port: number; close(): Promise<void> }> {
+  const front = new Http2Front(handler, { idleTimeout: 10_000, maxHeaders: 100, settingsTimeout });
   const server = net.createServer((socket) => front.accept(socket));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
@@ -88,4 +89,27 @@ test('answers bigger than the windows, several at once on one connection: each w
     assert.equal(reply.status, 200);
     assert.equal(reply.body.length, size);
   }
+});
+
+test('a client that never acknowledges our SETTINGS gets GOAWAY SETTINGS_TIMEOUT and the connection ends (RFC 9113 section 6.5.3)', async (t) => {
+  const server = await serve((_req, res) => res.end('ok'), 300);
+  t.after(() => server.close());
+  const silent = await RawH2.open(server.port, false, { ackSettings: false });
+  t.after(() => silent.close());
+  const goaway = await silent.waitFor((f) => f.type === FRAME.GOAWAY, 5000);
+  assert.equal(goaway?.payload.readUInt32BE(4), SETTINGS_TIMEOUT);
+  await silent.untilClosed(5000);
+  assert.equal(silent.closed, true);
+});
+
+test('a client that acknowledges our SETTINGS is not cut when the timeout would have passed', async (t) => {
+  const server = await serve((_req, res) => res.end('ok'), 300);
+  t.after(() => server.close());
+  const polite = await RawH2.open(server.port, false);
+  t.after(() => polite.close());
+  await new Promise((r) => setTimeout(r, 600));
+  assert.equal(polite.frames.filter((f) => f.type === FRAME.GOAWAY).length, 0);
+  polite.write(frame(FRAME.HEADERS, FLAG.END_HEADERS | FLAG.END_STREAM, 1, hpack([[':method', 'GET'], [':scheme', 'http'], [':path', '/'], [':authority', 'test']])));
+  const data = await polite.waitFor((f) => f.type === FRAME.DATA && f.streamId === 1);
+  assert.equal(data?.payload.toString(), 'ok');
 });

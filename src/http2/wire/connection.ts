@@ -1,15 +1,12 @@
 // The server side of one HTTP/2 connection (RFC 9113) on a plain or TLS socket: the
 // preface and SETTINGS, frames in (checked as sections 4-6 say), HPACK, the stream
-// state machine, flow control both ways, the limits that keep a client from costing
-// more than its share (http2Limits), and frames out: everything queued while a read
-// (or one turn of the event loop) is handled goes out in one socket write.
+// state machine, the limits that keep a client from costing more than its share
+// (http2Limits). What both ends do alike (SETTINGS, PING, windows, CONTINUATION, frames
+// out in one socket write per read or event-loop turn) is H2Endpoint (endpoint.ts).
 import type { Socket } from 'node:net';
-import {
-  CLIENT_PREFACE, DEFAULT_MAX_FRAME_SIZE, DEFAULT_WINDOW, ErrorCode, FRAME_HEADER, Flag, FrameReader, FrameType,
-  MAX_WINDOW, Setting, writeFrameHeader, type FrameSink,
-} from './frames.ts';
-import { FrameWriter } from './frame-writer.ts';
-import { HpackDecoder, HpackError, type HeaderBlock } from './hpack.ts';
+import { CLIENT_PREFACE, DEFAULT_WINDOW, ErrorCode, FRAME_HEADER, Flag, FrameType, Setting, writeFrameHeader } from './frames.ts';
+import { CONNECTION_WINDOW, H2Endpoint } from './endpoint.ts';
+import { HpackError } from './hpack.ts';
 import { http2Limits } from './limits.ts';
 import { contentLength, malformedRequest, malformedTrailers } from './request-fields.ts';
 import { H2Stream } from './stream.ts';
@@ -36,64 +33,39 @@ const OUR_SETTINGS = (() => {
   return b;
 })();
 
-/** The connection window we give clients (RFC 9113 section 6.9.2: 64 KiB until a WINDOW_UPDATE). */
-const CONNECTION_WINDOW = 1024 * 1024;
-/** Return the connection window once this much arrived (streams bound what is buffered). */
-const CONNECTION_ACK = 16 * 1024;
 /** Streams we reset whose late frames are ignored rather than treated as errors. */
 const RECENT_RESETS = 256;
 
-export class H2Connection implements FrameSink {
-  readonly socket: Socket;
+export class H2Connection extends H2Endpoint<H2Stream> {
   private readonly host: ConnectionHost;
-  private readonly reader = new FrameReader();
-  private readonly decoder = new HpackDecoder();
-  readonly streams = new Map<number, H2Stream>();
   private lastStreamId = 0;
   private prefaceLeft = CLIENT_PREFACE.length;
-  private settingsReceived = false;
-  // The peer's settings and our window toward it.
-  private peerInitialWindow = DEFAULT_WINDOW;
-  private sendWindow = DEFAULT_WINDOW;
-  private recvWindow = DEFAULT_WINDOW;
-  private recvUnacked = 0;
-  // A header block in progress (HEADERS without END_HEADERS, then CONTINUATION).
-  private blockStream = 0;
-  private blockParts: Buffer[] = [];
-  private blockBytes = 0;
-  private blockFrames = 0;
-  private blockEndStream = false;
+  /** The header block in progress had a PRIORITY on its own stream. */
   private blockBadPriority = false;
-  private readonly writer: FrameWriter;
-  private flushScheduled = false;
-  private reading = false;
   /** Requests whose head arrived in this read: handed over once the read is done, so DATA in it is checked first. */
   private ready: { stream: H2Stream; fields: string[]; endStream: boolean }[] = [];
-  private readonly blockedStreams = new Set<H2Stream>();
   private readonly recentResets: number[] = [];
   // What a client has spent of its limits.
   private resetTokens: number = http2Limits.streamResetBurst;
   private resetRefilledAt = Date.now();
   private invalid = 0;
   private rejected = 0;
-  private queuedAcks = 0;
   /** GOAWAY sent: streams above goawayLastId are ignored; the socket ends when the last stream closes. */
   private goawaySent = false;
   private goawayLastId = 0;
   /** A connection error: nothing more is read. */
   private failed = false;
   destroyed = false;
+  /** Runs until the client acknowledges our SETTINGS. */
+  private settingsTimer: NodeJS.Timeout | undefined;
 
-  constructor(socket: Socket, host: ConnectionHost, idleTimeout: number) {
-    this.socket = socket;
+  constructor(socket: Socket, host: ConnectionHost, idleTimeout: number, settingsTimeout: number) {
+    super(socket, http2Limits);
     this.host = host;
-    this.writer = new FrameWriter(socket, () => this.scheduleFlush());
-    socket.setNoDelay(true);
     this.writer.raw(OUR_SETTINGS);
-    // The stream windows bound what is buffered; a connection window of the default 64 KiB
-    // would cap all the uploads of a connection together at 64 KiB per round trip.
     this.writer.windowUpdate(0, CONNECTION_WINDOW - DEFAULT_WINDOW);
-    this.recvWindow = CONNECTION_WINDOW;
+    this.settingsTimer = setTimeout(settingsTimedOut, settingsTimeout, this);
+    this.settingsTimer.unref();
     socket.on('data', (chunk: Buffer) => this.read(chunk));
     socket.on('drain', () => this.resumeBlocked());
     socket.on('error', () => socket.destroy());
@@ -132,10 +104,6 @@ export class H2Connection implements FrameSink {
     this.flush();
   }
 
-  frameTooLarge(): void {
-    this.fail(ErrorCode.FRAME_SIZE_ERROR);
-  }
-
   frame(type: number, flags: number, streamId: number, buf: Buffer, start: number, end: number): void {
     if (this.failed) return;
     if (this.blockStream !== 0 && type !== FrameType.CONTINUATION) return this.fail(ErrorCode.PROTOCOL_ERROR);
@@ -159,13 +127,7 @@ export class H2Connection implements FrameSink {
       case FrameType.PUSH_PROMISE:
         return this.fail(ErrorCode.PROTOCOL_ERROR);
       case FrameType.PING:
-        if (end - start !== 8) return this.fail(ErrorCode.FRAME_SIZE_ERROR);
-        if (streamId !== 0) return this.fail(ErrorCode.PROTOCOL_ERROR);
-        if ((flags & Flag.ACK) === 0) {
-          this.writer.pingAck(buf, start);
-          this.ackQueued();
-        }
-        return;
+        return this.onPing(flags, streamId, buf, start, end);
       case FrameType.GOAWAY:
         if (streamId !== 0) return this.fail(ErrorCode.PROTOCOL_ERROR);
         if (end - start < 8) return this.fail(ErrorCode.FRAME_SIZE_ERROR);
@@ -183,15 +145,7 @@ export class H2Connection implements FrameSink {
   private onData(flags: number, id: number, buf: Buffer, start: number, end: number): void {
     if (id === 0) return this.fail(ErrorCode.PROTOCOL_ERROR);
     const length = end - start;
-    // Flow control counts the whole payload, padding included (section 6.9.1).
-    this.recvWindow -= length;
-    if (this.recvWindow < 0) return this.fail(ErrorCode.FLOW_CONTROL_ERROR);
-    this.recvUnacked += length;
-    if (this.recvUnacked >= CONNECTION_ACK) {
-      this.recvWindow += this.recvUnacked;
-      this.windowUpdate(0, this.recvUnacked);
-      this.recvUnacked = 0;
-    }
+    if (!this.connectionData(length)) return;
     let dataEnd = end;
     let dataStart = start;
     if ((flags & Flag.PADDED) !== 0) {
@@ -221,7 +175,7 @@ export class H2Connection implements FrameSink {
     if (endStream && stream.expectedLength >= 0 && stream.receivedLength !== stream.expectedLength) return this.malformed(stream);
     if (size > 0) {
       const data = buf.subarray(dataStart, dataEnd);
-      if (stream.request !== undefined) stream.request.data(data);
+      if (stream.inbound !== undefined) stream.inbound.data(data);
       else (stream.early ??= []).push(data);
     }
     if (endStream) this.remoteEnd(stream);
@@ -250,25 +204,12 @@ export class H2Connection implements FrameSink {
       this.headerBlock(id, fragment, endStream, badPriority);
       return;
     }
-    this.blockStream = id;
-    this.blockParts = [fragment];
-    this.blockBytes = fragment.length;
-    this.blockFrames = 0;
-    this.blockEndStream = endStream;
     this.blockBadPriority = badPriority;
+    this.startBlock(id, fragment, endStream);
   }
 
-  private onContinuation(flags: number, id: number, buf: Buffer, start: number, end: number): void {
-    if (this.blockStream === 0 || id !== this.blockStream) return this.fail(ErrorCode.PROTOCOL_ERROR);
-    this.blockFrames++;
-    this.blockBytes += end - start;
-    if (this.blockFrames > http2Limits.maxContinuations || this.blockBytes > http2Limits.maxHeaderBlockBytes) return this.fail(ErrorCode.ENHANCE_YOUR_CALM);
-    if (end > start) this.blockParts.push(buf.subarray(start, end));
-    if ((flags & Flag.END_HEADERS) === 0) return;
-    const block = this.blockParts.length === 1 ? this.blockParts[0]! : Buffer.concat(this.blockParts);
-    this.blockStream = 0;
-    this.blockParts = [];
-    this.headerBlock(id, block, this.blockEndStream, this.blockBadPriority);
+  protected continuedBlock(id: number, block: Buffer, endStream: boolean): void {
+    this.headerBlock(id, block, endStream, this.blockBadPriority);
   }
 
   /** A whole header block: decoded always (the HPACK table must stay in step), then a new request or trailers. */
@@ -329,69 +270,9 @@ export class H2Connection implements FrameSink {
     this.closeStream(stream, true);
   }
 
-  private onSettings(flags: number, id: number, buf: Buffer, start: number, end: number): void {
-    if (id !== 0) return this.fail(ErrorCode.PROTOCOL_ERROR);
-    if ((flags & Flag.ACK) !== 0) {
-      if (end !== start) this.fail(ErrorCode.FRAME_SIZE_ERROR);
-      return;
-    }
-    if ((end - start) % 6 !== 0) return this.fail(ErrorCode.FRAME_SIZE_ERROR);
-    for (let pos = start; pos < end; pos += 6) {
-      const key = buf.readUInt16BE(pos);
-      const value = buf.readUInt32BE(pos + 2);
-      switch (key) {
-        case Setting.ENABLE_PUSH:
-          if (value > 1) return this.fail(ErrorCode.PROTOCOL_ERROR);
-          break;
-        case Setting.INITIAL_WINDOW_SIZE: {
-          if (value > MAX_WINDOW) return this.fail(ErrorCode.FLOW_CONTROL_ERROR);
-          const delta = value - this.peerInitialWindow;
-          this.peerInitialWindow = value;
-          for (const stream of this.streams.values()) {
-            stream.sendWindow += delta;
-            if (stream.sendWindow > MAX_WINDOW) return this.fail(ErrorCode.FLOW_CONTROL_ERROR);
-          }
-          if (delta > 0) this.resumeBlocked();
-          break;
-        }
-        case Setting.MAX_FRAME_SIZE:
-          if (value < DEFAULT_MAX_FRAME_SIZE || value > 0xffffff) return this.fail(ErrorCode.PROTOCOL_ERROR);
-          this.writer.maxFrame = value;
-          break;
-        // HEADER_TABLE_SIZE: our encoder uses no dynamic table. MAX_CONCURRENT_STREAMS: we push nothing.
-      }
-    }
-    this.settingsReceived = true;
-    this.writer.settingsAck();
-    this.ackQueued();
-  }
-
-  private onWindowUpdate(id: number, buf: Buffer, start: number, end: number): void {
-    if (end - start !== 4) return this.fail(ErrorCode.FRAME_SIZE_ERROR);
-    const increment = buf.readUInt32BE(start) & 0x7fffffff;
-    if (id === 0) {
-      if (increment === 0) return this.fail(ErrorCode.PROTOCOL_ERROR);
-      this.sendWindow += increment;
-      if (this.sendWindow > MAX_WINDOW) return this.fail(ErrorCode.FLOW_CONTROL_ERROR);
-      this.resumeBlocked();
-      return;
-    }
-    const stream = this.streams.get(id);
-    if (stream === undefined) {
-      if (id > this.lastStreamId) this.fail(ErrorCode.PROTOCOL_ERROR);
-      return;
-    }
-    if (increment === 0) return this.malformed(stream);
-    stream.sendWindow += increment;
-    if (stream.sendWindow > MAX_WINDOW) return this.streamError(id, ErrorCode.FLOW_CONTROL_ERROR);
-    if (stream.pendingBytes > 0 || stream.pendingEnd) {
-      if (stream.flushPending()) this.blockedStreams.delete(stream);
-    }
-  }
-
   private remoteEnd(stream: H2Stream): void {
     stream.remoteEnded = true;
-    stream.request?.end();
+    stream.inbound?.end();
     if (stream.endSent) this.closeStream(stream, false);
   }
 
@@ -421,8 +302,32 @@ export class H2Connection implements FrameSink {
     if (++this.invalid > http2Limits.maxSessionInvalidFrames) this.fail(ErrorCode.ENHANCE_YOUR_CALM);
   }
 
-  private ackQueued(): void {
-    if (++this.queuedAcks > http2Limits.maxQueuedAcks) this.fail(ErrorCode.ENHANCE_YOUR_CALM);
+  // ---------------- H2Endpoint ----------------
+
+  protected connectionError(code: number): void {
+    this.fail(code);
+  }
+
+  protected streamProblem(stream: H2Stream, code: number): void {
+    this.streamError(stream.id, code);
+  }
+
+  protected neverOpened(id: number): boolean {
+    return id > this.lastStreamId;
+  }
+
+  protected peerSetting(key: number, value: number): boolean {
+    // MAX_CONCURRENT_STREAMS: we push nothing.
+    if (key === Setting.ENABLE_PUSH && value > 1) {
+      this.fail(ErrorCode.PROTOCOL_ERROR);
+      return false;
+    }
+    return true;
+  }
+
+  protected settingsAcked(): void {
+    clearTimeout(this.settingsTimer);
+    this.settingsTimer = undefined;
   }
 
   private rememberReset(id: number): void {
@@ -432,7 +337,7 @@ export class H2Connection implements FrameSink {
   }
 
   /** A connection error: GOAWAY with `code`, then the socket ends; every stream is cut. */
-  private fail(code: number): void {
+  fail(code: number): void {
     if (this.failed) return;
     this.failed = true;
     this.reader.stopped = true;
@@ -480,6 +385,7 @@ export class H2Connection implements FrameSink {
     if (this.destroyed) return;
     this.destroyed = true;
     this.failed = true;
+    clearTimeout(this.settingsTimer);
     for (const stream of [...this.streams.values()]) {
       stream.reset = true;
       this.closeStream(stream, true);
@@ -496,75 +402,24 @@ export class H2Connection implements FrameSink {
     this.closeStream(stream, true);
   }
 
+  localEnded(stream: H2Stream): void {
+    if (stream.remoteEnded) this.closeStream(stream, false);
+    // Answered before the request ended: RST_STREAM NO_ERROR tells the client to stop
+    // sending (RFC 9113 section 8.1) rather than hold the stream open.
+    else this.resetStream(stream, 0);
+  }
+
   closeStream(stream: H2Stream, reset: boolean): void {
     if (stream.closed) return;
     stream.closed = true;
     this.streams.delete(stream.id);
-    this.blockedStreams.delete(stream);
-    if (reset && !stream.remoteEnded) stream.request?.aborted();
-    stream.response?.streamClosed();
+    this.unblock(stream);
+    if (reset && !stream.remoteEnded) stream.inbound?.aborted();
+    stream.outbound?.streamClosed();
     if (this.goawaySent && this.streams.size === 0 && !this.failed) {
       this.flush();
       this.endSocket();
     }
-  }
-
-  // ---------------- frames out ----------------
-
-  private scheduleFlush(): void {
-    if (this.reading || this.flushScheduled) return;
-    this.flushScheduled = true;
-    setImmediate(flushLater, this);
-  }
-
-  /** Writes everything queued in one socket write. */
-  flush(): void {
-    this.flushScheduled = false;
-    this.writer.flush();
-    const socket = this.socket;
-    if (socket.destroyed) return;
-    if (socket.writableLength === 0) this.queuedAcks = 0;
-    if (this.blockedStreams.size > 0 && !this.congested()) this.resumeBlocked();
-  }
-
-  private congested(): boolean {
-    return this.socket.writableLength + this.writer.pendingBytes >= http2Limits.maxQueuedBytes;
-  }
-
-  /** Whether `n` DATA bytes may go out now (connection window, socket not backed up). */
-  canSend(n: number): boolean {
-    return n <= this.sendWindow && !this.congested();
-  }
-
-  /** DATA bytes that may go out now. */
-  sendRoom(): number {
-    return this.congested() ? 0 : this.sendWindow;
-  }
-
-  blocked(stream: H2Stream): void {
-    this.blockedStreams.add(stream);
-  }
-
-  private resumeBlocked(): void {
-    if (this.socket.writableLength === 0) this.queuedAcks = 0;
-    for (const stream of this.blockedStreams) {
-      if (this.congested() || this.sendWindow <= 0) break;
-      if (stream.flushPending()) this.blockedStreams.delete(stream);
-    }
-  }
-
-  writeHeaders(id: number, block: HeaderBlock, endStream: boolean): void {
-    this.writer.headers(id, block, endStream);
-  }
-
-  /** DATA frames for `chunk` (already within the stream's window), END_STREAM on the last when `end`. */
-  writeData(id: number, chunk: Buffer, end: boolean): void {
-    this.sendWindow -= chunk.length;
-    this.writer.data(id, chunk, end);
-  }
-
-  windowUpdate(id: number, increment: number): void {
-    this.writer.windowUpdate(id, increment);
   }
 
   private writeReset(id: number, code: number): void {
@@ -572,6 +427,8 @@ export class H2Connection implements FrameSink {
   }
 }
 
-function flushLater(conn: H2Connection): void {
-  conn.flush();
+/** The client never acknowledged our SETTINGS (section 6.5.3). */
+function settingsTimedOut(conn: H2Connection): void {
+  conn.fail(ErrorCode.SETTINGS_TIMEOUT);
 }
+

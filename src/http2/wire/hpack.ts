@@ -1,7 +1,8 @@
-// HPACK (RFC 7541): the decoder keeps the dynamic table a client's header blocks build
-// (names and values stay strings, so an indexed field costs no allocation); the encoder
-// sends every field as a literal without indexing (static table names where there is
-// one, no Huffman), which needs no state and no table of ours.
+// HPACK (RFC 7541): the decoder keeps the dynamic table a peer's header blocks build (a
+// client's on the server side, a pod's on the client side; names and values stay strings,
+// so an indexed field costs no allocation); the encoder sends every field as a literal
+// without indexing (static table names where there is one, no Huffman), which needs no
+// state and no table of ours.
 import { huffmanDecode } from './huffman.ts';
 
 export const STATIC_TABLE: readonly (readonly [string, string])[] = [

@@ -122,3 +122,51 @@ export function malformedTrailers(fields: readonly string[]): string | undefined
   }
   return undefined;
 }
+
+/**
+ * Why a pod's response head is malformed (the rules above, mirrored: one :status of
+ * three digits and no other pseudo-header, lowercase names, no connection-specific
+ * fields, a valid content-length), or undefined. Sets `responseStatus` and
+ * `contentLength` (module state, read right after).
+ */
+export function malformedResponse(fields: readonly string[]): string | undefined {
+  let status = -1;
+  let regular = false;
+  let length = -1;
+  for (let i = 0; i < fields.length; i += 2) {
+    const name = fields[i]!;
+    const value = fields[i + 1]!;
+    if (name.charCodeAt(0) === 58 /* ':' */) {
+      if (regular) return 'a pseudo-header after a regular field';
+      if (name !== ':status') return `pseudo-header ${name} in a response`;
+      if (status >= 0) return ':status twice';
+      if (!/^[1-9]\d\d$/.test(value)) return `an invalid :status ${JSON.stringify(value)}`;
+      status = Number(value);
+      continue;
+    }
+    regular = true;
+    if (!isLowercaseToken(name, 0)) return 'a field name that is not a lowercase token';
+    if (isMalformedValue(value)) return `${name} has CR, LF, NUL or edge whitespace`;
+    switch (name) {
+      case 'connection':
+      case 'keep-alive':
+      case 'proxy-connection':
+      case 'transfer-encoding':
+      case 'upgrade':
+        return `connection-specific field ${name}`;
+      case 'content-length': {
+        const n = /^\d{1,15}$/.test(value) ? Number(value) : -1;
+        if (n < 0 || (length >= 0 && n !== length)) return 'an invalid content-length';
+        length = n;
+        break;
+      }
+    }
+  }
+  if (status < 0) return 'no :status';
+  responseStatus = status;
+  contentLength = length;
+  return undefined;
+}
+
+/** The :status of the head malformedResponse last accepted. */
+export let responseStatus = 0;

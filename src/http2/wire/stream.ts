@@ -1,26 +1,42 @@
-// One HTTP/2 stream of a client connection (RFC 9113 section 5.1): its state, its two
-// flow-control windows, the request body on its way in and the answer's DATA waiting
-// for window. No Duplex and no events: the connection calls the request and response
-// that own the stream (StreamOwner), and they call back here.
-import type { H2Connection } from './connection.ts';
+// One HTTP/2 stream (RFC 9113 section 5.1), on either side: its state, its two
+// flow-control windows, the peer's DATA on its way in and ours waiting for window. On
+// portico's server the inbound side is the client's request and the outbound side our
+// answer; on portico's client to pods (client-connection.ts) the other way round. No
+// Duplex and no events: the connection calls the sinks that own the stream, and they
+// call back here.
+import type { Socket } from 'node:net';
 import type { HeaderBlock } from './hpack.ts';
 
-/** What a stream tells the request it carries. */
-export interface RequestSink {
-  /** Request body bytes, in order. */
+/** What a stream tells whoever reads what the peer sends (the request on a server, the answer on a client). */
+export interface InboundSink {
+  /** Body bytes, in order. */
   data(chunk: Buffer): void;
-  /** The request body ended (END_STREAM, Content-Length matched). */
+  /** The body ended (END_STREAM, Content-Length matched). */
   end(): void;
   /** The stream was reset or its connection lost before the body ended. */
   aborted(): void;
 }
 
-/** What a stream tells the response it carries. */
-export interface ResponseSink {
-  /** The answer may be written again (window opened, socket drained). */
+/** What a stream tells whoever writes to the peer (the answer on a server, the request on a client). */
+export interface OutboundSink {
+  /** It may write again (window opened, socket drained). */
   drain(): void;
   /** The stream closed: ended both ways, reset by either side, or its connection gone. */
   streamClosed(): void;
+}
+
+/** What a stream needs of its connection (server or client role). */
+export interface StreamConnection {
+  readonly socket: Socket;
+  writeHeaders(id: number, block: HeaderBlock, endStream: boolean): void;
+  writeData(id: number, chunk: Buffer, end: boolean): void;
+  windowUpdate(id: number, increment: number): void;
+  canSend(n: number): boolean;
+  sendRoom(): number;
+  blocked(stream: H2Stream): void;
+  resetStream(stream: H2Stream, code: number): void;
+  /** Our END_STREAM went out: the connection decides what that means for the stream. */
+  localEnded(stream: H2Stream): void;
 }
 
 /** Acknowledge received DATA once this much of it was consumed (half the default window). */
@@ -28,9 +44,9 @@ const ACK_THRESHOLD = 32_768;
 
 export class H2Stream {
   readonly id: number;
-  readonly conn: H2Connection;
-  request: RequestSink | undefined = undefined;
-  response: ResponseSink | undefined = undefined;
+  readonly conn: StreamConnection;
+  inbound: InboundSink | undefined = undefined;
+  outbound: OutboundSink | undefined = undefined;
   /** Body bytes (and the end) that came before the request was handed over. */
   early: Buffer[] | undefined = undefined;
   /** END_STREAM received. */
@@ -61,7 +77,7 @@ export class H2Stream {
   /** The request has been handed to the handler (or answered before it). */
   dispatched = false;
 
-  constructor(conn: H2Connection, id: number, sendWindow: number, recvWindow: number) {
+  constructor(conn: StreamConnection, id: number, sendWindow: number, recvWindow: number) {
     this.conn = conn;
     this.id = id;
     this.sendWindow = sendWindow;
@@ -69,8 +85,8 @@ export class H2Stream {
   }
 
   /** Hands the body bytes and end that came early to `sink`, then the rest as it comes. */
-  attach(sink: RequestSink): void {
-    this.request = sink;
+  attach(sink: InboundSink): void {
+    this.inbound = sink;
     const early = this.early;
     this.early = undefined;
     if (early !== undefined) for (const chunk of early) sink.data(chunk);
@@ -166,7 +182,7 @@ export class H2Stream {
       this.localDone();
     } else if (this.wantsDrain) {
       this.wantsDrain = false;
-      this.response?.drain();
+      this.outbound?.drain();
       // What the response wrote on drain may be waiting again.
       return this.pendingBytes === 0 && !this.pendingEnd;
     }
@@ -175,10 +191,7 @@ export class H2Stream {
 
   private localDone(): void {
     this.endSent = true;
-    if (this.remoteEnded) this.conn.closeStream(this, false);
-    // Answered before the request ended: RST_STREAM NO_ERROR tells the client to stop
-    // sending (RFC 9113 section 8.1) rather than hold the stream open.
-    else this.conn.resetStream(this, 0);
+    this.conn.localEnded(this);
   }
 
   /** Cuts the stream: RST_STREAM with `code`. */
