@@ -3,9 +3,14 @@
 // 10,000 Ingresses).
 //   node_modules/.bin/node bench/memory.ts idle  [workers=1] [settleSeconds=20] [node flags...]
 //   node_modules/.bin/node bench/memory.ts scale [workers=1] [settleSeconds=20] [node flags...]
+//   node_modules/.bin/node bench/memory.ts cluster [workers=1] [settleSeconds=20] [node flags...]
 // idle: the bundled example (examples/hello) plus 100 Ingresses; scale: 10,000 Ingresses
 // of two hosts each (20,000 hosts), 10,000 Services and 10,000 EndpointSlices of 5 pods
-// (50,000 endpoints), one file per Ingress with its Service and slice. The compiled
+// (50,000 endpoints), one file per Ingress with its Service and slice; cluster: the same
+// objects served by the test API server (test/support/kube-apiserver, in a process of its
+// own: bench/lib/out-of-process.ts) and portico in cluster mode, measured once the leader
+// has written every Ingress's status (with AFTER_IDLE_GC=1: from the first idle collection
+// after that). The compiled
 // JavaScript runs when dist/ exists and NODE_ENV=production (run `npm run build` first),
 // as in the container image; otherwise the TypeScript sources. Node flags go on node's
 // command line, as the image's ENTRYPOINT puts them, and the workers inherit them.
@@ -16,6 +21,8 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { processRss, processTree } from './lib/processes.ts';
+import { startApiServerProcess, type ApiServerProcess } from './lib/out-of-process.ts';
+import { statusWritten } from './lib/latency.ts';
 import { smapsBreakdown } from './lib/smaps.ts';
 import { ingress, toYaml, type Obj } from '../test/support/objects.ts';
 
@@ -23,7 +30,7 @@ const mode = process.argv[2] ?? 'idle';
 const workers = process.argv[3] ?? '1';
 const settleSeconds = Number(process.argv[4] ?? 20);
 const nodeFlags = process.argv.slice(5);
-if (mode !== 'idle' && mode !== 'scale') throw new Error(`mode is "idle" or "scale", not "${mode}"`);
+if (mode !== 'idle' && mode !== 'scale' && mode !== 'cluster') throw new Error(`mode is "idle", "scale" or "cluster", not "${mode}"`);
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 // PORTICO_BIN=path/bin/portico.js: another checkout (an A/B in the same hour).
@@ -43,23 +50,33 @@ function service(name: string, namespace: string, addresses: string[]): Obj[] {
   ];
 }
 
+/** The i-th of the 10,000 Ingresses of the scale and cluster modes, with its Service and EndpointSlice. */
+function scaleObjects(i: number): Obj[] {
+  const ns = `ns${i % 100}`;
+  const addresses = [1, 2, 3, 4, 5].map((p) => `10.${(i >> 8) & 255}.${i & 255}.${p}`);
+  const rules = [`app${i}.bench.test`, `www${i}.bench.test`].map((host) => ({ host, paths: [{ path: '/', service: `svc${i}` }, { path: '/api', pathType: 'Exact', service: `svc${i}` }] }));
+  return [ingress(`ing${i}`, { rules }, { namespace: ns }), ...service(`svc${i}`, ns, addresses)];
+}
+const ingressClass: Obj = { apiVersion: 'networking.k8s.io/v1', kind: 'IngressClass', metadata: { name: 'portico' }, spec: { controller: 'portico.dev/ingress-controller' } };
+
 const dir = mkdtempSync(join(tmpdir(), 'portico-bench-memory-'));
 let pid: number | undefined;
+let api: ApiServerProcess | undefined;
 try {
   if (mode === 'idle') {
     cpSync(join(ROOT, 'examples/hello'), dir, { recursive: true });
     const objects: Obj[] = [];
     for (let i = 0; i < 100; i++) objects.push(ingress(`extra-${i}`, { rules: [{ host: `extra-${i}.local`, paths: [{ path: '/', service: 'hello', port: 'http' }] }] }));
     writeFileSync(join(dir, 'extra.yaml'), toYaml(objects));
+  } else if (mode === 'scale') {
+    writeFileSync(join(dir, 'class.yaml'), toYaml([ingressClass]));
+    for (let i = 0; i < 10_000; i++) writeFileSync(join(dir, `app-${i}.yaml`), toYaml(scaleObjects(i)));
   } else {
-    writeFileSync(join(dir, 'class.yaml'), toYaml([{ apiVersion: 'networking.k8s.io/v1', kind: 'IngressClass', metadata: { name: 'portico' }, spec: { controller: 'portico.dev/ingress-controller' } }]));
-    for (let i = 0; i < 10_000; i++) {
-      const ns = `ns${i % 100}`;
-      const addresses = [1, 2, 3, 4, 5].map((p) => `10.${(i >> 8) & 255}.${i & 255}.${p}`);
-      const rules = [`app${i}.bench.test`, `www${i}.bench.test`].map((host) => ({ host, paths: [{ path: '/', service: `svc${i}` }, { path: '/api', pathType: 'Exact', service: `svc${i}` }] }));
-      writeFileSync(join(dir, `app-${i}.yaml`), toYaml([ingress(`ing${i}`, { rules }, { namespace: ns }), ...service(`svc${i}`, ns, addresses)]));
-    }
+    api = await startApiServerProcess();
+    await api.apply([ingressClass]);
+    for (let i = 0; i < 10_000; i += 500) await api.apply(Array.from({ length: 500 }, (_, j) => scaleObjects(i + j)).flat());
   }
+  const source = api ? ['--kubeconfig', await api.writeKubeconfig(dir), '--publish-address', '192.0.2.1'] : ['--manifests', dir];
   // HEAP_SNAPSHOT_DIR=DIR: also write a heap snapshot of the primary there after the settle time.
   const snapshotDir = process.env.HEAP_SNAPSHOT_DIR;
   // AFTER_IDLE_GC=1: the settle time starts once every process (the primary and each
@@ -71,11 +88,12 @@ try {
   const processes = workers === '1' ? 1 : 1 + Number(workers);
   const collectedAfterReady = new Set<number>();
   let ready = false;
+  let statusDone = api === undefined;
   let idleGcSeen: () => void = () => {};
   const idleGc = new Promise<void>((resolve) => (idleGcSeen = resolve));
   /** The first table's translation and build, from the controller's log line. */
   let firstTable: { translateMs: number; buildMs: number } | undefined;
-  const args = [...nodeFlags, ...(snapshotDir ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${snapshotDir}`] : []), process.env.PORTICO_BIN ?? join(ROOT, 'bin/portico.js'), '--manifests', dir, '--workers', workers, '--http-port', '0', '--https-port', '0', '--admin-port', '0', '--bind', '127.0.0.1', '--access-log=false', ...(afterIdleGc ? ['--log-level', 'debug'] : []), ...(process.env.PORTICO_ARGS?.split(' ').filter(Boolean) ?? [])];
+  const args = [...nodeFlags, ...(snapshotDir ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${snapshotDir}`] : []), process.env.PORTICO_BIN ?? join(ROOT, 'bin/portico.js'), ...source, '--workers', workers, '--http-port', '0', '--https-port', '0', '--admin-port', '0', '--bind', '127.0.0.1', '--access-log=false', ...(afterIdleGc ? ['--log-level', 'debug'] : []), ...(process.env.PORTICO_ARGS?.split(' ').filter(Boolean) ?? [])];
   const t0 = performance.now();
   const child = spawn(join(ROOT, 'node_modules/.bin/node'), args, { stdio: ['ignore', 'pipe', 'inherit'], env: process.env });
   pid = child.pid!;
@@ -84,7 +102,7 @@ try {
     child.once('exit', (code) => reject(new Error(`portico exited with ${code}`)));
     createInterface({ input: child.stdout! }).on('line', (line) => {
       if (process.env.PORTICO_ARGS !== undefined && !line.includes('"route table')) console.log(line.slice(0, 300));
-      if (line.includes('gave unused heap memory back') && ready) {
+      if (line.includes('gave unused heap memory back') && ready && statusDone) {
         collectedAfterReady.add((JSON.parse(line) as { pid: number }).pid);
         if (collectedAfterReady.size >= processes) idleGcSeen();
       }
@@ -97,9 +115,16 @@ try {
     });
   });
   const readyMs = performance.now() - t0;
+  // Cluster mode: the leader's first status write to every Ingress (10,000 PATCHes, each
+  // coming back as a watch event) is part of reaching the steady state.
+  if (api) {
+    const statusMs = await statusWritten(api);
+    statusDone = true;
+    console.log(`every Ingress's status written ${(statusMs / 1000).toFixed(1)} s after ready`);
+  }
   if (afterIdleGc) {
     const waited = performance.now();
-    await Promise.race([idleGc, new Promise((r) => setTimeout(r, 180_000))]);
+    await Promise.race([idleGc, new Promise((r) => setTimeout(r, 180_000).unref())]); // unref: it kept the bench alive 3 minutes after its last line
     console.log(`idle collection of ${collectedAfterReady.size} of ${processes} processes ${((performance.now() - waited) / 1000).toFixed(1)} s after ready`);
   }
   const rss = () =>
@@ -142,5 +167,6 @@ try {
   pid = undefined;
 } finally {
   if (pid !== undefined) process.kill(pid, 'SIGKILL');
+  await api?.stop();
   rmSync(dir, { recursive: true, force: true });
 }

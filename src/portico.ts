@@ -306,7 +306,9 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
       onCacheInvalidations: (file, objects) => manifestInvalidations.fileRead(file, objects),
     });
   } else {
-    // Loaded only in cluster mode: @kubernetes/client-node alone costs about 90 MB.
+    // Loaded only in cluster mode: @kubernetes/client-node alone costs about 90 MB (and
+    // without its generated API package, which lean-client-node keeps out, about 25 MB less).
+    await import('./kube/lean-client-node.ts');
     const { KubeClient, loadKubeConfig } = await import('./kube/client.ts');
     const { ClusterSource } = await import('./sources/kube/cluster-source.ts');
     kube = new KubeClient(loadKubeConfig(options.kubeconfig));

@@ -49,8 +49,10 @@ import {
   describe,
   compact,
   deepFreeze,
+  shared,
   type Json,
 } from './sanitize-json.ts';
+import { internString } from '../util/flat-string.ts';
 import { sanitizeGateway, sanitizeGatewayClass, sanitizeGRPCRoute, sanitizeHTTPRoute, sanitizeNamespace, sanitizeReferenceGrant } from './sanitize-gateway.ts';
 
 export type RoutingObject = Ingress | IngressClass | Service | EndpointSlice | Secret | GatewayClass | Gateway | HTTPRoute | GRPCRoute | ReferenceGrant | Namespace;
@@ -123,9 +125,10 @@ function sanitizeMeta(raw: unknown, kind: RoutingKind): ObjectMeta {
   });
 }
 
+/** Shared: the objects of one apply (a helm install, a directory of manifests) are created in the same second. */
 function optTimestamp(v: unknown, field: string): string | undefined {
-  if (v instanceof Date) return v.toISOString(); // YAML 1.1 loaders turn unquoted timestamps into dates
-  return optString(v, field);
+  if (v instanceof Date) return internString(v.toISOString()); // YAML 1.1 loaders turn unquoted timestamps into dates
+  return optSharedString(v, field);
 }
 
 function sanitizeLoadBalancer(raw: unknown, field: string): { loadBalancer?: { ingress?: LoadBalancerIngress[] } } | undefined {
@@ -133,7 +136,8 @@ function sanitizeLoadBalancer(raw: unknown, field: string): { loadBalancer?: { i
   const lb = optObject(status?.loadBalancer, `${field}.loadBalancer`);
   const entries = optArray(lb?.ingress, `${field}.loadBalancer.ingress`);
   if (!entries) return undefined;
-  return {
+  // The same on every Ingress portico writes it to: one copy for all.
+  return shared('status', {
     loadBalancer: {
       ingress: entries.map((e, i) => {
         const f = `${field}.loadBalancer.ingress[${i}]`;
@@ -153,7 +157,12 @@ function sanitizeLoadBalancer(raw: unknown, field: string): { loadBalancer?: { i
         });
       }),
     },
-  };
+  });
+}
+
+/** A port list shared with every equal one: the Services (and the slices) of a cluster use a few shapes. */
+function sharedList<T>(what: string, list: T[] | undefined): T[] | undefined {
+  return list === undefined ? undefined : shared(what, list);
 }
 
 // ---- networking.k8s.io/v1 ----
@@ -163,7 +172,8 @@ function sanitizeBackend(raw: unknown, field: string): IngressBackend {
   const svc = optObject(b.service, `${field}.service`);
   const res = optObject(b.resource, `${field}.resource`);
   const port = optObject(svc?.port, `${field}.service.port`);
-  return compact<IngressBackend>({
+  // Paths of one Ingress, and Ingresses, often send to the same Service port.
+  return shared('backend', compact<IngressBackend>({
     service: svc
       ? compact({
           name: reqSharedString(svc.name, `${field}.service.name`),
@@ -179,7 +189,7 @@ function sanitizeBackend(raw: unknown, field: string): IngressBackend {
           name: reqString(res.name, `${field}.resource.name`),
         })
       : undefined,
-  });
+  }));
 }
 
 function sanitizePath(raw: unknown, field: string): HTTPIngressPath {
@@ -254,7 +264,7 @@ function sanitizeService(o: Json, metadata: ObjectMeta): Service {
           type: type as NonNullable<Service['spec']>['type'],
           clusterIP: optString(spec.clusterIP, 'spec.clusterIP'),
           externalName: optString(spec.externalName, 'spec.externalName'),
-          ports: optArray(spec.ports, 'spec.ports')?.map((p, i) => {
+          ports: sharedList('service ports', optArray(spec.ports, 'spec.ports')?.map((p, i) => {
             const f = `spec.ports[${i}]`;
             const port = reqObject(p, f);
             const target = port.targetPort;
@@ -265,7 +275,7 @@ function sanitizeService(o: Json, metadata: ObjectMeta): Service {
               targetPort: typeof target === 'string' ? optSharedString(target, `${f}.targetPort`) : optPort(target, `${f}.targetPort`),
               appProtocol: optSharedString(port.appProtocol, `${f}.appProtocol`),
             });
-          }),
+          })),
         })
       : undefined,
     status: sanitizeLoadBalancer(o.status, 'status'),
@@ -345,7 +355,7 @@ function sanitizeEndpointSlice(o: Json, metadata: ObjectMeta): EndpointSlice {
     metadata,
     addressType: addressType as EndpointSlice['addressType'],
     endpoints: optArray(o.endpoints, 'endpoints')?.map((e, i) => sanitizeEndpoint(e, `endpoints[${i}]`)),
-    ports: optArray(o.ports, 'ports')?.map((p, i) => {
+    ports: sharedList('slice ports', optArray(o.ports, 'ports')?.map((p, i) => {
       const f = `ports[${i}]`;
       const port = reqObject(p, f);
       return compact<EndpointPort>({
@@ -354,7 +364,7 @@ function sanitizeEndpointSlice(o: Json, metadata: ObjectMeta): EndpointSlice {
         protocol: optSharedString(port.protocol, `${f}.protocol`),
         appProtocol: optSharedString(port.appProtocol, `${f}.appProtocol`),
       });
-    }),
+    })),
   });
 }
 

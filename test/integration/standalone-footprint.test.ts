@@ -46,6 +46,38 @@ test('the probe sees the client when it is loaded (cluster mode\'s module)', () 
   assert.ok(seen.length > 0);
 });
 
+test('a cluster-mode portico reads its routes from the API without loading the client\'s generated API package', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'portico-footprint-'));
+  const SUPPORT = fileURLToPath(new URL('../support/', import.meta.url));
+  try {
+    // Every module of the client it loads (the package imports its own files relatively).
+    const script = `
+      import { registerHooks } from 'node:module';
+      const loaded = [];
+      registerHooks({ load(url, context, next) { if (url.includes('/@kubernetes/client-node/')) loaded.push(url.slice(url.indexOf('/dist/') + 1)); return next(url, context); } });
+      const { FakeKubeApiServer } = await import(${JSON.stringify(SUPPORT + 'kube-apiserver/index.ts')});
+      const { ingress, ingressClass, serviceWithEndpoints } = await import(${JSON.stringify(SUPPORT + 'objects.ts')});
+      const api = await FakeKubeApiServer.start();
+      for (const o of [ingressClass('portico'), ingress('shop', { rules: [{ host: 'shop.test', paths: [{ path: '/', service: 'web' }] }] }), ...serviceWithEndpoints('web', [8080])]) api.apply(o);
+      const { parseOptions } = await import(${JSON.stringify(SRC + 'config/flags.ts')});
+      const { startPortico } = await import(${JSON.stringify(SRC + 'portico.ts')});
+      const portico = await startPortico(parseOptions(['--kubeconfig', api.writeKubeconfig(${JSON.stringify(dir)}), '--http-port', '0', '--https-port', '0', '--admin-port', 'off', '--log-level', 'error']));
+      const routed = portico.holder.current.match('shop.test', '/') !== undefined;
+      await portico.stop(0);
+      await api.stop();
+      process.stdout.write(JSON.stringify({ loaded, routed }));
+      process.exit(0);`;
+    const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 });
+    assert.equal(result.status, 0, result.stderr);
+    const { loaded, routed } = JSON.parse(result.stdout) as { loaded: string[]; routed: boolean };
+    assert.ok(routed, 'shop.test is routed: its Ingress was read from the API');
+    assert.ok(loaded.includes('dist/config.js'), 'KubeConfig is loaded');
+    assert.deepEqual(loaded.filter((m) => m.startsWith('dist/gen/models/') || m.startsWith('dist/gen/apis/') || m.startsWith('dist/gen/types/') || m === 'dist/gen/index.js'), []);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 /** Runs `body` in a fresh Node; returns the built-in modules and the package specifiers it loaded. */
 function loadedModules(body: string): { builtins: string[]; packages: string[] } {
   const script = `

@@ -218,3 +218,36 @@ describe('sanitize: immutability', () => {
     assert.ok('managedFields' in raw.metadata);
   });
 });
+
+describe('sanitize: parts that repeat are one shared frozen value', () => {
+  const svc = (name: string, port: number) => sanitize({ apiVersion: 'v1', kind: 'Service', metadata: { name, namespace: 'shop' }, spec: { ports: [{ name: 'http', port, targetPort: 8080 }] } }).object as Service;
+  const ing = (name: string) =>
+    sanitize({
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'Ingress',
+      metadata: { name, namespace: 'shop' },
+      spec: { rules: [{ host: `${name}.example`, http: { paths: ['/', '/api'].map((path) => ({ path, pathType: 'Prefix', backend: { service: { name: 'web', port: { number: 80 } } } })) } }] },
+      status: { loadBalancer: { ingress: [{ ip: '192.0.2.1' }] } },
+    }).object as Ingress;
+
+  test('equal port lists of two Services are one list; a different one is not', () => {
+    const a = svc('a', 80);
+    const b = svc('b', 80);
+    const c = svc('c', 81);
+    assert.equal(a.spec!.ports, b.spec!.ports);
+    assert.notEqual(a.spec!.ports, c.spec!.ports);
+    assert.deepEqual(c.spec!.ports, [{ name: 'http', port: 81, targetPort: 8080 }]);
+    assert.ok(Object.isFrozen(a.spec!.ports) && Object.isFrozen(a.spec!.ports![0]));
+  });
+
+  test('the paths of an Ingress that send to the same Service port share one backend, and Ingresses their status', () => {
+    const one = ing('one');
+    const two = ing('two');
+    const [p1, p2] = one.spec!.rules![0]!.http!.paths;
+    assert.equal(p1!.backend, p2!.backend);
+    assert.deepEqual(p1!.backend, { service: { name: 'web', port: { number: 80 } } });
+    assert.equal(one.status, two.status);
+    assert.deepEqual(two.status, { loadBalancer: { ingress: [{ ip: '192.0.2.1' }] } });
+    assert.ok(Object.isFrozen(p1!.backend.service!.port));
+  });
+});

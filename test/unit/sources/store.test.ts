@@ -208,3 +208,56 @@ describe('ObjectStore: replaceAll', () => {
     assert.throws(() => store.replaceAll('Ingress', [service('web')]), /replaceAll\(Ingress\): got a Service/);
   });
 });
+
+describe('ObjectStore: an update from the API server shares what did not change', () => {
+  function ingressFromApi(resourceVersion: string, status?: unknown, host = 'shop.example'): RoutingObject {
+    return obj({
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'Ingress',
+      metadata: { name: 'shop', namespace: 'default', uid: '0e0f7c2a-4b7e-4d0e-9d55-3c1b1c0e9f00', resourceVersion, generation: 1, annotations: { team: 'web' } },
+      spec: { rules: [{ host, http: { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name: 'web', port: { number: 80 } } } } ] } }] },
+      status,
+    });
+  }
+
+  test('a status write coming back keeps the stored spec and metadata parts; the object is new, equal to what came, frozen', () => {
+    const store = new ObjectStore();
+    store.upsert(ingressFromApi('1'));
+    const before = store.get('Ingress', 'default/shop')!;
+    const events = recording(store);
+    const written = ingressFromApi('2', { loadBalancer: { ingress: [{ ip: '192.0.2.1' }] } });
+    assert.equal(store.upsert(written), true);
+    const after = store.get('Ingress', 'default/shop')!;
+    assert.deepEqual(after, written);
+    assert.notEqual(after, before, 'a new object: memoization by identity sees the change');
+    assert.equal(after.spec, before.spec);
+    assert.equal(after.metadata.annotations, before.metadata.annotations);
+    assert.equal(after.metadata.uid, before.metadata.uid);
+    assert.equal(after.metadata.resourceVersion, '2');
+    assert.ok(Object.isFrozen(after) && Object.isFrozen(after.metadata) && Object.isFrozen(after.status));
+    assert.deepEqual(events[0]!.changes, [{ type: 'updated', kind: 'Ingress', key: 'default/shop', statusOnly: true }]);
+  });
+
+  test('a spec change shares only the unchanged parts, in the order the new object has them', () => {
+    const store = new ObjectStore();
+    store.upsert(ingressFromApi('1'));
+    const before = store.get('Ingress', 'default/shop')!;
+    const changed = ingressFromApi('2', undefined, 'shop2.example');
+    store.upsert(changed);
+    const after = store.get('Ingress', 'default/shop')!;
+    assert.deepEqual(after, changed);
+    assert.equal(JSON.stringify(after), JSON.stringify(changed));
+    assert.notEqual(after.spec, before.spec);
+    assert.equal(after.spec!.rules![0]!.host, 'shop2.example');
+    assert.equal(after.spec!.rules![0]!.http, before.spec!.rules![0]!.http);
+    assert.ok(Object.isFrozen(after.spec!.rules![0]));
+  });
+
+  test('objects without a resourceVersion (manifest files) are stored as given', () => {
+    const store = new ObjectStore();
+    store.upsert(service('web', 80));
+    const changed = service('web', 81);
+    store.upsert(changed);
+    assert.equal(store.get('Service', 'default/web'), changed);
+  });
+});
