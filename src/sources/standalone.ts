@@ -674,12 +674,14 @@ export class ManifestDirectorySource {
       const candidates = entries.filter((e) => !e.name.startsWith('.') && (e.isDirectory() || e.isSymbolicLink() || (e.isFile() && isManifestFile(e.name))));
       for (let i = 0; i < candidates.length; i += STAT_BATCH) {
         const batch = candidates.slice(i, i + STAT_BATCH);
-        const stats = await Promise.all(batch.map((e) => statOrUndefined(join(dir, e.name)))); // follows symlinks
+        // Joined once per file: the walk's garbage regrows the young generation of a quiet process (src/util/idle-gc.ts).
+        const paths = batch.map((e) => join(dir, e.name));
+        const stats = await Promise.all(paths.map(statOrUndefined)); // follows symlinks
         for (let j = 0; j < batch.length; j++) {
           const entry = batch[j]!;
           const st = stats[j];
           if (!st) continue; // dangling link or removed meanwhile
-          const path = join(dir, entry.name);
+          const path = paths[j]!;
           const entryRel = rel ? `${rel}/${entry.name}` : entry.name;
           if (st.isDirectory()) {
             const subId = `${st.dev}:${st.ino}`;
