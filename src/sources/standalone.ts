@@ -151,6 +151,21 @@ function statOrUndefined(path: string): Promise<Stats | undefined> {
   return new Promise((resolve) => statCallback(path, (err, st) => resolve(err ? undefined : st)));
 }
 
+/** statOrUndefined of each path, at once: one promise for the batch (a walk stats every file every 2 s, and its garbage counts: see bench/rescan-garbage.ts). */
+function statAll(paths: readonly string[]): Promise<(Stats | undefined)[]> {
+  return new Promise((resolve) => {
+    const stats = new Array<Stats | undefined>(paths.length);
+    let pending = paths.length;
+    if (pending === 0) return resolve(stats);
+    paths.forEach((path, i) =>
+      statCallback(path, (err, st) => {
+        stats[i] = err ? undefined : st;
+        if (--pending === 0) resolve(stats);
+      }),
+    );
+  });
+}
+
 class DirectoryGone extends Error {}
 
 /**
@@ -670,13 +685,15 @@ export class ManifestDirectorySource {
         if (dir === root && errorCode(err) === 'ENOENT') throw new DirectoryGone();
         return; // a subdirectory removed meanwhile, or unreadable: its files count as gone
       }
+      // join(dir, name) for every name (no slashes in it), without normalizing each path again.
+      const prefix = join(dir, 'x').slice(0, -1);
       // dotfiles, editor swap files and .git are skipped
       const candidates = entries.filter((e) => !e.name.startsWith('.') && (e.isDirectory() || e.isSymbolicLink() || (e.isFile() && isManifestFile(e.name))));
       for (let i = 0; i < candidates.length; i += STAT_BATCH) {
         const batch = candidates.slice(i, i + STAT_BATCH);
-        // Joined once per file: the walk's garbage regrows the young generation of a quiet process (src/util/idle-gc.ts).
-        const paths = batch.map((e) => join(dir, e.name));
-        const stats = await Promise.all(paths.map(statOrUndefined)); // follows symlinks
+        // Few objects per file: the walk's garbage regrew the young generation of a quiet process (src/util/idle-gc.ts).
+        const paths = batch.map((e) => prefix + e.name);
+        const stats = await statAll(paths); // follows symlinks
         for (let j = 0; j < batch.length; j++) {
           const entry = batch[j]!;
           const st = stats[j];
