@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import { mkdtemp, mkdir, rm, symlink, writeFile, rename, unlink } from 'node:fs/promises';
 import { syncBuiltinESMExports } from 'node:module';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { stringify } from 'yaml';
 import { ManifestDirectorySource } from '../../src/sources/standalone.ts';
 import { ObjectStore } from '../../src/sources/store.ts';
@@ -161,6 +161,17 @@ describe('ManifestDirectorySource: initial load', () => {
     assert.deepEqual(h.problems(), [
       { object: { kind: 'File', name: 'apps/mixed.yaml' }, severity: 'error', reason: 'InvalidManifest', message: 'apps/mixed.yaml:5: metadata.name: is required' },
     ]);
+  });
+  test('a directory given as a relative path with a trailing slash: its files and nested ones read, and the walk sees edits', async () => {
+    const dir = await tempDir();
+    await put(dir, 'a.yaml', [service('a')]);
+    await put(dir, 'nested/b.yaml', [service('b', 80)]);
+    // The walk builds each path from its directory's; no watcher here, so only the walk sees the edit.
+    const h = await start(`./${relative(process.cwd(), dir)}/`, { watch: false, pollMs: 100 });
+    assert.deepEqual([...h.store.services.keys()].sort(), ['default/a', 'default/b']);
+    await put(dir, 'nested/b.yaml', [service('b', 8080)]);
+    await eventually('the walk sees the edit', () => servicePort(h.store, 'default/b') === 8080);
+    assert.deepEqual(h.problems(), []);
   });
 });
 

@@ -61,3 +61,24 @@ test('the first collection after start-up, and later ones of a small live heap, 
   policy.collected(300 * MB, 110 * MB);
   assert.equal(policy.flavor(), 'regular', '10,000 Ingresses: 110 MB live');
 });
+
+test('a small heap that stays quiet but regrows from background garbage (the manifest rescan) is collected again, at most once a minute', () => {
+  const policy = new IdleCollectionPolicy();
+  assert.equal(policy.shouldCollect(0.01, false, false, 80 * MB), true, 'quiet after start-up');
+  policy.collected(23 * MB, 21 * MB);
+  // The young generation regrows: 23 -> 48 MB in 40 s, every interval quiet.
+  assert.equal(policy.shouldCollect(0.02, false, false, 31 * MB), false, 'grew 8 MB: left alone');
+  assert.equal(policy.shouldCollect(0.02, false, false, 38 * MB), false);
+  assert.equal(policy.shouldCollect(0.02, false, false, 48 * MB), false, '25 MB more, but only 30 s after the last collection');
+  assert.equal(policy.shouldCollect(0.02, false, false, 48 * MB), false);
+  assert.equal(policy.shouldCollect(0.02, false, false, 48 * MB), false);
+  assert.equal(policy.shouldCollect(0.02, false, false, 48 * MB), true, 'a minute after it, still quiet, 25 MB above the low point');
+  policy.collected(23 * MB, 21 * MB);
+  for (let i = 0; i < 10; i++) assert.equal(policy.shouldCollect(0.02, false, false, 30 * MB), false, 'regrowth under 16 MB: no pause for it');
+});
+
+test('quiet regrowth of a large live heap is left alone (its collection pauses for a second)', () => {
+  const policy = new IdleCollectionPolicy();
+  policy.collected(200 * MB, 110 * MB);
+  for (let i = 0; i < 10; i++) assert.equal(policy.shouldCollect(0.02, false, false, 260 * MB), false);
+});
