@@ -13,6 +13,7 @@ import type { GatewayApiStatus } from '../model/config.ts';
 import type { Condition, Gateway, GatewayClass, GatewayStatusAddress, GRPCRoute, HTTPRoute, ListenerStatus, RouteParentStatus } from '../model/k8s.ts';
 import { KubeApiError, type KubeClient } from '../kube/client.ts';
 import { deepEqual } from '../sources/store.ts';
+import { RetryAfterFailure } from './retry-after-failure.ts';
 import type { LoadBalancerIngress } from '../model/k8s.ts';
 
 export interface GatewayStatusOptions {
@@ -70,6 +71,7 @@ export class GatewayStatusWriter {
   private readonly inSync = new WeakMap<object, object>();
   private running: Promise<void> | undefined;
   private again = false;
+  private readonly retry = new RetryAfterFailure(() => void this.reconcile());
   active = false;
 
   constructor(options: GatewayStatusOptions) {
@@ -91,8 +93,10 @@ export class GatewayStatusWriter {
         this.again = false;
         try {
           await this.reconcileOnce();
+          this.retry.succeeded();
         } catch (err) {
-          this.o.log.warn({ err: (err as Error).message }, 'could not update Gateway API status; will retry');
+          // The retry checks everything: the in-sync marks make that cheap.
+          this.o.log.warn({ err: (err as Error).message, retryInMs: this.retry.failed() }, 'could not update Gateway API status; will retry');
         }
       } while (this.again && this.active);
       this.running = undefined;

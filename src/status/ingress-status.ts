@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { Ingress, LoadBalancerIngress, Service } from '../model/k8s.ts';
 import { KubeApiError, type KubeClient } from '../kube/client.ts';
 import { lowerBound } from '../util/sorted.ts';
+import { RetryAfterFailure } from './retry-after-failure.ts';
 
 export interface IngressStatusOptions {
   client: KubeClient;
@@ -50,6 +51,7 @@ export class IngressStatusWriter {
   private readonly o: IngressStatusOptions;
   private running: Promise<void> | undefined;
   private again = false;
+  private readonly retry = new RetryAfterFailure(() => void this.reconcile());
   /** What the next pass checks: every Ingress, or these keys. */
   private nextAll = false;
   private nextKeys = new Set<string>();
@@ -91,8 +93,10 @@ export class IngressStatusWriter {
         this.nextKeys = new Set();
         try {
           await this.reconcileOnce(keys);
+          this.retry.succeeded();
         } catch (err) {
-          this.o.log.warn({ err: (err as Error).message }, 'could not update Ingress status; will retry');
+          // The retry checks everything: the in-sync marks make that cheap.
+          this.o.log.warn({ err: (err as Error).message, retryInMs: this.retry.failed() }, 'could not update Ingress status; will retry');
         }
       } while (this.again && this.active);
       this.running = undefined;

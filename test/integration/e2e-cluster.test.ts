@@ -101,6 +101,13 @@ describe('cluster mode against the API server', () => {
     assert.deepEqual(await ingressStatus('foreign'), []);
   });
 
+  test('a status write the API server refuses is tried again, with no other change to prompt it', async () => {
+    api.failNext(1, 500, (r) => r.verb === 'patch' && r.subresource === 'status' && r.name === 'refused');
+    await createAll([ingress('refused', { rules: [{ host: 'refused.cluster', paths: [{ path: '/', service: 'web' }] }] })]);
+    await porticos[0]!.waitForLog((l) => l.msg === 'could not update Ingress status; will retry' && typeof l.retryInMs === 'number', 5000);
+    await eventually(async () => (await ingressStatus('refused')).join() === '198.51.100.10', 5000, 'status written by the retry');
+  });
+
   test('status is removed when an Ingress moves to another class', async () => {
     await createAll([ingress('mover', { rules: [{ host: 'mover.cluster', paths: [{ path: '/', service: 'web' }] }] })]);
     await eventually(async () => (await ingressStatus('mover')).length === 1, 5000, 'status written');
