@@ -78,18 +78,36 @@ export function hpack(fields: [string, string][]): Buffer {
   return Buffer.concat(parts);
 }
 
-/** The frames a peer sent, parsed as they arrive. */
+/** One HTTP/2 frame as RawH2 parsed it. */
+export interface RawFrame {
+  type: number;
+  flags: number;
+  streamId: number;
+  payload: Buffer;
+}
+
+/**
+ * The frames a peer sent, parsed as they arrive: a raw client (open) toward portico's
+ * front, or a raw pod (accept) under portico's HTTP/2 client.
+ */
 export class RawH2 {
   readonly socket: net.Socket;
-  readonly frames: { type: number; flags: number; streamId: number; payload: Buffer }[] = [];
+  readonly frames: RawFrame[] = [];
   closed = false;
   private buffered = Buffer.alloc(0);
   private waiters: (() => void)[] = [];
 
-  private constructor(socket: net.Socket, ackSettings: boolean) {
+  private constructor(socket: net.Socket, o: { ackSettings: boolean; clientPreface?: boolean; onFrame?: (raw: RawH2, f: RawFrame) => void }) {
     this.socket = socket;
+    let prefaceDue = o.clientPreface === true;
     socket.on('data', (chunk: Buffer) => {
       this.buffered = Buffer.concat([this.buffered, chunk]);
+      if (prefaceDue) {
+        if (this.buffered.length < PREFACE.length) return;
+        assert.deepEqual(this.buffered.subarray(0, PREFACE.length), PREFACE, 'the client preface comes first');
+        prefaceDue = false;
+        this.buffered = this.buffered.subarray(PREFACE.length);
+      }
       while (this.buffered.length >= 9) {
         const length = this.buffered.readUIntBE(0, 3);
         if (this.buffered.length < 9 + length) break;
@@ -97,7 +115,8 @@ export class RawH2 {
         this.buffered = this.buffered.subarray(9 + length);
         this.frames.push(f);
         // Settle the handshake as a client must.
-        if (ackSettings && f.type === FRAME.SETTINGS && (f.flags & FLAG.ACK) === 0) socket.write(frame(FRAME.SETTINGS, FLAG.ACK, 0));
+        if (o.ackSettings && f.type === FRAME.SETTINGS && (f.flags & FLAG.ACK) === 0) socket.write(frame(FRAME.SETTINGS, FLAG.ACK, 0));
+        o.onFrame?.(this, f);
       }
       this.wake();
     });
@@ -108,6 +127,13 @@ export class RawH2 {
     });
   }
 
+  /** A pod's side of a connection portico's client opened: checks the client preface first and sends the server's SETTINGS (it acknowledges none); `onFrame` sees each frame as it arrives. */
+  static accept(socket: net.Socket, onFrame: (raw: RawH2, f: RawFrame) => void): RawH2 {
+    const raw = new RawH2(socket, { ackSettings: false, clientPreface: true, onFrame });
+    socket.write(frame(FRAME.SETTINGS, 0, 0));
+    return raw;
+  }
+
   /** Connects (TLS with ALPN h2 when `secure`), sends the preface and empty SETTINGS; `ackSettings: false` leaves the peer's SETTINGS unacknowledged. */
   static async open(port: number, secure: boolean, { ackSettings = true } = {}): Promise<RawH2> {
     const socket = await new Promise<net.Socket>((resolve, reject) => {
@@ -116,7 +142,7 @@ export class RawH2 {
         : net.connect(port, '127.0.0.1', () => resolve(s));
       s.once('error', reject);
     });
-    const raw = new RawH2(socket, ackSettings);
+    const raw = new RawH2(socket, { ackSettings });
     socket.write(Buffer.concat([PREFACE, frame(FRAME.SETTINGS, 0, 0)]));
     return raw;
   }
@@ -132,7 +158,7 @@ export class RawH2 {
   }
 
   /** Resolves with the first frame (past or future) that matches, or undefined once the connection closed without one. */
-  async waitFor(pred: (f: RawH2['frames'][number]) => boolean, timeoutMs = 5000): Promise<RawH2['frames'][number] | undefined> {
+  async waitFor(pred: (f: RawFrame) => boolean, timeoutMs = 5000): Promise<RawFrame | undefined> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const found = this.frames.find(pred);

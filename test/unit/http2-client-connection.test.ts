@@ -12,7 +12,7 @@ import { PassThrough } from 'node:stream';
 import { Http2Pool, type Http2DispatchOptions, type Http2PoolOptions } from '../../src/http2/client.ts';
 import { createTestPki } from './admin/fixtures.ts';
 import { Recorder } from './dispatch-recorder.ts';
-import { FLAG, FRAME, PREFACE, frame, hpack } from '../support/h2.ts';
+import { FLAG, FRAME, RawH2, frame, hpack, type RawFrame } from '../support/h2.ts';
 
 const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
@@ -43,70 +43,13 @@ async function h2cServer(onStream: (stream: http2.ServerHttp2Stream, headers: ht
   };
 }
 
-type Frame = { type: number; flags: number; streamId: number; payload: Buffer };
-
-/** One connection to the fake pod: the frames portico sent, and a way to answer. */
-class PodConnection {
-  readonly frames: Frame[] = [];
-  closed = false;
-  private buffered = Buffer.alloc(0);
-  private prefaceSeen = false;
-  private waiters: (() => void)[] = [];
-  readonly socket: net.Socket;
-  constructor(socket: net.Socket, onFrame: (c: PodConnection, f: Frame) => void) {
-    this.socket = socket;
-    socket.on('error', () => {});
-    socket.on('close', () => {
-      this.closed = true;
-      this.wake();
-    });
-    socket.on('data', (chunk: Buffer) => {
-      this.buffered = Buffer.concat([this.buffered, chunk]);
-      if (!this.prefaceSeen) {
-        if (this.buffered.length < PREFACE.length) return;
-        assert.deepEqual(this.buffered.subarray(0, PREFACE.length), PREFACE, 'the client preface comes first');
-        this.prefaceSeen = true;
-        this.buffered = this.buffered.subarray(PREFACE.length);
-      }
-      while (this.buffered.length >= 9) {
-        const length = this.buffered.readUIntBE(0, 3);
-        if (this.buffered.length < 9 + length) break;
-        const f = { type: this.buffered[3]!, flags: this.buffered[4]!, streamId: this.buffered.readUInt32BE(5) & 0x7fffffff, payload: Buffer.from(this.buffered.subarray(9, 9 + length)) };
-        this.buffered = this.buffered.subarray(9 + length);
-        this.frames.push(f);
-        onFrame(this, f);
-      }
-      this.wake();
-    });
-    // A server's preface: its SETTINGS.
-    socket.write(frame(FRAME.SETTINGS, 0, 0));
-  }
-  write(...frames: Buffer[]): void {
-    if (!this.socket.destroyed) this.socket.write(Buffer.concat(frames));
-  }
-  private wake(): void {
-    const waiters = this.waiters;
-    this.waiters = [];
-    for (const w of waiters) w();
-  }
-  async waitFor(pred: (f: Frame) => boolean, timeoutMs = 5000): Promise<Frame | undefined> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const found = this.frames.find(pred);
-      if (found !== undefined || this.closed) return found;
-      if (Date.now() > deadline) throw new Error('no such frame in time');
-      await new Promise<void>((resolve) => {
-        this.waiters.push(resolve);
-        setTimeout(resolve, 50);
-      });
-    }
-  }
-}
+type Frame = RawFrame;
+type PodConnection = RawH2;
 
 /** A pod of raw frames: `onFrame` sees every frame portico sends on every connection. */
 async function fakePod(onFrame: (c: PodConnection, f: Frame) => void) {
   const connections: PodConnection[] = [];
-  const server = net.createServer((socket) => connections.push(new PodConnection(socket, onFrame)));
+  const server = net.createServer((socket) => connections.push(RawH2.accept(socket, onFrame)));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     port: (server.address() as net.AddressInfo).port,

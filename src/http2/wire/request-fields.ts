@@ -79,25 +79,10 @@ export function malformedRequest(fields: readonly string[]): string | undefined 
       continue;
     }
     regular = true;
-    if (!isLowercaseToken(name, 0)) return 'a field name that is not a lowercase token';
-    if (isMalformedValue(value)) return `${name} has CR, LF, NUL or edge whitespace`;
-    switch (name) {
-      case 'connection':
-      case 'keep-alive':
-      case 'proxy-connection':
-      case 'transfer-encoding':
-      case 'upgrade':
-        return `connection-specific field ${name}`;
-      case 'te':
-        if (value !== 'trailers') return 'te other than "trailers"';
-        break;
-      case 'content-length': {
-        const n = /^\d{1,15}$/.test(value) ? Number(value) : -1;
-        if (n < 0 || (length >= 0 && n !== length)) return 'an invalid content-length';
-        length = n;
-        break;
-      }
-    }
+    const bad = malformedField(name, value);
+    if (bad !== undefined) return bad;
+    if (name === 'te' && value !== 'trailers') return 'te other than "trailers"';
+    if (name === 'content-length' && (length = withContentLength(value, length)) === INVALID_LENGTH) return 'an invalid content-length';
   }
   contentLength = length;
   if ((seen & PSEUDO_METHOD) === 0) return 'no :method';
@@ -109,6 +94,29 @@ export function malformedRequest(fields: readonly string[]): string | undefined 
   if ((seen & PSEUDO_SCHEME) === 0) return 'no :scheme';
   if ((seen & PSEUDO_PATH) === 0) return 'no :path';
   return undefined;
+}
+
+/** Why a regular field breaks RFC 9113 section 8.2 in either direction (its name, its value, a connection-specific field), or undefined. */
+function malformedField(name: string, value: string): string | undefined {
+  if (!isLowercaseToken(name, 0)) return 'a field name that is not a lowercase token';
+  if (isMalformedValue(value)) return `${name} has CR, LF, NUL or edge whitespace`;
+  switch (name) {
+    case 'connection':
+    case 'keep-alive':
+    case 'proxy-connection':
+    case 'transfer-encoding':
+    case 'upgrade':
+      return `connection-specific field ${name}`;
+  }
+  return undefined;
+}
+
+const INVALID_LENGTH = -2;
+
+/** The length a content-length field gives, agreeing with the one seen before (`known`, -1: none); INVALID_LENGTH if it is not a number or disagrees. */
+function withContentLength(value: string, known: number): number {
+  const n = /^\d{1,15}$/.test(value) ? Number(value) : -1;
+  return n < 0 || (known >= 0 && n !== known) ? INVALID_LENGTH : n;
 }
 
 /** The content-length of the head malformedRequest last accepted; -1 when it had none. */
@@ -145,22 +153,9 @@ export function malformedResponse(fields: readonly string[]): string | undefined
       continue;
     }
     regular = true;
-    if (!isLowercaseToken(name, 0)) return 'a field name that is not a lowercase token';
-    if (isMalformedValue(value)) return `${name} has CR, LF, NUL or edge whitespace`;
-    switch (name) {
-      case 'connection':
-      case 'keep-alive':
-      case 'proxy-connection':
-      case 'transfer-encoding':
-      case 'upgrade':
-        return `connection-specific field ${name}`;
-      case 'content-length': {
-        const n = /^\d{1,15}$/.test(value) ? Number(value) : -1;
-        if (n < 0 || (length >= 0 && n !== length)) return 'an invalid content-length';
-        length = n;
-        break;
-      }
-    }
+    const bad = malformedField(name, value);
+    if (bad !== undefined) return bad;
+    if (name === 'content-length' && (length = withContentLength(value, length)) === INVALID_LENGTH) return 'an invalid content-length';
   }
   if (status < 0) return 'no :status';
   responseStatus = status;
