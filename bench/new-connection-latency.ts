@@ -60,6 +60,14 @@ try {
   const failed = samples.filter((s) => s.status !== 200).length;
   console.log(`${existing} Ingresses, --workers ${workers}, a new connection every ${INTERVAL_MS} ms for ${seconds} s from ready; the IngressClass changed at ${((changedAt - readyAt) / 1000).toFixed(1)} s; ${load}`);
   console.log(`new connection -> response: ${formatSummary(summarize(samples.map((s) => s.ms)))}; ${failed} not 200`);
+  // Every Ingress is looked at again after the IngressClass change, and the workers install the result: apart from the rest.
+  const part = (what: string, pick: (s: (typeof samples)[number]) => boolean) => {
+    const some = samples.filter(pick).map((s) => s.ms);
+    if (some.length > 0) console.log(`  ${what}: ${formatSummary(summarize(some))}`);
+  };
+  part('before the IngressClass change', (s) => s.at < changedAt);
+  part('in the 5 s from it', (s) => s.at >= changedAt && s.at < changedAt + 5000);
+  part('after those 5 s', (s) => s.at >= changedAt + 5000);
   // What the primary logged that could overlap a slow sample: its idle collections and table swaps.
   const events = logs
     .filter((l) => typeof l.time === 'string' && (l.msg === 'quiet: gave unused heap memory back' || l.msg === 'route table updated'))
