@@ -379,7 +379,7 @@ function translateGateway(
     const output = updateGatewayApi(snapshot, deps, previous.output, redo);
     if (output !== undefined) return { output, certificateReads: previous.certificateReads };
   }
-  const output = translateGatewayApi(snapshot, deps);
+  const output = translateGatewayApi(snapshot, { ...deps, previous: previous?.output.fragments });
   // Certificates are read by Gateway listeners.
   const certificateReads = new Set<string>();
   for (const gw of snapshot.gateways.values()) {
