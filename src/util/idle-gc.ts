@@ -144,6 +144,20 @@ export function clientConnected(): void {
   connectionsAccepted++;
 }
 
+/** Whether clients were there in an interval: connected at either end of it, or in it. */
+export class ClientActivity {
+  private openBefore = false;
+  private acceptedBefore = connectionsAccepted;
+
+  /** Called once an interval with the connections open now. */
+  look(openNow: number): boolean {
+    const seen = openNow > 0 || this.openBefore || connectionsAccepted !== this.acceptedBefore;
+    this.openBefore = openNow > 0;
+    this.acceptedBefore = connectionsAccepted;
+    return seen;
+  }
+}
+
 /**
  * Starts watching; returns a function that stops it. `openConnections`: the client
  * connections this process serves now (none for a primary with workers).
@@ -151,18 +165,14 @@ export function clientConnected(): void {
 export function collectWhenIdle(log: Logger, openConnections: () => number, intervalMs = 10_000): () => void {
   const policy = new IdleCollectionPolicy();
   let last = performance.eventLoopUtilization();
-  let connectedBefore = false;
+  const clients = new ClientActivity();
   let changesBefore = changesApplied;
-  let acceptedBefore = connectionsAccepted;
   const timer = setInterval(() => {
     const now = performance.eventLoopUtilization();
     const { utilization } = performance.eventLoopUtilization(now, last);
     last = now;
     // Connected at either end of the interval, or in it: a pause would stall someone's request.
-    const connectedNow = openConnections() > 0;
-    const clientsConnected = connectedNow || connectedBefore || connectionsAccepted !== acceptedBefore;
-    connectedBefore = connectedNow;
-    acceptedBefore = connectionsAccepted;
+    const clientsConnected = clients.look(openConnections());
     const changed = changesApplied !== changesBefore;
     changesBefore = changesApplied;
     const heapBytes = getHeapStatistics().total_heap_size;

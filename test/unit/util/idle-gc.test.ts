@@ -1,7 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Logger } from 'pino';
-import { clientConnected, collectWhenIdle, IdleCollectionPolicy } from '../../../src/util/idle-gc.ts';
+import { ClientActivity, clientConnected, IdleCollectionPolicy } from '../../../src/util/idle-gc.ts';
 
 const MB = 1024 * 1024;
 
@@ -84,24 +83,13 @@ test('quiet regrowth of a large live heap is left alone (its collection pauses f
   for (let i = 0; i < 10; i++) assert.equal(policy.shouldCollect(0.02, false, false, 260 * MB), false);
 });
 
-/** Runs the collector for one look of `intervalMs`, with `during` run inside the interval; returns what it logged. */
-async function oneLook(during: () => void, intervalMs = 40): Promise<{ msg: string; clientsConnected?: boolean }[]> {
-  const lines: { msg: string; clientsConnected?: boolean }[] = [];
-  const record = (fields: object, msg: string) => lines.push({ ...fields, msg });
-  const stop = collectWhenIdle({ debug: record, info: record } as unknown as Logger, () => 0, intervalMs);
-  during();
-  await new Promise((r) => setTimeout(r, intervalMs * 1.6));
-  stop();
-  return lines;
-}
-
-test('a client that connected and left between two looks keeps the interval from being quiet (short connections)', async () => {
-  // Control: right after start (a busy spell), a look with nobody connected collects.
-  const quiet = await oneLook(() => {});
-  assert.equal(quiet.find((l) => l.msg === 'idle collector: looked')?.clientsConnected, false);
-  assert.ok(quiet.some((l) => l.msg === 'quiet: gave unused heap memory back'), 'collected when nobody came');
-
-  const served = await oneLook(() => clientConnected());
-  assert.equal(served.find((l) => l.msg === 'idle collector: looked')?.clientsConnected, true, 'a connection in the interval counts');
-  assert.ok(!served.some((l) => l.msg === 'quiet: gave unused heap memory back'), 'no collection');
+test('clients count in an interval when connected at either end of it, or when one came and went between two looks (short connections)', () => {
+  const clients = new ClientActivity();
+  assert.equal(clients.look(0), false, 'nobody');
+  clientConnected();
+  assert.equal(clients.look(0), true, 'a connection that came and went since the last look');
+  assert.equal(clients.look(0), false, 'nobody since');
+  assert.equal(clients.look(2), true, 'open now');
+  assert.equal(clients.look(0), true, 'open at the last look: the interval had them');
+  assert.equal(clients.look(0), false);
 });
