@@ -84,10 +84,18 @@ interface OwnedParser extends LlhttpParser {
 
 type HeaderRecord = Record<string, string | string[]>;
 
+/**
+ * The prototype of header records: empty, and itself without Object.prototype, so a pod's
+ * "constructor" or "__proto__" header is just a header. Object.create(null) would do that
+ * too, but V8 keeps such objects in dictionary mode: each header a hash insert, each for-in
+ * a sort. Made from this one, records get hidden classes, which the responses of a pod
+ * that sends the same headers each time share.
+ */
+const HEADER_RECORD_PROTOTYPE: object = Object.freeze(Object.create(null));
+
 /** Response headers as undici hands them: lowercase names, repeated ones as arrays. */
 function headerRecord(raw: string[]): HeaderRecord {
-  // No prototype: a pod's "constructor" or "__proto__" header is just a header.
-  const out = Object.create(null) as HeaderRecord;
+  const out = Object.create(HEADER_RECORD_PROTOTYPE) as HeaderRecord;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!.toLowerCase();
     const value = raw[i + 1]!;

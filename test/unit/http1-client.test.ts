@@ -147,6 +147,25 @@ test('GET: the handler calls in order, headers lowercase with repeats as arrays,
   assert.equal(seen.headers['transfer-encoding'], undefined);
 });
 
+test('response headers named like Object members (__proto__, constructor, toString) are plain headers', async (t) => {
+  const s = await rawServer((socket, all) => {
+    if (all.endsWith('\r\n\r\n')) socket.write('HTTP/1.1 200 OK\r\n__proto__: p\r\nConstructor: c\r\ntoString: t1\r\ntostring: t2\r\n123: n\r\ncontent-length: 2\r\n\r\nok');
+  });
+  const pool = makePool(s.port);
+  t.after(() => pool.destroy().then(() => s.close()));
+  const r = await send(pool);
+  assert.equal(r.body, 'ok');
+  const headers = r.headers as Record<string, unknown>;
+  const names: string[] = [];
+  for (const name in headers) names.push(name);
+  assert.deepEqual(names, ['123', '__proto__', 'constructor', 'tostring', 'content-length']);
+  assert.equal(headers['__proto__'], 'p');
+  assert.equal(headers['constructor'], 'c');
+  assert.deepEqual(headers['tostring'], ['t1', 't2']);
+  assert.equal(headers['toString'], undefined);
+  assert.equal(headers['hasOwnProperty'], undefined);
+});
+
 test('the request head is written as given, in one piece, with the caller Host kept', async (t) => {
   const s = await rawServer((socket, all) => {
     if (all.endsWith('\r\n\r\n')) socket.write('HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok');
