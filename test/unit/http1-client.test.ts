@@ -568,6 +568,31 @@ test('body timeout: UND_ERR_BODY_TIMEOUT when the pod stops mid-body, but not wh
   assert.equal(r.body, 'abcdef');
 });
 
+test('body timeout equal to the idle timeout: idle connections still close on time, reuse restarts the clock, a stalled body still fails', async (t) => {
+  const s = await rawServer((socket, all) => {
+    if (!all.endsWith('\r\n\r\n')) return;
+    if (all.includes('/stall')) socket.write('HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nabc');
+    else socket.write('HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok');
+  });
+  const pool = makePool(s.port, { keepAliveTimeout: 250 });
+  t.after(() => pool.destroy().then(() => s.close()));
+  const first = await send(pool, { bodyTimeout: 250 });
+  assert.equal(first.body, 'ok');
+  assert.equal(pool.idleCount, 1);
+  await delay(150);
+  const second = await send(pool, { bodyTimeout: 250 });
+  assert.equal(second.body, 'ok');
+  assert.equal(s.sockets.length, 1, 'the idle connection was reused');
+  await delay(150);
+  assert.equal(pool.size, 1, 'idle 150 ms after its second response: kept (the idle clock restarted)');
+  await until(() => pool.size === 0, 'the idle connection to close', 1_000);
+  assert.ok(s.sockets[0]!.readableEnded || s.sockets[0]!.destroyed, 'the pod saw it close');
+
+  const stalled = await send(pool, { path: '/stall', bodyTimeout: 250 });
+  assert.equal(stalled.error?.code, 'UND_ERR_BODY_TIMEOUT');
+  assert.equal(stalled.body, 'abc');
+});
+
 test('connection refused: the system code, and no onRequestStart (nothing was sent)', async (t) => {
   const pool = makePool(await closedPort());
   t.after(() => pool.destroy());
