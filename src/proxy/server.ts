@@ -11,6 +11,7 @@ import type { ProxyRequest, ProxyResponse } from './exchange-types.ts';
 import { hasDotSegment, isValidHost, normalizeHost, normalizePath, splitTarget, withoutPathParameters } from '../routing/request-target.ts';
 import type { Route, RouteTableHolder } from '../routing/table.ts';
 import { resolveClientIp } from './client-ip.ts';
+import { requestFinished } from './compile.ts';
 import { RequestContext, type UpstreamTimeouts } from './context.ts';
 import { sendError } from './errors.ts';
 import { clientConnected } from '../util/idle-gc.ts';
@@ -79,12 +80,20 @@ export class ProxyRequestHandler {
     });
     this.maxBodyBytes = options.maxBodySize !== undefined && options.maxBodySize > 0 ? options.maxBodySize : -1;
     this.handleRequest = this.handleRequest.bind(this);
-    this.finished = this.finished.bind(this);
+    // One 'close' listener per response, for this handler and for the route (compile.ts).
+    const handler = this;
+    this.responseClosed = function (this: ProxyResponse): void {
+      handler.finished();
+      requestFinished(this);
+    };
   }
+
+  /** A response's 'close' listener (`this` is the response). */
+  private readonly responseClosed: (this: ProxyResponse) => void;
 
   handleRequest(req: ProxyRequest, res: ProxyResponse): void {
     this.inflight++;
-    res.on('close', this.finished);
+    res.on('close', this.responseClosed);
     if (this.draining) {
       // While draining, answer what still arrives on open connections, then close them.
       res.shouldKeepAlive = false;
