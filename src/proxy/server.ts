@@ -12,6 +12,7 @@ import { hasDotSegment, isValidHost, normalizeHost, normalizePath, splitTarget, 
 import type { Route, RouteTableHolder } from '../routing/table.ts';
 import { resolveClientIp } from './client-ip.ts';
 import { requestFinished } from './compile.ts';
+import { clientClosed } from './forward.ts';
 import { RequestContext, type UpstreamTimeouts } from './context.ts';
 import { sendError } from './errors.ts';
 import { clientConnected } from '../util/idle-gc.ts';
@@ -80,11 +81,14 @@ export class ProxyRequestHandler {
     });
     this.maxBodyBytes = options.maxBodySize !== undefined && options.maxBodySize > 0 ? options.maxBodySize : -1;
     this.handleRequest = this.handleRequest.bind(this);
-    // One 'close' listener per response, for this handler and for the route (compile.ts).
+    // One 'close' listener per response, for this handler, the route (compile.ts) and the
+    // request to the pod (forward.ts), in that order: a listener each cost 0.3-0.55 µs a
+    // request where one costs 0.15-0.2 (micro-benchmark, load 6-7).
     const handler = this;
     this.responseClosed = function (this: ProxyResponse): void {
       handler.finished();
       requestFinished(this);
+      clientClosed(this);
     };
   }
 
