@@ -9,8 +9,9 @@
 //   up to 4x on a machine with memory to spare: under HTTP/2 load (hundreds of streams in
 //   flight, so each scavenge promotes what they hold) a 16 MB live heap grew to 64 MB of
 //   old space between full GCs. With 2x the process's highest RSS under h2load's 64
-//   connections x 10 streams went from 171-186 to 141-147 MB, with no CPU cost per request
-//   that interleaved A/Bs could tell from their noise (README, Known limits).
+//   connections x 10 streams went from 171-186 to 144-147 MiB, for full GCs about three
+//   times as often: about 5% more CPU per gRPC call in interleaved A/Bs, within their
+//   noise (README, Known limits: Memory under HTTP/2 load).
 export const NODE_FLAGS = ['--max-semi-space-size=16', '--heap-growing-percent=100'];
 
 /** The flags of NODE_FLAGS that `args` (execArgv, NODE_OPTIONS words) do not set already, in any spelling. */
