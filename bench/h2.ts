@@ -27,7 +27,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { canPin, cpuSeconds, rssBytes, run, startProcess, stopAll, type Managed } from './lib/processes.ts';
 import { ensureTools, freePort, positiveInteger, roundOrder } from './lib/tools.ts';
-import { porticoManifests, upstreamConfig, UPSTREAM_BODY } from './lib/nginx.ts';
+import { GRPC_HOST, GRPC_PATH, GRPC_REPLY, GRPC_REQUEST, grpcRouteManifests, grpcUpstreamConfig, porticoManifests, upstreamConfig, UPSTREAM_BODY } from './lib/nginx.ts';
 import { median } from './lib/wrk.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -36,12 +36,6 @@ const RESULTS_DIR = join(ROOT, 'bench', 'results');
 const PROXY_CORE = 0;
 const LOAD_CORE = 1;
 const HOST = 'bench.local';
-const GRPC_HOST = 'grpc.local';
-const GRPC_PATH = '/bench.Echo/Unary';
-/** One gRPC message: uncompressed flag, 4-byte length, payload. */
-const grpcMessage = (payload: string) => Buffer.concat([Buffer.from([0, 0, 0, 0, payload.length]), Buffer.from(payload)]);
-const GRPC_REQUEST = grpcMessage('hello');
-const GRPC_REPLY = grpcMessage('world');
 
 type Target = 'nginx' | 'portico' | 'portico-b';
 type Scenario = 'h2' | 'grpc';
@@ -99,29 +93,6 @@ error_log ${join(dir, `${name}-error.log`)} warn;
 events { worker_connections 4096; }
 `;
 const temps = (dir: string) => ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((t) => `  ${t}_temp_path ${join(dir, `tmp-${t}`)};`).join('\n');
-
-/** A gRPC "server" in C: every call gets the same message and grpc-status 0 (a static file, so POST needs the 405 trick). */
-function grpcUpstreamConfig(dir: string, port: number): string {
-  return `${common(dir, 'grpc-upstream')}
-http {
-  access_log off;
-${temps(dir)}
-  keepalive_requests 10000000;
-  keepalive_timeout 300s;
-  http2_max_requests 10000000;
-  server {
-    listen 127.0.0.1:${port} http2 backlog=4096;
-    root ${join(dir, 'grpc-root')};
-    location / {
-      default_type application/grpc;
-      add_trailer grpc-status 0;
-      error_page 405 =200 /reply;
-      try_files /reply =404;
-    }
-  }
-}
-`;
-}
 
 /** nginx as the proxy: h2 over TLS to the HTTP/1.1 upstream, and h2c gRPC to the gRPC upstream. */
 function proxyConfig(dir: string, tlsPort: number, grpcPort: number, upstreamPort: number, grpcUpstreamPort: number): string {
@@ -186,55 +157,7 @@ data:
   tls.crt: ${b64(cert)}
   tls.key: ${b64(key)}
 ---
-apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata:
-  name: grpc
-  namespace: default
-  annotations:
-    portico.dev/upstream-protocol: h2c
-spec:
-  ingressClassName: portico
-  rules:
-    - host: ${GRPC_HOST}
-      http:
-        paths:
-          - path: /
-            pathType: Prefix
-            backend:
-              service:
-                name: grpc-upstream
-                port:
-                  name: grpc
----
-apiVersion: v1
-kind: Service
-metadata:
-  name: grpc-upstream
-  namespace: default
-spec:
-  ports:
-    - name: grpc
-      port: 50051
-      targetPort: grpc
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: grpc-upstream
-  namespace: default
-  labels:
-    kubernetes.io/service-name: grpc-upstream
-addressType: IPv4
-ports:
-  - name: grpc
-    port: ${grpcUpstreamPort}
-    protocol: TCP
-endpoints:
-  - addresses: ["127.0.0.1"]
-    conditions:
-      ready: true
-`;
+${grpcRouteManifests(grpcUpstreamPort)}`;
 }
 
 /** One request over HTTP/2 (h2 with any certificate, or h2c); resolves with status, body and grpc-status. */

@@ -1,2 +1,2 @@
 export declare const NODE_FLAGS: readonly string[];
-export declare function hasYoungGenerationFlag(args: readonly string[]): boolean;
+export declare function missingFlags(args: readonly string[]): string[];

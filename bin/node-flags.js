@@ -1,13 +1,22 @@
-// The Node flags portico runs with, however it is started (bin/portico.js adds them when
+// The Node flags portico runs with, however it is started (bin/portico.js adds those
 // missing; examples/start.ts passes them to the portico it starts; deploy/Dockerfile's
 // ENTRYPOINT names them too).
 //
-// A young generation of at most 16 MB semispaces: V8 sizes it from the machine's memory
-// (64 MB semispaces on a 24 GB machine) and keeps it at its largest once a load has grown
-// it; deploy/Dockerfile says why 16.
-export const NODE_FLAGS = ['--max-semi-space-size=16'];
+// - A young generation of at most 16 MB semispaces: V8 sizes it from the machine's memory
+//   (64 MB semispaces on a 24 GB machine) and keeps it at its largest once a load has
+//   grown it; deploy/Dockerfile says why 16.
+// - The old generation collected once it doubled since the last full GC, rather than V8's
+//   up to 4x on a machine with memory to spare: under HTTP/2 load (hundreds of streams in
+//   flight, so each scavenge promotes what they hold) a 16 MB live heap grew to 64 MB of
+//   old space between full GCs. With 2x the process's highest RSS under h2load's 64
+//   connections x 10 streams went from 171-186 to 144-147 MiB, for full GCs about three
+//   times as often: about 5% more CPU per gRPC call in interleaved A/Bs, within their
+//   noise (README, Known limits: Memory under HTTP/2 load).
+export const NODE_FLAGS = ['--max-semi-space-size=16', '--heap-growing-percent=100'];
 
-/** True when `args` (execArgv, NODE_OPTIONS words) already set the young generation's size. */
-export function hasYoungGenerationFlag(args) {
-  return args.some((arg) => /^--max[-_]semi[-_]space[-_]size/.test(arg));
+/** The flags of NODE_FLAGS that `args` (execArgv, NODE_OPTIONS words) do not set already, in any spelling. */
+export function missingFlags(args) {
+  const key = (flag) => flag.replace(/^--/, '').split('=')[0].replaceAll('_', '-');
+  const given = new Set(args.filter((arg) => arg.startsWith('--')).map(key));
+  return NODE_FLAGS.filter((flag) => !given.has(key(flag)));
 }

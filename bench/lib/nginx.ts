@@ -188,3 +188,88 @@ ${tempPaths(dir)}
 }
 `;
 }
+
+// ---- gRPC (bench/h2.ts, bench/rss-under-load.ts --mode grpc) ----
+
+export const GRPC_HOST = 'grpc.local';
+export const GRPC_PATH = '/bench.Echo/Unary';
+/** One gRPC message: uncompressed flag, 4-byte length, payload. */
+const grpcMessage = (payload: string) => Buffer.concat([Buffer.from([0, 0, 0, 0, payload.length]), Buffer.from(payload)]);
+export const GRPC_REQUEST = grpcMessage('hello');
+export const GRPC_REPLY = grpcMessage('world');
+
+/** A gRPC "server" in C: every call gets the same message and grpc-status 0 (a static file, so POST needs the 405 trick). */
+export function grpcUpstreamConfig(dir: string, port: number): string {
+  return `${common(dir, 'grpc-upstream')}
+http {
+  access_log off;
+${tempPaths(dir)}
+  keepalive_requests 10000000;
+  keepalive_timeout 300s;
+  http2_max_requests 10000000;
+  server {
+    listen 127.0.0.1:${port} http2 backlog=4096;
+    root ${join(dir, 'grpc-root')};
+    location / {
+      default_type application/grpc;
+      add_trailer grpc-status 0;
+      error_page 405 =200 /reply;
+      try_files /reply =404;
+    }
+  }
+}
+`;
+}
+
+/** Manifests routing grpc.local over h2c to the gRPC upstream (`portico.dev/upstream-protocol: h2c`). */
+export function grpcRouteManifests(grpcUpstreamPort: number): string {
+  return `apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: grpc
+  namespace: default
+  annotations:
+    portico.dev/upstream-protocol: h2c
+spec:
+  ingressClassName: portico
+  rules:
+    - host: ${GRPC_HOST}
+      http:
+        paths:
+          - path: /
+            pathType: Prefix
+            backend:
+              service:
+                name: grpc-upstream
+                port:
+                  name: grpc
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: grpc-upstream
+  namespace: default
+spec:
+  ports:
+    - name: grpc
+      port: 50051
+      targetPort: grpc
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: grpc-upstream
+  namespace: default
+  labels:
+    kubernetes.io/service-name: grpc-upstream
+addressType: IPv4
+ports:
+  - name: grpc
+    port: ${grpcUpstreamPort}
+    protocol: TCP
+endpoints:
+  - addresses: ["127.0.0.1"]
+    conditions:
+      ready: true
+`;
+}

@@ -2,7 +2,9 @@
 // HTTP/1.1 by a connection's first bytes.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { http2Head } from '../../src/http2/request.ts';
+import { Socket } from 'node:net';
+import { http2Head, Http2Request } from '../../src/http2/request.ts';
+import { H2Stream } from '../../src/http2/wire/stream.ts';
 import { prefaceKind } from '../../src/http2/preface.ts';
 
 const get = [':method', 'GET', ':scheme', 'https', ':path', '/p?q=1', ':authority', 'a.test'];
@@ -43,4 +45,22 @@ test('prefaceKind: the h2 preface (also when split), anything else is HTTP/1.1 a
   assert.equal(prefaceKind(Buffer.from('POST / HTTP/1.1\r\n')), 'http1');
   assert.equal(prefaceKind(Buffer.from('GET / HTTP/1.1\r\n')), 'http1');
   assert.equal(prefaceKind(Buffer.from('PRI * HTTP/1.1\r\n\r\n')), 'http1');
+});
+
+test('a body received whole is handed over once as a Buffer; the stream asked for after it is ended and empty', async () => {
+  const conn = { socket: new Socket(), windowUpdate() {}, writeHeaders() {}, writeData() {}, canSend: () => true, sendRoom: () => 65535, blocked() {}, resetStream() {}, localEnded() {} };
+  const stream = new H2Stream(conn, 1, 65535, 65535);
+  const head = http2Head([':method', 'POST', ':scheme', 'http', ':path', '/svc/M', ':authority', 'a.test', 'content-length', '6'], false);
+  assert.ok('rawHeaders' in head);
+  const req = new Http2Request(stream, conn.socket, head);
+  assert.equal(req.receivedBody(), undefined, 'not before the end of the body');
+  req.data(Buffer.from('abc'));
+  req.data(Buffer.from('def'));
+  req.end();
+  assert.equal(req.receivedBody()!.toString(), 'abcdef');
+  assert.equal(req.receivedBody(), undefined, 'only once');
+  const rest: Buffer[] = [];
+  for await (const chunk of req.body()) rest.push(chunk as Buffer);
+  assert.deepEqual(rest, []);
+  conn.socket.destroy();
 });
