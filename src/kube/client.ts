@@ -8,7 +8,8 @@ import { join } from 'node:path';
 // KubeConfig from its own module: the package's index loads every generated API class.
 import { KubeConfig } from '@kubernetes/client-node/dist/config.js';
 import { HttpMethod, RequestContext } from '@kubernetes/client-node/dist/gen/http/http.js';
-import { fetch, request as undiciRequest, type Dispatcher } from 'undici';
+import { request as undiciRequest, type Dispatcher } from 'undici';
+import { JsonLines } from './json-lines.ts';
 
 export class KubeApiError extends Error {
   readonly status: number;
@@ -159,29 +160,19 @@ export class KubeClient {
     const url = this.url(path, { ...query, watch: 'true' });
     const { headers, dispatcher } = await this.prepare(url, 'GET');
     headers.accept = 'application/json';
-    const res = await fetch(url, { method: 'GET', headers, dispatcher, signal });
-    if (res.status !== 200 || !res.body) {
-      const text = await res.text().catch(() => '');
+    const res = await undiciRequest(url, { method: 'GET', headers, ...(dispatcher !== undefined ? { dispatcher } : {}), signal });
+    if (res.statusCode !== 200) {
+      const text = await res.body.text().catch(() => '');
       let reason: string | undefined;
       try {
         reason = (JSON.parse(text) as { reason?: string }).reason;
       } catch {
         /* not a Status */
       }
-      throw new KubeApiError(res.status, `watch ${path}: ${res.status} ${text.slice(0, 200)}`, reason);
+      throw new KubeApiError(res.statusCode, `watch ${path}: ${res.statusCode} ${text.slice(0, 200)}`, reason);
     }
-    const decoder = new TextDecoder();
-    let buffered = '';
-    for await (const chunk of res.body) {
-      buffered += decoder.decode(chunk, { stream: true });
-      let nl: number;
-      while ((nl = buffered.indexOf('\n')) !== -1) {
-        const line = buffered.slice(0, nl).trim();
-        buffered = buffered.slice(nl + 1);
-        if (line) onEvent(JSON.parse(line) as WatchEvent);
-      }
-    }
-    const rest = buffered.trim();
-    if (rest) onEvent(JSON.parse(rest) as WatchEvent);
+    const lines = new JsonLines((line) => onEvent(line as WatchEvent));
+    for await (const chunk of res.body) lines.push(chunk as Buffer);
+    lines.end();
   }
 }
