@@ -18,7 +18,7 @@ export function hasYoungGenerationFlag(args) {
  * threshold to twice that: after a burst of large buffers (the leader's 10,000 status
  * writes and the watch events they cause, at 10,000 Ingresses) blocks up to that size come
  * from the arenas, whose freed holes stay resident. Fixed, they are mapped and unmapped:
- * 41-47 MB of malloc arenas became 25 MB there (bench/memory.ts cluster; deploy/Dockerfile
+ * 40-45 MB of malloc arenas were 25-34 MB there (bench/memory.ts cluster; deploy/Dockerfile
  * says what it cost). Setting any of glibc's thresholds turns the adjustment off.
  */
 export const MALLOC_ENV = { MALLOC_MMAP_THRESHOLD_: '131072' };
