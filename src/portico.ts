@@ -35,7 +35,7 @@ import { CidrSet, parseCidrList } from './middleware/cidr.ts';
 import { configureRateLimitWorkers } from './middleware/rate-limit.ts';
 import { setChallengeKey } from './challenge/tokens.ts';
 import { loadChallengeKey } from './challenge/secret-key.ts';
-import { listen, startDataPlane, type DataPlane } from './data-plane.ts';
+import { ensurePortFree, listen, startDataPlane, type DataPlane } from './data-plane.ts';
 import { WorkerPool } from './workers/pool.ts';
 import { ConfigReplica, type ToPrimary, type ToWorker } from './workers/protocol.ts';
 import type { WakeSignals } from './scale-to-zero/gates.ts';
@@ -249,6 +249,9 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
     if (data.ports.http !== undefined) ingressPorts.set(data.ports.http, '--http-port');
     if (data.ports.https !== undefined) ingressPorts.set(data.ports.https, '--https-port');
   } else {
+    // The workers share the listeners' ports (SO_REUSEPORT): fail here if anything holds one.
+    if (options.httpPort > 0) await ensurePortFree(options.httpPort, options.bind, '--http-port');
+    if (options.httpsPort > 0) await ensurePortFree(options.httpsPort, options.bind, '--https-port');
     // The primary keeps a table for /routes and /readyz; its routes are never served here.
     const stub = (config: Route['config']): Route => ({ config, handle: () => {} });
     holder = new RouteTableHolder(buildRouteTable(0, emptyRoutingConfig(), stub));

@@ -13,6 +13,7 @@ import type { Route, RouteTableHolder } from '../routing/table.ts';
 import { resolveClientIp } from './client-ip.ts';
 import { RequestContext, type UpstreamTimeouts } from './context.ts';
 import { sendError } from './errors.ts';
+import { clientConnected } from '../util/idle-gc.ts';
 
 /** The flags the proxy listeners use (config/flags.ts Options has them all). */
 export interface ProxyServerOptions {
@@ -205,6 +206,7 @@ export function attachProxy(
   let open = 0;
   const opened = (socket: Socket) => {
     open++;
+    clientConnected();
     socket.once('close', () => open--);
   };
   if (tlsListener) {

@@ -115,6 +115,9 @@ export function createTranslator(): IncrementalTranslator {
 
   const translator = (snapshot: Snapshot, options: TranslateOptions, changes?: readonly ObjectChange[]): RoutingConfig => {
     let full = changes === undefined;
+    // A state made anew has nothing to compare with; a full re-check of a kept one (an
+    // IngressClass changed, say) still knows which hosts it changed.
+    let fresh = false;
     if (!state || !sameOptions(state.options, options)) {
       state = {
         options,
@@ -136,6 +139,7 @@ export function createTranslator(): IncrementalTranslator {
         serial: 0,
       };
       full = true;
+      fresh = true;
     }
     const s = state;
     s.backends.begin(snapshot, options);
@@ -223,7 +227,7 @@ export function createTranslator(): IncrementalTranslator {
       }
     }
     if (full) s.backends.prune();
-    const assembled = s.assembly.apply(updates, full);
+    const assembled = s.assembly.apply(updates, fresh);
     if (ignoredChanged || full) s.ignoredList = [...s.ignored.values()].sort((a, b) => compareStrings(a.ingress, b.ingress));
 
     // Gateway API: translated again when one of its objects, or something it read, changed;
@@ -276,7 +280,7 @@ export function createTranslator(): IncrementalTranslator {
       ingressHosts: assembled.byHost,
       ...(gateway !== undefined ? { gatewayRoutes: gateway.output.routesBySource } : {}),
       serial: ++s.serial,
-      ...(last?.serial !== undefined && assembled.changedHosts !== undefined && !full
+      ...(last?.serial !== undefined && assembled.changedHosts !== undefined && !fresh
         ? { delta: { base: last.serial, hosts: assembled.changedHosts, gateway: gatewayChanged, ...(changedGatewayRoutes !== undefined ? { gatewayRoutes: changedGatewayRoutes } : {}) } }
         : {}),
     }, () => (gatewayOutput === undefined ? assembled.routes() : [...assembled.routes(), ...gatewayOutput.routes]));
@@ -384,7 +388,7 @@ function translateGateway(
     const output = updateGatewayApi(snapshot, deps, previous.output, redo);
     if (output !== undefined) return { output, certificateReads: previous.certificateReads };
   }
-  const output = translateGatewayApi(snapshot, deps);
+  const output = translateGatewayApi(snapshot, { ...deps, previous: previous?.output.fragments });
   // Certificates are read by Gateway listeners.
   const certificateReads = new Set<string>();
   for (const gw of snapshot.gateways.values()) {

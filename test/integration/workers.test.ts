@@ -3,6 +3,8 @@
 // is replaced while the other keeps serving; /metrics adds the workers up; SIGTERM
 // drains every worker.
 import http from 'node:http';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,6 +13,8 @@ import { eventually, startPortico, type PorticoProcess } from '../support/portic
 import { ManifestDir, ingress, ingressClass, serviceWithEndpoints } from '../support/objects.ts';
 import { get } from '../support/http.ts';
 import { freePort, gateway, gatewayClass, httpRoute } from '../support/gateway-objects.ts';
+
+const BIN = fileURLToPath(new URL('../../bin/portico.js', import.meta.url));
 
 type Echo = Awaited<ReturnType<typeof startEchoServer>>;
 
@@ -25,7 +29,8 @@ describe('--workers 2', () => {
   before(async () => {
     echo = await startEchoServer({ name: 'web' });
     dir.write('base.yaml', [ingressClass('portico'), ingress('web', { rules: [{ host: 'web.local', paths: [{ path: '/', service: 'web' }] }] }), ...serviceWithEndpoints('web', [echo.port])]);
-    portico = await startPortico(['--manifests', dir.path, '--workers', '2']);
+    // A fixed port, as in production: the workers each bind it (SO_REUSEPORT), where port 0 goes through the primary.
+    portico = await startPortico(['--manifests', dir.path, '--workers', '2', '--http-port', String(await freePort())]);
   });
 
   after(async () => {
@@ -110,6 +115,20 @@ describe('--workers 2', () => {
     await eventually(async () => (await get(port, 'gw.local', '/').catch(() => ({ status: 0 }))).status === 200, 5000, 'the Gateway port serves');
     for (let i = 0; i < 20; i++) assert.equal((await get(port, 'gw.local', '/')).status, 200);
     await eventually(async () => servers('gw.local').size === 2, 5000, 'both workers served the Gateway port');
+  });
+
+  test('a second portico on the port the workers share refuses to start; the first keeps serving', async () => {
+    const second = spawn(process.execPath, [BIN, '--manifests', dir.path, '--workers', '2', '--http-port', String(portico.http), '--https-port', '0', '--admin-port', '0', '--bind', '127.0.0.1'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    second.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+    second.stdout!.resume();
+    // One that started anyway would serve beside the first: stopped here, so the test fails rather than hangs.
+    const started = setTimeout(() => second.kill('SIGKILL'), 20_000);
+    const code = await new Promise<number | null>((resolve) => second.once('close', resolve));
+    clearTimeout(started);
+    assert.equal(code, 1, `exits 1 (stderr: ${stderr})`);
+    assert.deepEqual(stderr.trim().split('\n'), [`portico: --http-port: cannot listen on 127.0.0.1:${portico.http}: address already in use`]);
+    for (let i = 0; i < 20; i++) assert.equal((await get(portico.http, 'web.local', '/')).status, 200);
   });
 
   test('/metrics adds up the workers', async () => {

@@ -317,3 +317,35 @@ test('close() lets streams in flight finish and refuses new requests', async () 
   assert.equal(p.size, 0);
   await server.close();
 });
+
+test('a request head HTTP/2 cannot carry fails as the request\'s fault (UND_ERR_INVALID_ARG) and never reaches the pod; a good one after it does', async () => {
+  let streams = 0;
+  const server = await h2cServer((stream) => {
+    streams++;
+    stream.respond({ ':status': 200 });
+    stream.end();
+  });
+  const p = pool(server.port);
+  const bad: [string, Partial<Http2DispatchOptions>][] = [
+    ['a method that is no token', { method: 'GE T' }],
+    ['a path with a space', { path: '/a b' }],
+    ['a path with a control character', { path: '/a\x01' }],
+    ['a header name that is no token', { headers: ['X-Bad Name', 'v'] }],
+    ['a header value with LF', { headers: ['x-v', 'a\nb'] }],
+    ['a header value above latin1', { headers: ['x-v', 'a\u010ab'] }],
+    ['a host with DEL', { headers: ['host', 'a\x7fb'] }],
+  ];
+  for (const [what, o] of bad) {
+    const r = new Recorder();
+    p.dispatch(options(o), r);
+    await r.finished();
+    assert.equal(r.error?.code, 'UND_ERR_INVALID_ARG', what);
+  }
+  const good = new Recorder();
+  p.dispatch(options({ method: 'PATCH', path: '/a?b=%20', headers: ['X-Ok', 'tab\there é'] }), good);
+  await good.finished();
+  assert.deepEqual(good.events, ['start', 'response 200', 'end']);
+  assert.equal(streams, 1, 'only the good request reached the pod');
+  await p.close();
+  await server.close();
+});

@@ -76,6 +76,13 @@ export interface GatewayApiDeps {
    * caller knows what changed); translating the route is skipped then.
    */
   readonly reuse?: (key: string, route: HTTPRoute | GRPCRoute) => RouteFragment | undefined;
+  /**
+   * The fragments of the previous output, when every route is translated again (a
+   * Gateway, class, grant, namespace or certificate changed): a route that comes out the
+   * same keeps its previous fragment, so the table and the workers patch only the routes
+   * the change made different, not all of them.
+   */
+  readonly previous?: { get(key: string): RouteFragment | undefined };
 }
 
 const NO_GRPC_ROUTES: ReadonlyMap<string, GRPCRoute> = new Map();
@@ -125,7 +132,11 @@ export function translateGatewayApi(snapshot: Snapshot, deps: GatewayApiDeps): G
       for (const [key, route] of routes) {
         const fragmentKey = `${kind}:${key}`;
         let fragment = deps.reuse?.(fragmentKey, route);
-        fragment ??= fragmentOf(route, translate(route));
+        if (fragment === undefined) {
+          const made = fragmentOf(route, translate(route));
+          const before = deps.previous?.get(fragmentKey);
+          fragment = before !== undefined && sameFragment(before, made) ? before : made;
+        }
         fragments.set(fragmentKey, fragment);
         if (fragment.parents.length > 0) attached.push([fragmentKey, fragment]);
       }
@@ -259,6 +270,29 @@ function indexReads(readers: Map<string, Set<string>>, fragmentKey: string, frag
       if (set.size === 0) readers.delete(read);
     }
   }
+}
+
+/** The same route made the same output (its own object, and equal routes, parents, problems, attachments, status). */
+function sameFragment(a: RouteFragment, b: RouteFragment): boolean {
+  return a.route === b.route && sameData(a.routes, b.routes) && sameData(a.parents, b.parents) && sameData(a.problems, b.problems) && sameData(a.attachments, b.attachments) && sameData(a.status, b.status);
+}
+
+/** Plain objects and arrays compared by content; anything else (a Map, a Set, a RegExp) only when it is the very object. */
+function sameData(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!sameData(a[i], b[i])) return false;
+    return true;
+  }
+  if (Object.getPrototypeOf(a) !== Object.prototype || Object.getPrototypeOf(b) !== Object.prototype) return false;
+  const x = a as Record<string, unknown>;
+  const y = b as Record<string, unknown>;
+  const keys = Object.keys(x);
+  if (keys.length !== Object.keys(y).length) return false;
+  for (const key of keys) if (!Object.hasOwn(y, key) || !sameData(x[key], y[key])) return false;
+  return true;
 }
 
 /** The output from the Gateways' pass and the routes' state: statuses, listeners, problems, route lists. */

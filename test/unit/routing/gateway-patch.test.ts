@@ -77,3 +77,30 @@ test('a Gateway route change patches the table to answer as a table built from s
   // The comparison means something only if requests were served, and differently along the way.
   assert.ok(answers(table).filter((a) => !a.endsWith('-> -')).length > 10);
 });
+
+test('a Gateway change attaches every route again, but the delta names only the routes it made different', () => {
+  const backends = [service('web'), slice('web-1', 'web', [{ ip: '10.0.0.1' }])];
+  const routes = [
+    httpRoute('a', [parent('any')], [{ backendRefs: [toService('web')] }], { hostnames: ['a.example.com'] }),
+    httpRoute('w', [parent('wild')], [{ matches: [{ path: { type: 'PathPrefix', value: '/c' } }], backendRefs: [toService('web')] }], { hostnames: ['*.example.com'] }),
+  ];
+  let objects = new Map<string, KubeObject>([...backends, gatewayClass(), gateway('gw', [http('any', 8081), http('wild', 8082, { hostname: '*.example.com' })]), ...routes].map((o) => [id(o), o]));
+  const memo = createTranslator();
+  let table = buildRouteTable(1, memo(snapshotOf([...objects.values()]), OPTIONS), compile);
+  const steps: [string, (o: Map<string, KubeObject>) => void, string[]][] = [
+    ['a listener no route names is added', (o) => o.set('Gateway/default/gw', gateway('gw', [http('any', 8081), http('wild', 8082, { hostname: '*.example.com' }), http('more', 8083)])), []],
+    ['one listener gets a hostname', (o) => o.set('Gateway/default/gw', gateway('gw', [http('any', 8081, { hostname: 'a.example.com' }), http('wild', 8082, { hostname: '*.example.com' }), http('more', 8083)])), ['HTTPRoute/default/a']],
+  ];
+  let version = 1;
+  for (const [name, change, changed] of steps) {
+    const { next, changes, snapshot } = applyStep(objects, change);
+    objects = next;
+    const config = memo(snapshot, OPTIONS, changes);
+    assert.deepEqual([...(config.delta?.gatewayRoutes ?? ['no delta'])].sort(), changed, `${name}: the routes named as changed`);
+    table = buildRouteTable(++version, unreadable(config), compile, undefined, table);
+    const fresh = buildRouteTable(version, translate(snapshot, OPTIONS), compile);
+    assert.deepEqual(answers(table), answers(fresh), name);
+  }
+  assert.ok(answers(table).some((a) => a.includes('HTTPRoute/default/w')), 'the untouched route still serves');
+  assert.ok(answers(table).some((a) => a.includes('HTTPRoute/default/a')));
+});

@@ -8,6 +8,7 @@ import { deepFreeze } from '../../../src/sources/sanitize-json.ts';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { createTranslator, translate } from '../../../src/translate/index.ts';
+import type { ObjectChange } from '../../../src/sources/store.ts';
 import { OPTIONS, applyStep, ingress, ingressClass, service, simpleIngress, slice, snapshotOf, svcBackend, testCerts, tlsSecret, type TestCerts } from './fixtures.ts';
 
 let certs: TestCerts;
@@ -249,5 +250,25 @@ describe('memoized translator', () => {
     second.routes.forEach((r, i) => assert.equal(r, first.routes[i]));
     assert.deepEqual(second.problems, first.problems);
     assert.ok(first.problems.length > 0);
+  });
+
+  test('an IngressClass change re-checks every Ingress but names only the hosts whose routes changed (workers patch, not rebuild)', () => {
+    const memo = createTranslator();
+    const objects = world();
+    objects.set('Ingress/classless', simpleIngress('classless', 'nc.example.com', [['/', 'a']], { noClass: true }));
+    const classChange: ObjectChange[] = [{ type: 'updated', kind: 'IngressClass', key: 'portico' }];
+    const step = (name: string, expectedHosts: string[]) => {
+      const snapshot = snapshotOf([...objects.values()]);
+      const config = memo(snapshot, OPTIONS, classChange);
+      assert.deepEqual(content(config), content(translate(snapshot, OPTIONS)), `${name}: the same output as a fresh translation`);
+      assert.ok(config.delta !== undefined, `${name}: a delta of the previous config`);
+      assert.deepEqual([...config.delta.hosts].sort(), expectedHosts, `${name}: the hosts that changed`);
+      return config;
+    };
+    memo(snapshotOf([...objects.values()]), OPTIONS);
+    step('the class becomes the default: the Ingress without a class is served', (objects.set('IngressClass/portico', ingressClass('portico', { isDefault: true })), ['nc.example.com']));
+    step('another class of portico: nothing served changes', (objects.set('IngressClass/second', ingressClass('second')), []));
+    const last = step('no longer the default', (objects.set('IngressClass/portico', ingressClass('portico')), ['nc.example.com']));
+    assert.ok(!last.routes.some((r) => r.host === 'nc.example.com'));
   });
 });

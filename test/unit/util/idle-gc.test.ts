@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { IdleCollectionPolicy } from '../../../src/util/idle-gc.ts';
+import { ClientActivity, clientConnected, IdleCollectionPolicy } from '../../../src/util/idle-gc.ts';
 
 const MB = 1024 * 1024;
 
@@ -81,4 +81,15 @@ test('quiet regrowth of a large live heap is left alone (its collection pauses f
   const policy = new IdleCollectionPolicy();
   policy.collected(200 * MB, 110 * MB);
   for (let i = 0; i < 10; i++) assert.equal(policy.shouldCollect(0.02, false, false, 260 * MB), false);
+});
+
+test('clients count in an interval when connected at either end of it, or when one came and went between two looks (short connections)', () => {
+  const clients = new ClientActivity();
+  assert.equal(clients.look(0), false, 'nobody');
+  clientConnected();
+  assert.equal(clients.look(0), true, 'a connection that came and went since the last look');
+  assert.equal(clients.look(0), false, 'nobody since');
+  assert.equal(clients.look(2), true, 'open now');
+  assert.equal(clients.look(0), true, 'open at the last look: the interval had them');
+  assert.equal(clients.look(0), false);
 });
