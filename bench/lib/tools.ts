@@ -31,13 +31,20 @@ export function freePort(): Promise<number> {
 }
 
 /**
- * The order the targets run in within a round: as given in odd rounds, reversed in even
- * ones. A fixed order favours one position (on this machine the second portico of an A/B
- * was 10-20% cheaper per request whichever checkout it was), so each target takes each
- * position equally often over an even number of rounds.
+ * The order the targets run in within a round: as given in odd rounds; in even ones two
+ * targets swap, and of three or more the first keeps its place and the others are
+ * reversed. A fixed order favours one position (on this machine the second portico of an
+ * A/B was 10-20% cheaper per request whichever checkout it was). Reversing all three
+ * (nginx, portico, portico-b) was no cure: portico stayed in the middle, and the targets
+ * at the ends ran twice in a row across rounds; portico came out 12-13% dearer per request
+ * than portico-b whichever checkout each was (two runs with the checkouts swapped,
+ * 2026-11-28, load 5-7). Now portico and portico-b take each position equally often, each
+ * after nginx in half the rounds, and no target runs twice in a row.
  */
 export function roundOrder<T>(targets: readonly T[], round: number): T[] {
-  return round % 2 === 1 ? [...targets] : [...targets].reverse();
+  if (round % 2 === 1) return [...targets];
+  if (targets.length <= 2) return [...targets].reverse();
+  return [targets[0]!, ...targets.slice(1).reverse()];
 }
 
 /** A bench option that must be a positive integer ("8", or "8s" for seconds); throws naming the flag. */

@@ -84,10 +84,18 @@ interface OwnedParser extends LlhttpParser {
 
 type HeaderRecord = Record<string, string | string[]>;
 
+/**
+ * The prototype of header records: empty, and itself without Object.prototype, so a pod's
+ * "constructor" or "__proto__" header is just a header. Object.create(null) would do that
+ * too, but V8 keeps such objects in dictionary mode: each header a hash insert, each for-in
+ * a sort. Made from this one, records get hidden classes, which the responses of a pod
+ * that sends the same headers each time share.
+ */
+const HEADER_RECORD_PROTOTYPE: object = Object.freeze(Object.create(null));
+
 /** Response headers as undici hands them: lowercase names, repeated ones as arrays. */
 function headerRecord(raw: string[]): HeaderRecord {
-  // No prototype: a pod's "constructor" or "__proto__" header is just a header.
-  const out = Object.create(null) as HeaderRecord;
+  const out = Object.create(HEADER_RECORD_PROTOTYPE) as HeaderRecord;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!.toLowerCase();
     const value = raw[i + 1]!;
@@ -155,6 +163,17 @@ export class Connection implements RequestConnection {
   private bodyTimerMs = 0;
   private idleTimer: NodeJS.Timeout | null = null;
   private idleTimerMs = 0;
+  /**
+   * The body timer was started during the read being handled: starting it again in the
+   * same read changes nothing (the loop's clock has not moved), so that is skipped.
+   */
+  private bodyArmedInRead = false;
+  /**
+   * The connection is idle and the body timer, started in the read that ended the
+   * response and for as long as the idle timeout, stands for the idle timer: one timer
+   * started per response instead of two.
+   */
+  private idleOnBodyTimer = false;
 
   constructor(pool: ConnectionPool, request: ClientRequest) {
     this.pool = pool;
@@ -233,6 +252,7 @@ export class Connection implements RequestConnection {
     this.keepAlive = false;
     r.conn = this;
     r.state = STARTING;
+    this.idleOnBodyTimer = false;
     if (this.unrefed) {
       this.unrefed = false;
       this.socket.ref();
@@ -422,7 +442,12 @@ export class Connection implements RequestConnection {
       resumeInput(this.socket, this.attached);
     }
     this.state = IDLE;
-    if (this.idleMs > 0) this.armIdle(this.idleMs);
+    if (this.bodyArmedInRead && this.bodyTimerMs === this.idleMs) {
+      this.idleOnBodyTimer = true;
+    } else {
+      this.idleOnBodyTimer = false;
+      this.armIdle(this.idleMs);
+    }
     if (!this.unrefed) {
       this.unrefed = true;
       this.socket.unref();
@@ -455,6 +480,11 @@ export class Connection implements RequestConnection {
 
   /** After the parser went through one read (fed by onData, or reading the socket itself). */
   executed(result: number | ParserError): void {
+    this.readDone(result);
+    this.bodyArmedInRead = false;
+  }
+
+  private readDone(result: number | ParserError): void {
     if (this.state !== BUSY && this.state !== CLOSED) {
       // Bytes nobody asked for, on an idle connection.
       this.destroy();
@@ -518,7 +548,10 @@ export class Connection implements RequestConnection {
     }
     this.keepAlive = reusable;
     this.idleMs = idleMs;
-    if (r.bodyTimeout > 0) this.armBody(r.bodyTimeout);
+    if (r.bodyTimeout > 0) {
+      this.armBody(r.bodyTimeout);
+      this.bodyArmedInRead = true;
+    }
     r.handler.onResponseStart?.(r, statusCode, record, statusMessage);
     return r.isHead ? 1 : 0;
   }
@@ -526,7 +559,10 @@ export class Connection implements RequestConnection {
   body(chunk: Buffer): void {
     const r = this.request;
     if (r === null || this.response !== BODY) return;
-    if (r.bodyTimeout > 0) this.bodyTimer?.refresh();
+    if (r.bodyTimeout > 0 && !this.bodyArmedInRead) {
+      this.bodyTimer?.refresh();
+      this.bodyArmedInRead = true;
+    }
     r.handler.onResponseData?.(r, chunk);
   }
 
@@ -656,12 +692,17 @@ export class Connection implements RequestConnection {
         }
         return;
       case T_BODY:
+        if (this.state === IDLE) {
+          if (this.idleOnBodyTimer) this.destroy();
+          return;
+        }
         if (this.state === BUSY && r !== null && this.response === BODY && r.bodyTimeout > 0 && !this.readPaused) {
           this.fail(new Http1ClientError('UND_ERR_BODY_TIMEOUT', `no response body data for ${r.bodyTimeout} ms`));
         }
         return;
       case T_IDLE:
-        if (this.state === IDLE) this.destroy();
+        // Stale when the body timer stands for it (see idleOnBodyTimer).
+        if (this.state === IDLE && !this.idleOnBodyTimer) this.destroy();
         return;
     }
   }

@@ -34,6 +34,8 @@ export class RequestContext {
   readonly req: ProxyRequest;
   /** The client's response; the cache policy puts its tee (src/cache/fill.ts) here while it fetches. */
   res: ProxyResponse;
+  /** The response as the front end gave it (ctx.res may be replaced): the proxy's handler hears its 'close'. */
+  readonly clientResponse: ProxyResponse;
   readonly route: Route;
   /** Client address: the socket peer, or from X-Forwarded-For / PROXY protocol when the peer is a trusted proxy. */
   clientIp: string;
@@ -85,6 +87,7 @@ export class RequestContext {
   ) {
     this.req = req;
     this.res = res;
+    this.clientResponse = res;
     this.route = route;
     this.clientIp = clientIp;
     this.secure = secure;

@@ -320,7 +320,8 @@ class Exchange extends UpstreamRequestHead implements Dispatcher.DispatchHandler
     }
     const res = ctx.res as ExchangeResponse;
     res[kExchange] = this;
-    res.on('close', onClientClose);
+    // The client's own response: the proxy's handler hears its 'close' and calls clientClosed (one listener, not two).
+    if (res !== ctx.clientResponse) res.on('close', onClientClose);
     this.dispatchTo(endpoint);
   }
 
@@ -536,6 +537,11 @@ function onClientDrain(this: ExchangeResponse): void {
 
 function onClientClose(this: ExchangeResponse): void {
   this[kExchange]?.clientClosed();
+}
+
+/** The client's response closed: a request still going to the pod for it is cancelled. */
+export function clientClosed(res: ProxyResponse): void {
+  (res as ExchangeResponse)[kExchange]?.clientClosed();
 }
 
 function isGrpcResponse(contentType: string | string[] | undefined): boolean {

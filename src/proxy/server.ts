@@ -11,6 +11,8 @@ import type { ProxyRequest, ProxyResponse } from './exchange-types.ts';
 import { hasDotSegment, isValidHost, normalizeHost, normalizePath, splitTarget, withoutPathParameters } from '../routing/request-target.ts';
 import type { Route, RouteTableHolder } from '../routing/table.ts';
 import { resolveClientIp } from './client-ip.ts';
+import { requestFinished } from './compile.ts';
+import { clientClosed } from './forward.ts';
 import { RequestContext, type UpstreamTimeouts } from './context.ts';
 import { sendError } from './errors.ts';
 import { clientConnected } from '../util/idle-gc.ts';
@@ -79,12 +81,23 @@ export class ProxyRequestHandler {
     });
     this.maxBodyBytes = options.maxBodySize !== undefined && options.maxBodySize > 0 ? options.maxBodySize : -1;
     this.handleRequest = this.handleRequest.bind(this);
-    this.finished = this.finished.bind(this);
+    // One 'close' listener per response, for this handler, the route (compile.ts) and the
+    // request to the pod (forward.ts), in that order: a listener each cost 0.3-0.55 µs a
+    // request where one costs 0.15-0.2 (micro-benchmark, load 6-7).
+    const handler = this;
+    this.responseClosed = function (this: ProxyResponse): void {
+      handler.finished();
+      requestFinished(this);
+      clientClosed(this);
+    };
   }
+
+  /** A response's 'close' listener (`this` is the response). */
+  private readonly responseClosed: (this: ProxyResponse) => void;
 
   handleRequest(req: ProxyRequest, res: ProxyResponse): void {
     this.inflight++;
-    res.on('close', this.finished);
+    res.on('close', this.responseClosed);
     if (this.draining) {
       // While draining, answer what still arrives on open connections, then close them.
       res.shouldKeepAlive = false;

@@ -142,6 +142,22 @@ describe('proxy: requests without a route are logged and counted', () => {
     assert.ok(!('upstream' in line));
     assert.equal(line.route, 'default/test|silent.test|Prefix|/');
   });
+
+  test('a client that leaves before the answer cancels the request to the pod', async () => {
+    const before = held.length;
+    const req = http.request({ host: '127.0.0.1', port: proxy.port, path: '/gone', headers: { host: 'silent.test' }, agent: false });
+    req.on('error', () => {});
+    req.end();
+    await eventually(async () => held.length > before, 10_000, 'the pod got the request');
+    const atPod = held[held.length - 1]!;
+    let podSawClose = false;
+    atPod.on('close', () => (podSawClose = true));
+    req.destroy();
+    await eventually(async () => podSawClose, 5_000, 'the connection to the pod closed');
+    assert.equal(atPod.writableEnded, false, 'the pod never answered: portico gave up on the request, not the pod');
+    const line = await accessLine(lines, (l) => l.path === '/gone', '499 logged');
+    assert.equal(line.status, 499);
+  });
 });
 
 describe('proxy: a table swap removes what the dropped routes left behind', () => {

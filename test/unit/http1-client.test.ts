@@ -147,6 +147,25 @@ test('GET: the handler calls in order, headers lowercase with repeats as arrays,
   assert.equal(seen.headers['transfer-encoding'], undefined);
 });
 
+test('response headers named like Object members (__proto__, constructor, toString) are plain headers', async (t) => {
+  const s = await rawServer((socket, all) => {
+    if (all.endsWith('\r\n\r\n')) socket.write('HTTP/1.1 200 OK\r\n__proto__: p\r\nConstructor: c\r\ntoString: t1\r\ntostring: t2\r\n123: n\r\ncontent-length: 2\r\n\r\nok');
+  });
+  const pool = makePool(s.port);
+  t.after(() => pool.destroy().then(() => s.close()));
+  const r = await send(pool);
+  assert.equal(r.body, 'ok');
+  const headers = r.headers as Record<string, unknown>;
+  const names: string[] = [];
+  for (const name in headers) names.push(name);
+  assert.deepEqual(names, ['123', '__proto__', 'constructor', 'tostring', 'content-length']);
+  assert.equal(headers['__proto__'], 'p');
+  assert.equal(headers['constructor'], 'c');
+  assert.deepEqual(headers['tostring'], ['t1', 't2']);
+  assert.equal(headers['toString'], undefined);
+  assert.equal(headers['hasOwnProperty'], undefined);
+});
+
 test('the request head is written as given, in one piece, with the caller Host kept', async (t) => {
   const s = await rawServer((socket, all) => {
     if (all.endsWith('\r\n\r\n')) socket.write('HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok');
@@ -547,6 +566,31 @@ test('body timeout: UND_ERR_BODY_TIMEOUT when the pod stops mid-body, but not wh
   await r.finished();
   assert.equal(r.error, undefined);
   assert.equal(r.body, 'abcdef');
+});
+
+test('body timeout equal to the idle timeout: idle connections still close on time, reuse restarts the clock, a stalled body still fails', async (t) => {
+  const s = await rawServer((socket, all) => {
+    if (!all.endsWith('\r\n\r\n')) return;
+    if (all.includes('/stall')) socket.write('HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nabc');
+    else socket.write('HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok');
+  });
+  const pool = makePool(s.port, { keepAliveTimeout: 250 });
+  t.after(() => pool.destroy().then(() => s.close()));
+  const first = await send(pool, { bodyTimeout: 250 });
+  assert.equal(first.body, 'ok');
+  assert.equal(pool.idleCount, 1);
+  await delay(150);
+  const second = await send(pool, { bodyTimeout: 250 });
+  assert.equal(second.body, 'ok');
+  assert.equal(s.sockets.length, 1, 'the idle connection was reused');
+  await delay(150);
+  assert.equal(pool.size, 1, 'idle 150 ms after its second response: kept (the idle clock restarted)');
+  await until(() => pool.size === 0, 'the idle connection to close', 1_000);
+  assert.ok(s.sockets[0]!.readableEnded || s.sockets[0]!.destroyed, 'the pod saw it close');
+
+  const stalled = await send(pool, { path: '/stall', bodyTimeout: 250 });
+  assert.equal(stalled.error?.code, 'UND_ERR_BODY_TIMEOUT');
+  assert.equal(stalled.body, 'abc');
 });
 
 test('connection refused: the system code, and no onRequestStart (nothing was sent)', async (t) => {

@@ -1,6 +1,6 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createAccessLogger, createLogger } from '../../../src/util/log.ts';
+import { createAccessLogger, createLogger, type AccessLogEntry } from '../../../src/util/log.ts';
 
 /** A destination that keeps each written line. */
 function capture(): { lines: string[]; write(chunk: string): void } {
@@ -70,6 +70,43 @@ describe('logging', () => {
     const noPod = JSON.parse(out.lines[1]!);
     assert.equal(noPod.status, 503);
     for (const key of ['upstream', 'upstreamMs', 'route', 'requestId']) assert.ok(!(key in noPod), `${key} left out when it does not apply`);
+  });
+
+  test('each access line is exactly the JSON of its fields in a fixed order, whatever the values', () => {
+    const out = capture();
+    const access = createAccessLogger(createLogger('info', out));
+    const texts = ['GET', 'shop.example.com', '/a b', 'caf\u00e9', 'quote"back\\slash', 'tab\tnew\nline', '\u0001', '\ud83d\ude00', '\ud800', '', '/p?q=1&r=2'];
+    const millis = [0, 0.001, 0.01, 0.1, 1, 1.5, 1.234, 2.25, 10.05, 999.999, 1234567.891, 0.30000000000000004, 1e-7, 123456789012.345, 5e15 + 0.5];
+    const pick = <T>(list: readonly T[], i: number, salt: number): T => list[(i * 7 + salt * 13 + ((i * salt) >> 2)) % list.length]!;
+    const entries: AccessLogEntry[] = [];
+    for (let i = 0; i < 300; i++) {
+      const optional = <T>(value: T, bit: number): T | undefined => ((i >> bit) & 1 ? undefined : value);
+      entries.push({
+        method: pick(['GET', 'POST', 'M-SEARCH'], i, 1),
+        host: pick(texts, i, 2),
+        path: pick(texts, i, 3),
+        status: pick([200, 404, 499, 503], i, 4),
+        bytes: pick([0, 13, 1048576, 2 ** 40], i, 5),
+        durationMs: pick(millis, i, 6),
+        upstreamMs: optional(pick(millis, i, 7), 0),
+        upstream: optional(pick(['10.0.0.1:8080', '[fd00::1]:80'], i, 8), 1),
+        route: optional(pick(texts, i, 9), 2),
+        clientIp: pick(['192.0.2.7', '2001:db8::1', texts[4]!], i, 10),
+        requestId: optional(pick(texts, i, 11), 3),
+        error: optional(pick(texts, i, 12), 4),
+      });
+    }
+    for (const e of entries) access(e);
+    assert.equal(out.lines.length, entries.length);
+    out.lines.forEach((text, i) => {
+      const e = entries[i]!;
+      const time = (JSON.parse(text) as { time: string }).time;
+      const expected = JSON.stringify({
+        level: 'info', time, pid: process.pid, kind: 'access', method: e.method, host: e.host, path: e.path, status: e.status, bytes: e.bytes,
+        durationMs: e.durationMs, upstreamMs: e.upstreamMs, upstream: e.upstream, route: e.route, clientIp: e.clientIp, requestId: e.requestId, error: e.error, msg: 'access',
+      });
+      assert.equal(text, expected);
+    });
   });
 
   test('the access log is silent when the level is above info', () => {
