@@ -1,6 +1,6 @@
-// The Node flags portico runs with, however it is started (bin/portico.js adds those
-// missing; examples/start.ts passes them to the portico it starts; deploy/Dockerfile's
-// ENTRYPOINT names them too).
+// The Node flags and malloc setting portico runs with, however it is started
+// (bin/portico.js adds them when missing; examples/start.ts passes them to the portico it
+// starts; deploy/Dockerfile's ENTRYPOINT and ENV name them too).
 //
 // - A young generation of at most 16 MB semispaces: V8 sizes it from the machine's memory
 //   (64 MB semispaces on a 24 GB machine) and keeps it at its largest once a load has
@@ -19,4 +19,25 @@ export function missingFlags(args) {
   const key = (flag) => flag.replace(/^--/, '').split('=')[0].replaceAll('_', '-');
   const given = new Set(args.filter((arg) => arg.startsWith('--')).map(key));
   return NODE_FLAGS.filter((flag) => !given.has(key(flag)));
+}
+
+/**
+ * glibc malloc with a fixed mmap threshold (128 KiB, its initial value). By default glibc
+ * raises the threshold to the size of each mmapped block freed (up to 32 MB) and the trim
+ * threshold to twice that: after a burst of large buffers (the leader's 10,000 status
+ * writes and the watch events they cause, at 10,000 Ingresses) blocks up to that size come
+ * from the arenas, whose freed holes stay resident. Fixed, they are mapped and unmapped:
+ * 40-45 MB of malloc arenas were 25-34 MB there (bench/memory.ts cluster; deploy/Dockerfile
+ * says what it cost). Setting any of glibc's thresholds turns the adjustment off.
+ */
+export const MALLOC_ENV = { MALLOC_MMAP_THRESHOLD_: '131072' };
+
+/** True when `env` already sets one of glibc's malloc thresholds (the user's choice is kept). */
+export function hasMallocSetting(env) {
+  return ['MALLOC_MMAP_THRESHOLD_', 'MALLOC_TRIM_THRESHOLD_', 'MALLOC_TOP_PAD_', 'MALLOC_MMAP_MAX_'].some((name) => env[name] !== undefined);
+}
+
+/** `env` with MALLOC_ENV, unless it sets a threshold of its own. */
+export function withMallocEnv(env) {
+  return hasMallocSetting(env) ? env : { ...env, ...MALLOC_ENV };
 }

@@ -4,23 +4,23 @@
 // one on many machines), re-run it under the Node 24 that `npm install` pinned
 // in node_modules, so `node bin/portico.js` works either way.
 //
-// It also runs with NODE_FLAGS (bin/node-flags.js: the young generation's cap and the
-// old generation's growth the container image sets). Without them, `npm start` and every
-// other way of running portico would hold up to ~100 MB more per process than the image.
-// They must be given when Node starts, so the process replaces itself (process.execve:
-// same PID, same stdio) with those it lacks, unless it has them all already, or was
-// started with an IPC channel (a node:cluster worker, examples/start.ts), which would not
-// survive the exec: those pass the flags themselves. A flag set on the command line or in
-// NODE_OPTIONS keeps its value.
+// It also runs with NODE_FLAGS and MALLOC_ENV (bin/node-flags.js: the young generation's
+// cap, the old generation's growth and the malloc setting the container image sets).
+// Without them, `npm start` and every other way of running portico would hold up to
+// ~100 MB more per process than the image. They must be given when Node starts, so the
+// process replaces itself (process.execve: same PID, same stdio) with those it lacks,
+// unless it has them all already, or was started with an IPC channel (a node:cluster
+// worker, which inherits them, or examples/start.ts), which would not survive the exec:
+// those pass them themselves. A flag or malloc threshold the user set keeps its value.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { missingFlags } from './node-flags.js';
+import { hasMallocSetting, missingFlags, withMallocEnv } from './node-flags.js';
 
 const missing = missingFlags([...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)]);
 const major = Number(process.versions.node.split('.')[0]);
-if (major >= 24 && missing.length > 0 && process.channel === undefined && typeof process.execve === 'function') {
-  process.execve(process.execPath, [process.execPath, ...process.execArgv, ...missing, fileURLToPath(import.meta.url), ...process.argv.slice(2)], process.env);
+if (major >= 24 && (missing.length > 0 || !hasMallocSetting(process.env)) && process.channel === undefined && typeof process.execve === 'function') {
+  process.execve(process.execPath, [process.execPath, ...process.execArgv, ...missing, fileURLToPath(import.meta.url), ...process.argv.slice(2)], withMallocEnv(process.env));
 }
 if (major < 24) {
   const pinned = fileURLToPath(new URL('../node_modules/node/bin/node', import.meta.url));
@@ -28,7 +28,7 @@ if (major < 24) {
     console.error(`portico: needs Node.js >= 24 (this is ${process.version}); run "npm install" to fetch the pinned Node 24`);
     process.exit(1);
   }
-  const child = spawn(pinned, [...missing, fileURLToPath(import.meta.url), ...process.argv.slice(2)], { stdio: 'inherit' });
+  const child = spawn(pinned, [...missing, fileURLToPath(import.meta.url), ...process.argv.slice(2)], { stdio: 'inherit', env: withMallocEnv(process.env) });
   for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP']) process.on(signal, () => child.kill(signal));
   child.on('exit', (code, signal) => process.exit(code ?? (signal ? 128 : 1)));
 } else {

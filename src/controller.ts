@@ -28,6 +28,8 @@ export interface ControllerDeps {
   /** Called after each swap, with the time translation took. */
   /** `changes`: the store changes this rebuild translated; undefined when everything was checked. */
   onRebuilt?: (table: RouteTable, translateMs: number, problems: readonly Problem[], changes: readonly ObjectChange[] | undefined) => void;
+  /** After each translation: how many Ingresses it translated (built again from their object). */
+  onIngressesTranslated?: (count: number) => void;
   /** Only the status of these objects changed (portico's own writes, mostly): nothing is rebuilt; status writers may check them. */
   onStatusOnly?: (changes: readonly ObjectChange[]) => void;
   /** Called with problems that appeared since the previous rebuild (Events, logs). */
@@ -141,6 +143,7 @@ export class Controller {
         return deps.current();
       }
     }
+    const translatedBefore = this.translate.ingressesTranslated();
     try {
       config = this.translate(deps.store, deps.translateOptions, changes);
       // Backends moved earlier whose routes were translated again: the pools follow first.
@@ -156,6 +159,8 @@ export class Controller {
       return deps.current();
     }
     const translateMs = performance.now() - t0;
+    const ingressesTranslated = this.translate.ingressesTranslated() - translatedBefore;
+    if (ingressesTranslated > 0) deps.onIngressesTranslated?.(ingressesTranslated);
     // Problems of the sources (unreadable manifest files) go with the table, so /routes shows them too.
     const external = deps.externalProblems?.() ?? [];
     // Nothing that is served changed (a slice of a Service no route uses, say): the table
@@ -179,6 +184,7 @@ export class Controller {
         version: table.version,
         routes: table.size,
         ingresses: config.servedIngresses.length,
+        ingressesTranslated,
         problems: problems.length,
         translateMs: round(translateMs),
         buildMs: round(table.buildMillis),

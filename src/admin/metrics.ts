@@ -20,6 +20,8 @@ export interface Metrics {
   countDroppedConnection(listener: string): void;
   /** Backends whose ready addresses moved in the live pools without a rebuild (EndpointSlice changes). */
   countEndpointUpdates(backends: number): void;
+  /** Ingresses a translation built again from their object. */
+  countIngressesTranslated(ingresses: number): void;
   /** A request the HTTP server answered itself (malformed, 414, 431, 505...), by its short reason. */
   countRefusedRequest(reason: string): void;
   /** A client whose TLS handshake failed, by bounded reason (see handshakeFailureReason). */
@@ -121,6 +123,12 @@ export function createMetrics(): Metrics {
     registers,
   });
 
+  const ingressesTranslated = new Counter({
+    name: 'portico_ingresses_translated_total',
+    help: 'Ingresses translated from their object: a change costs the Ingresses it concerns, and a status write (portico\'s own, coming back by watch) none',
+    registers,
+  });
+
   let readiness: (() => boolean) | undefined;
   const ready = new Gauge({
     name: 'portico_ready',
@@ -136,6 +144,9 @@ export function createMetrics(): Metrics {
     registry,
     countEndpointUpdates(backends) {
       endpointUpdates.inc(backends);
+    },
+    countIngressesTranslated(ingresses) {
+      ingressesTranslated.inc(ingresses);
     },
     recordRebuild(table, translateMs, problems) {
       routes.set(table.size);

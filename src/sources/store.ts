@@ -235,11 +235,11 @@ function sameExceptStatus(a: KubeObject, b: KubeObject): boolean {
 /**
  * `next`, with every part equal to the same part of `previous` taken from `previous`.
  * An update most often changes little: portico's own status write comes back as a whole
- * new object with the same spec, and whoever still holds the previous version (the
- * Ingress assembly keeps the object it translated, and a status-only change is not
- * translated again) held a second copy of everything: at 10,000 Ingresses in cluster
- * mode, 10 MB after the first status writes. Both versions are frozen, so sharing is safe;
- * memoization is by the identity of whole objects, which stays new. Keys keep `next`'s order.
+ * new object with the same spec. Translation's per-Ingress entries compare the parts they
+ * read (spec, annotations) by identity, so after a status write they are still current and
+ * hold nothing of the previous version; before this sharing, whoever held a version held a
+ * copy of everything (10 MB at 10,000 Ingresses after the first status writes). Both
+ * versions are frozen, so sharing is safe. Keys keep `next`'s order.
  */
 export function shareUnchanged<T>(previous: unknown, next: T): T {
   if (previous === next || typeof next !== 'object' || next === null) return (previous === next ? previous : next) as T;

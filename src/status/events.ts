@@ -115,14 +115,14 @@ export class EventRecorder {
       if (prior && now.getTime() - prior.at < window) {
         prior.count += 1;
         prior.at = now.getTime();
-        await this.o.client.request('PATCH', `/api/v1/namespaces/${prior.namespace}/events/${prior.name}`, {
+        await this.o.client.write('PATCH', `/api/v1/namespaces/${prior.namespace}/events/${prior.name}`, {
           body: { count: prior.count, lastTimestamp: now.toISOString() },
           contentType: 'application/merge-patch+json',
         });
         return;
       }
       const name = `${p.object.name}.${randomBytes(8).toString('hex')}`;
-      await this.o.client.request('POST', `/api/v1/namespaces/${p.object.namespace}/events`, {
+      await this.o.client.write('POST', `/api/v1/namespaces/${p.object.namespace}/events`, {
         body: {
           apiVersion: 'v1',
           kind: 'Event',

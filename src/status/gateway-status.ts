@@ -193,7 +193,7 @@ export class GatewayStatusWriter {
 
   private async write(path: string, obj: { metadata: { resourceVersion?: string; name: string; namespace?: string }; kind: string }, status: unknown): Promise<void> {
     try {
-      await this.o.client.request('PATCH', path, {
+      await this.o.client.write('PATCH', path, {
         body: { metadata: { resourceVersion: obj.metadata.resourceVersion }, status },
         contentType: 'application/merge-patch+json',
       });

@@ -159,7 +159,7 @@ export class IngressStatusWriter {
   private async patch(ing: Ingress, addresses: LoadBalancerIngress[]): Promise<boolean> {
     const { namespace, name } = ing.metadata;
     try {
-      await this.o.client.request('PATCH', `/apis/networking.k8s.io/v1/namespaces/${namespace}/ingresses/${name}/status`, {
+      await this.o.client.write('PATCH', `/apis/networking.k8s.io/v1/namespaces/${namespace}/ingresses/${name}/status`, {
         body: { status: { loadBalancer: { ingress: addresses } } },
         contentType: 'application/merge-patch+json',
       });

@@ -48,6 +48,12 @@ export interface IncrementalTranslator extends Translator {
   takeEndpointUpdates(): EndpointUpdate[];
   /** Every backend whose addresses endpoints() moved, as it is now (for a worker that starts). */
   trackedEndpoints(): EndpointUpdate[];
+  /**
+   * Ingresses translated (an entry built from the object) since the translator was made:
+   * what a change cost. A status-only update, or a full re-check of unchanged objects, adds
+   * nothing.
+   */
+  ingressesTranslated(): number;
   /** A backend's ready addresses: those endpoints() moved it to, else its own. */
   addressesOf(backend: { readonly key: string; readonly addresses: readonly UpstreamAddress[]; readonly error?: string }): readonly UpstreamAddress[];
 }
@@ -105,6 +111,7 @@ const ROUTE_CHANGE = /^(?:HTTPRoute|GRPCRoute):/;
 /** A translate function that remembers its previous work; keep one per controller. */
 export function createTranslator(): IncrementalTranslator {
   let state: TranslatorState | undefined;
+  let ingressesTranslated = 0;
 
   const translator = (snapshot: Snapshot, options: TranslateOptions, changes?: readonly ObjectChange[]): RoutingConfig => {
     let full = changes === undefined;
@@ -192,6 +199,7 @@ export function createTranslator(): IncrementalTranslator {
       if (ingress !== undefined && classes.serves(ingress)) {
         const entry = previous && isCurrent(previous, ingress, ctx) ? previous : buildIngressEntry(ingress, ctx, previous);
         if (entry !== previous) {
+          ingressesTranslated++;
           if (previous !== undefined) unindexReads(s, key, previous);
           indexReads(s, key, entry);
           updates.set(key, entry);
@@ -324,6 +332,7 @@ export function createTranslator(): IncrementalTranslator {
     trackedEndpoints(): EndpointUpdate[] {
       return state === undefined ? [] : [...state.tracked];
     },
+    ingressesTranslated: () => ingressesTranslated,
     addressesOf(backend: { readonly key: string; readonly addresses: readonly UpstreamAddress[]; readonly error?: string }): readonly UpstreamAddress[] {
       if (backend.error !== undefined) return backend.addresses;
       return state?.tracked.get(backend.key) ?? backend.addresses;

@@ -28,7 +28,15 @@ export interface TlsClaim {
 }
 
 export interface IngressEntry {
-  readonly ingress: Ingress;
+  /**
+   * The parts of the Ingress this entry was made from, compared by identity. Not the object
+   * itself: in cluster mode the store keeps the unchanged parts of an updated object, so a
+   * status write (a new object, with the same spec and annotations) leaves the entry
+   * current, and the entry holds none of the version before it (its metadata and status).
+   */
+  readonly spec: Ingress['spec'];
+  readonly annotations: Ingress['metadata']['annotations'];
+  readonly creationTimestamp: string | undefined;
   readonly ref: ObjectRef;
   /** creationTimestamp in ms; Infinity when absent (then the Ingress counts as the newest). */
   readonly age: number;
@@ -54,7 +62,7 @@ const PATH_TYPES: ReadonlySet<string> = new Set<PathType>(['Exact', 'Prefix', 'I
 
 /** true when `entry` still describes `ingress` given the current Services, EndpointSlices and Secrets. */
 export function isCurrent(entry: IngressEntry, ingress: Ingress, ctx: IngressContext): boolean {
-  if (entry.ingress !== ingress) return false;
+  if (entry.spec !== ingress.spec || entry.annotations !== ingress.metadata.annotations || entry.creationTimestamp !== ingress.metadata.creationTimestamp) return false;
   const namespace = entry.ref.namespace!;
   for (const dep of entry.backendDeps) if (!ctx.backends.isCurrent(namespace, dep.backend, dep.result)) return false;
   for (const dep of entry.secretDeps) if (ctx.snapshot.secrets.get(dep.key) !== dep.secret) return false;
@@ -239,7 +247,9 @@ export function buildIngressEntry(ingress: Ingress, ctx: IngressContext, previou
   });
 
   return {
-    ingress,
+    spec: ingress.spec,
+    annotations: ingress.metadata.annotations,
+    creationTimestamp: ingress.metadata.creationTimestamp,
     ref,
     age: parseAge(ingress.metadata.creationTimestamp),
     order: `${namespace}/${name}`,

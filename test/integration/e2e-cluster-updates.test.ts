@@ -76,6 +76,28 @@ describe('cluster mode: changes that rebuild nothing', () => {
     assert.equal((await get(portico.http, 'web.updates')).status, 200);
   });
 
+  test('each new Ingress is translated once: its status write adds nothing, nor does a later full re-check', async () => {
+    const translated = async () => metric(await metrics(), 'portico_ingresses_translated_total');
+    const statusOf = async (name: string) => ((await net.readNamespacedIngress({ name, namespace: 'default' })).status?.loadBalancer?.ingress ?? []).map((e) => e.ip);
+    const names = ['status-a', 'status-b', 'status-c'];
+    const before = await translated();
+    assert.ok(before >= 1, 'the first Ingress was translated');
+    for (const name of names) api.apply(ingress(name, { rules: [{ host: `${name}.updates`, paths: [{ path: '/', service: 'web' }] }] }));
+    for (const name of names) await eventually(async () => (await statusOf(name)).includes(PUBLISH), 10_000, `the publish address on ${name}`);
+    for (const name of names) assert.equal((await get(portico.http, `${name}.updates`)).status, 200);
+    // Time for the writes to come back through the watch.
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(await translated(), before + names.length, 'one translation per new Ingress, none per status write');
+    // Another controller's IngressClass changes which classes exist: every Ingress is checked
+    // again. The ones whose status portico wrote are still current (before, each of them was
+    // translated again here, and kept its pre-status version until then).
+    const version = metric(await metrics(), 'portico_route_table_version');
+    api.apply(ingressClass('someone-else', { controller: 'example.com/other' }));
+    await eventually(async () => metric(await metrics(), 'portico_route_table_version') > version, 10_000, 'the full re-check');
+    assert.equal(await translated(), before + names.length, 'no Ingress translated again by the full re-check');
+    for (const name of ['web', ...names]) assert.equal((await get(portico.http, `${name}.updates`)).status, 200);
+  });
+
   test('an EndpointSlice change reaches traffic without a translation; losing every endpoint is still reported', async () => {
     const pods = [await startEchoServer({ name: 'moving' }), await startEchoServer({ name: 'moving' })];
     echoes.push(...pods);

@@ -2,6 +2,11 @@ import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { RoutingConfig, TranslateOptions } from '../../../src/model/config.ts';
 import type { KubeObject } from '../../../src/model/k8s.ts';
+import type { Ingress } from '../../../src/model/k8s.ts';
+import { ObjectStore } from '../../../src/sources/store.ts';
+import { deepFreeze } from '../../../src/sources/sanitize-json.ts';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { createTranslator, translate } from '../../../src/translate/index.ts';
 import type { ObjectChange } from '../../../src/sources/store.ts';
 import { OPTIONS, applyStep, ingress, ingressClass, service, simpleIngress, slice, snapshotOf, svcBackend, testCerts, tlsSecret, type TestCerts } from './fixtures.ts';
@@ -10,6 +15,12 @@ let certs: TestCerts;
 before(async () => {
   certs = await testCerts();
 });
+
+/** A full collection (the test runner's node has no --expose-gc). */
+function collectGarbage(): void {
+  setFlagsFromString('--expose-gc');
+  (runInNewContext('gc') as () => void)();
+}
 
 /** A small world with every kind, named so tests can replace single objects. */
 function world(): Map<string, KubeObject> {
@@ -200,6 +211,34 @@ describe('memoized translator', () => {
 
     objects.set('Secret/pods-ca', { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'pods-ca', namespace: 'default' }, data: { 'ca.crt': Buffer.from(certs.bar.cert).toString('base64') } } as KubeObject);
     assert.equal(caOf(check()), certs.bar.cert);
+  });
+
+  test("a status write (a new object from the API server, same spec) keeps the Ingress' entry, and holds no pre-status version", async () => {
+    const store = new ObjectStore();
+    const fromApi = (resourceVersion: string, extra: Partial<Ingress> = {}, annotations?: Record<string, string>): Ingress => {
+      const base = simpleIngress('one', 'foo.example.com', [['/', 'a']], { created: '2024-01-01T00:00:00Z' });
+      return deepFreeze({ ...base, ...extra, metadata: { ...base.metadata, resourceVersion, ...(annotations ? { annotations } : {}) } });
+    };
+    for (const o of [ingressClass('portico'), service('a'), slice('a-1', 'a', [{ ip: '10.0.0.1' }])]) store.upsert(o);
+    store.upsert(fromApi('1'));
+    const memo = createTranslator();
+    const first = memo(store, OPTIONS);
+    assert.equal(memo.ingressesTranslated(), 1);
+    const preStatus = new WeakRef(store.ingresses.get('default/one')!);
+    store.upsert(fromApi('2', { status: { loadBalancer: { ingress: [{ ip: '192.0.2.1' }] } } }));
+    // A status-only change is not translated (the controller skips it), and the translator
+    // keeps no reference to the version before it.
+    await new Promise((resolve) => setImmediate(resolve));
+    collectGarbage();
+    assert.equal(preStatus.deref(), undefined, 'the pre-status object was collected');
+    // Everything checked again (a class change, an option, a re-list): the entry is current.
+    const full = memo(store, OPTIONS);
+    assert.equal(memo.ingressesTranslated(), 1, 'not translated again');
+    assert.equal(full.routes[0], first.routes[0]);
+    // What routing reads changed: translated.
+    store.upsert(fromApi('3', {}, { 'portico.dev/response-timeout': '5s' }));
+    memo(store, OPTIONS, [{ type: 'updated', kind: 'Ingress', key: 'default/one' }]);
+    assert.equal(memo.ingressesTranslated(), 2);
   });
 
   test('the same snapshot twice gives identical routes and equal problems', () => {

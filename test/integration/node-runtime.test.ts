@@ -1,0 +1,53 @@
+// How bin/portico.js starts Node, seen from outside: the young generation's cap and
+// glibc's fixed mmap threshold (bin/node-flags.js) are in place however portico is
+// started, as in the container image, its workers included; a user's own malloc setting
+// is kept.
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startPortico, type PorticoProcess } from '../support/portico-process.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'portico-runtime-'));
+const started: PorticoProcess[] = [];
+after(async () => {
+  await Promise.all(started.map((p) => p.stop()));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** The environment and command line of a running process. */
+function processOf(pid: number): { env: Map<string, string>; argv: string[] } {
+  const env = new Map<string, string>();
+  for (const entry of readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')) {
+    const eq = entry.indexOf('=');
+    if (eq > 0) env.set(entry.slice(0, eq), entry.slice(eq + 1));
+  }
+  return { env, argv: readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0') };
+}
+
+/** The pids of a process' children (the workers of a primary). */
+function childrenOf(pid: number): number[] {
+  return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+}
+
+test('portico runs with a fixed malloc mmap threshold and the young generation cap, workers too', async () => {
+  const env = { ...process.env };
+  for (const name of ['MALLOC_MMAP_THRESHOLD_', 'MALLOC_TRIM_THRESHOLD_', 'MALLOC_TOP_PAD_', 'MALLOC_MMAP_MAX_']) delete env[name];
+  const portico = await startPortico(['--manifests', dir, '--workers', '2'], env);
+  started.push(portico);
+  const primary = processOf(portico.child.pid!);
+  assert.equal(primary.env.get('MALLOC_MMAP_THRESHOLD_'), '131072');
+  assert.ok(primary.argv.includes('--max-semi-space-size=16'), primary.argv.join(' '));
+  const workers = childrenOf(portico.child.pid!);
+  assert.equal(workers.length, 2);
+  for (const pid of workers) assert.equal(processOf(pid).env.get('MALLOC_MMAP_THRESHOLD_'), '131072');
+});
+
+test("a malloc threshold the user set is kept", async () => {
+  const portico = await startPortico(['--manifests', dir], { MALLOC_TRIM_THRESHOLD_: '262144' });
+  started.push(portico);
+  const { env } = processOf(portico.child.pid!);
+  assert.equal(env.get('MALLOC_TRIM_THRESHOLD_'), '262144');
+  assert.equal(env.get('MALLOC_MMAP_THRESHOLD_'), undefined);
+});
