@@ -9,6 +9,7 @@
 // - the top-level maps are mutated in place: translation runs synchronously within one
 //   tick, so it never sees a half-applied change.
 import type { Snapshot } from '../model/config.ts';
+import { deepEqual } from '../util/deep-equal.ts';
 import {
   SERVICE_NAME_LABEL,
   keyOf,
@@ -270,21 +271,5 @@ function sameObject(a: KubeObject, b: KubeObject): boolean {
   return deepEqual(a, b);
 }
 
-/** Equality of JSON-like data (what sanitize() produces). */
-export function deepEqual(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
-  if (Array.isArray(a) !== Array.isArray(b)) return false;
-  if (Array.isArray(a)) {
-    const bs = b as unknown[];
-    if (a.length !== bs.length) return false;
-    for (let i = 0; i < a.length; i++) if (!deepEqual(a[i], bs[i])) return false;
-    return true;
-  }
-  const ao = a as Record<string, unknown>;
-  const bo = b as Record<string, unknown>;
-  const keys = Object.keys(ao);
-  if (keys.length !== Object.keys(bo).length) return false;
-  for (const key of keys) if (!Object.hasOwn(bo, key) || !deepEqual(ao[key], bo[key])) return false;
-  return true;
-}
+// Equality of JSON-like data (what sanitize() produces), for the store's users too.
+export { deepEqual };

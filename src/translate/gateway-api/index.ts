@@ -13,6 +13,7 @@ import { crossKindConflicts, withoutRejected, type Rejections } from './route-co
 import type { Attachment, RouteOutput } from './route-parents.ts';
 import { ReferenceGrants } from './reference-grants.ts';
 import { PatchedMap } from '../../util/patched-map.ts';
+import { deepEqual } from '../../util/deep-equal.ts';
 
 /** What one HTTPRoute or GRPCRoute made, kept to be reused while nothing it depends on changed. */
 export interface RouteFragment {
@@ -272,28 +273,11 @@ function indexReads(readers: Map<string, Set<string>>, fragmentKey: string, frag
   }
 }
 
-/** The same route made the same output (its own object, and equal routes, parents, problems, attachments, status). */
+/** The same route made the same output: its own object, and equal routes, parents, problems, attachments and status (plain data; a Map or a Set in them only when the very same). */
 function sameFragment(a: RouteFragment, b: RouteFragment): boolean {
-  return a.route === b.route && sameData(a.routes, b.routes) && sameData(a.parents, b.parents) && sameData(a.problems, b.problems) && sameData(a.attachments, b.attachments) && sameData(a.status, b.status);
+  return a.route === b.route && deepEqual(a.routes, b.routes) && deepEqual(a.parents, b.parents) && deepEqual(a.problems, b.problems) && deepEqual(a.attachments, b.attachments) && deepEqual(a.status, b.status);
 }
 
-/** Plain objects and arrays compared by content; anything else (a Map, a Set, a RegExp) only when it is the very object. */
-function sameData(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
-  if (Array.isArray(a)) {
-    if (!Array.isArray(b) || a.length !== b.length) return false;
-    for (let i = 0; i < a.length; i++) if (!sameData(a[i], b[i])) return false;
-    return true;
-  }
-  if (Object.getPrototypeOf(a) !== Object.prototype || Object.getPrototypeOf(b) !== Object.prototype) return false;
-  const x = a as Record<string, unknown>;
-  const y = b as Record<string, unknown>;
-  const keys = Object.keys(x);
-  if (keys.length !== Object.keys(y).length) return false;
-  for (const key of keys) if (!Object.hasOwn(y, key) || !sameData(x[key], y[key])) return false;
-  return true;
-}
 
 /** The output from the Gateways' pass and the routes' state: statuses, listeners, problems, route lists. */
 function assemble(
