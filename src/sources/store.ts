@@ -271,5 +271,3 @@ function sameObject(a: KubeObject, b: KubeObject): boolean {
   return deepEqual(a, b);
 }
 
-// Equality of JSON-like data (what sanitize() produces), for the store's users too.
-export { deepEqual };

@@ -12,7 +12,7 @@ import type { Logger } from 'pino';
 import type { GatewayApiStatus } from '../model/config.ts';
 import type { Condition, Gateway, GatewayClass, GatewayStatusAddress, GRPCRoute, HTTPRoute, ListenerStatus, RouteParentStatus } from '../model/k8s.ts';
 import { KubeApiError, type KubeClient } from '../kube/client.ts';
-import { deepEqual } from '../sources/store.ts';
+import { deepEqual } from '../util/deep-equal.ts';
 import { RetryAfterFailure } from './retry-after-failure.ts';
 import type { LoadBalancerIngress } from '../model/k8s.ts';
 

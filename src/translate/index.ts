@@ -15,7 +15,8 @@ import type { EndpointUpdate, IgnoredIngress, Problem, RouteConfig, RoutingConfi
 import { NO_GATEWAYS, withLazyRoutes } from '../model/config.ts';
 import { GATEWAY_KINDS, type GRPCRoute, type HTTPRoute, type Ingress } from '../model/k8s.ts';
 import type { ObjectChange } from '../sources/store.ts';
-import { deepEqual, serviceOf } from '../sources/store.ts';
+import { serviceOf } from '../sources/store.ts';
+import { deepEqual } from '../util/deep-equal.ts';
 import { IngressAssembly } from './assembly.ts';
 import { BackendResolver } from './backends.ts';
 import { translateGatewayApi, updateGatewayApi, type GatewayApiDeps, type GatewayApiOutput } from './gateway-api/index.ts';
