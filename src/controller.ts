@@ -1,7 +1,7 @@
 // The loop between sources and the proxy: when the object store changes, wait for
 // the burst to settle, translate the objects, build a new route table and swap it in.
 import type { Logger } from 'pino';
-import { withProblems, type EndpointUpdate, type Problem, type RoutingConfig, type TranslateOptions, type UpstreamAddress } from './model/config.ts';
+import { problemKey, withProblems, type EndpointUpdate, type Problem, type RoutingConfig, type TranslateOptions, type UpstreamAddress } from './model/config.ts';
 import type { ObjectChange, ObjectStore, StoreChangeEvent } from './sources/store.ts';
 import { createTranslator } from './translate/index.ts';
 import type { RouteTable } from './routing/table.ts';
@@ -34,10 +34,6 @@ export interface ControllerDeps {
   onStatusOnly?: (changes: readonly ObjectChange[]) => void;
   /** Called with problems that appeared since the previous rebuild (Events, logs). */
   onNewProblems?: (problems: readonly Problem[]) => void;
-}
-
-export function problemKey(p: Problem): string {
-  return `${p.object.kind}/${p.object.namespace ?? ''}/${p.object.name}|${p.reason}|${p.message}`;
 }
 
 export class Controller {

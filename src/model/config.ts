@@ -66,6 +66,11 @@ export interface Problem {
   readonly message: string;
 }
 
+/** What makes two reports the same problem: logged once, not at every rebuild that still finds it. */
+export function problemKey(p: Problem): string {
+  return `${p.object.kind}/${p.object.namespace ?? ''}/${p.object.name}|${p.reason}|${p.message}`;
+}
+
 export interface UpstreamAddress {
   /** IP address (or DNS name, for ExternalName Services when allowed). */
   readonly host: string;

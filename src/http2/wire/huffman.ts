@@ -9,9 +9,13 @@ const EOS = 256;
 /** Per state and nibble: next state << 16 | flags << 9 | symbol + 1 (0: none). */
 const FLAG_ACCEPT = 1; // the bits since the last symbol are all 1s and fewer than 8: valid padding
 const FLAG_FAIL = 2; // EOS decoded, or a path no code takes
-const steps = new Int32Array(256 * 16);
+// Built on the first decode, not when the module loads: a process that never serves
+// HTTP/2 never builds it, and the build's loops alone made V8 compile them with its
+// optimizing compiler at every start (pages of the node binary that then stay resident).
+let steps: Int32Array | undefined;
 
-function buildSteps(): void {
+function buildSteps(): Int32Array {
+  const built = new Int32Array(256 * 16);
   // The tree: node 0 is the root; children[2n + bit] is a node (> 0) or -(symbol + 1).
   const children: number[] = [0, 0];
   let nodes = 1;
@@ -64,11 +68,11 @@ function buildSteps(): void {
       }
       let flags = fail ? FLAG_FAIL : 0;
       if (allOnes[node] === 1 && depth[node]! < 8) flags |= FLAG_ACCEPT;
-      steps[state * 16 + nibble] = (node << 16) | (flags << 9) | symbol;
+      built[state * 16 + nibble] = (node << 16) | (flags << 9) | symbol;
     }
   }
+  return built;
 }
-buildSteps();
 
 /** Scratch for decoded bytes: a Huffman string decodes to at most 8/5 of its length. */
 let scratch = Buffer.allocUnsafe(4096);
@@ -78,16 +82,17 @@ export function huffmanDecode(src: Uint8Array, start: number, end: number): stri
   const need = ((end - start) * 8) / 5 + 1;
   if (scratch.length < need) scratch = Buffer.allocUnsafe(Math.max(need, scratch.length * 2));
   const out = scratch;
+  const table = (steps ??= buildSteps());
   let n = 0;
   let state = 0;
   let accept = 1;
   for (let i = start; i < end; i++) {
     const byte = src[i]!;
-    let step = steps[state * 16 + (byte >>> 4)]!;
+    let step = table[state * 16 + (byte >>> 4)]!;
     if ((step & (FLAG_FAIL << 9)) !== 0) return undefined;
     if ((step & 0x1ff) !== 0) out[n++] = (step & 0x1ff) - 1;
     state = step >>> 16;
-    step = steps[state * 16 + (byte & 15)]!;
+    step = table[state * 16 + (byte & 15)]!;
     if ((step & (FLAG_FAIL << 9)) !== 0) return undefined;
     if ((step & 0x1ff) !== 0) out[n++] = (step & 0x1ff) - 1;
     state = step >>> 16;
