@@ -8,9 +8,10 @@
 // Proportional work: given the objects that changed since the previous call (the
 // store's change events), only the Ingresses they concern are translated again (an
 // Ingress, or the Ingresses that read a changed Service, EndpointSlice or Secret), and
-// only the hosts those touch are settled again. Without the changes (or after an
-// IngressClass or option change) everything is re-checked, memoized by object
-// identity (the store replaces objects on change, never mutates them).
+// only the hosts those touch are settled again; an IngressClass change looks again at
+// the Ingresses naming the classes it moved (class-index.ts). Without the changes (or
+// after an option change) everything is re-checked, memoized by object identity (the
+// store replaces objects on change, never mutates them).
 import type { EndpointUpdate, IgnoredIngress, Problem, RouteConfig, RoutingConfig, Snapshot, TranslateOptions, UpstreamAddress } from '../model/config.ts';
 import { NO_GATEWAYS, withLazyRoutes } from '../model/config.ts';
 import { GATEWAY_KINDS, type GRPCRoute, type HTTPRoute, type Ingress } from '../model/k8s.ts';
@@ -22,6 +23,7 @@ import { BackendResolver } from './backends.ts';
 import { translateGatewayApi, updateGatewayApi, type GatewayApiDeps, type GatewayApiOutput } from './gateway-api/index.ts';
 import { buildIngressEntry, isCurrent, type IngressContext, type IngressEntry } from './ingress.ts';
 import { selectClasses, type ClassSelection } from './ingress-class.ts';
+import { IngressClassIndex } from './class-index.ts';
 import { SecretParser } from './tls.ts';
 import { insertSorted, removeSorted } from '../util/sorted.ts';
 import { KeySets } from '../util/key-sets.ts';
@@ -55,6 +57,11 @@ export interface IncrementalTranslator extends Translator {
    * nothing.
    */
   ingressesTranslated(): number;
+  /**
+   * Ingresses looked at (whether served, and whether their entry is current) since the
+   * translator was made: a change to one object adds about the Ingresses it concerns.
+   */
+  ingressesChecked(): number;
   /** A backend's ready addresses: those endpoints() moved it to, else its own. */
   addressesOf(backend: { readonly key: string; readonly addresses: readonly UpstreamAddress[]; readonly error?: string }): readonly UpstreamAddress[];
 }
@@ -70,6 +77,9 @@ interface TranslatorState {
   readonly secrets: SecretParser;
   readonly assembly: IngressAssembly;
   classSignature: string | undefined;
+  /** The classes of the previous call, and the Ingresses by the class they name: an IngressClass change re-checks only those it can change. */
+  classes: ClassSelection | undefined;
+  readonly byClass: IngressClassIndex;
   /** Why each Ingress portico does not serve is not served, by key. */
   readonly ignored: Map<string, IgnoredIngress>;
   ignoredList: readonly IgnoredIngress[];
@@ -113,11 +123,12 @@ const ROUTE_CHANGE = /^(?:HTTPRoute|GRPCRoute):/;
 export function createTranslator(): IncrementalTranslator {
   let state: TranslatorState | undefined;
   let ingressesTranslated = 0;
+  let ingressesChecked = 0;
 
   const translator = (snapshot: Snapshot, options: TranslateOptions, changes?: readonly ObjectChange[]): RoutingConfig => {
     let full = changes === undefined;
-    // A state made anew has nothing to compare with; a full re-check of a kept one (an
-    // IngressClass changed, say) still knows which hosts it changed.
+    // A state made anew has nothing to compare with; a full re-check of a kept one (no
+    // changes given) still knows which hosts it changed.
     let fresh = false;
     if (!state || !sameOptions(state.options, options)) {
       state = {
@@ -126,6 +137,8 @@ export function createTranslator(): IncrementalTranslator {
         secrets: new SecretParser(),
         assembly: new IngressAssembly(),
         classSignature: undefined,
+        classes: undefined,
+        byClass: new IngressClassIndex(),
         ignored: new Map(),
         ignoredList: [],
         served: [],
@@ -146,8 +159,12 @@ export function createTranslator(): IncrementalTranslator {
     s.backends.begin(snapshot, options);
     const ctx: IngressContext = { snapshot, backends: s.backends, secrets: s.secrets };
     const classes = selectClasses(snapshot, options);
-    if (classes.signature !== s.classSignature) full = true;
+    const previousClasses = s.classes;
+    const classesMoved = classes.signature !== s.classSignature;
+    if (classesMoved && previousClasses === undefined) full = true;
+    const classProblemsChanged = previousClasses !== undefined && !deepEqual(previousClasses.problems, classes.problems);
     s.classSignature = classes.signature;
+    s.classes = classes;
 
     // Which Ingresses to look at again, and which keys (Services, Secrets) changed.
     const touched = new Set<string>();
@@ -188,6 +205,13 @@ export function createTranslator(): IncrementalTranslator {
             if (GATEWAY_KIND_SET.has(change.kind)) touched.add(`${change.kind}:${change.key}`);
         }
       }
+      if (classesMoved) {
+        // Only the Ingresses naming a class whose standing moved (or none, when the
+        // default did); every ignored one when the list of portico's classes, which
+        // its reason quotes, changed.
+        for (const key of s.byClass.affected(previousClasses!, classes)) keys.add(key);
+        if (!sameSet(previousClasses!.ours, classes.ours)) for (const key of s.ignored.keys()) keys.add(key);
+      }
       dirty = keys;
     }
 
@@ -196,6 +220,8 @@ export function createTranslator(): IncrementalTranslator {
     let ignoredChanged = false;
     for (const key of dirty) {
       const ingress = snapshot.ingresses.get(key);
+      ingressesChecked++;
+      s.byClass.set(key, ingress);
       const previous = s.assembly.entry(key);
       if (ingress !== undefined && classes.serves(ingress)) {
         const entry = previous && isCurrent(previous, ingress, ctx) ? previous : buildIngressEntry(ingress, ctx, previous);
@@ -256,7 +282,7 @@ export function createTranslator(): IncrementalTranslator {
     refreshTracked(s, full ? undefined : touched);
 
     const last = s.last;
-    if (last !== undefined && assembled.changedHosts?.size === 0 && assembled.defaultBackend === last.defaultBackend && !gatewayChanged && !ignoredChanged && updates.size === 0 && !full) {
+    if (last !== undefined && assembled.changedHosts?.size === 0 && assembled.defaultBackend === last.defaultBackend && !gatewayChanged && !ignoredChanged && !classesMoved && !classProblemsChanged && updates.size === 0 && !full) {
       return last;
     }
 
@@ -334,6 +360,7 @@ export function createTranslator(): IncrementalTranslator {
       return state === undefined ? [] : [...state.tracked];
     },
     ingressesTranslated: () => ingressesTranslated,
+    ingressesChecked: () => ingressesChecked,
     addressesOf(backend: { readonly key: string; readonly addresses: readonly UpstreamAddress[]; readonly error?: string }): readonly UpstreamAddress[] {
       if (backend.error !== undefined) return backend.addresses;
       return state?.tracked.get(backend.key) ?? backend.addresses;
@@ -450,6 +477,12 @@ function ignoredEntry(state: TranslatorState, key: string, ingress: Ingress, cla
   const entry = { ingress: key, reason: classes.ignoredReason(ingress) };
   state.ignoredReasons.set(ingress, { classes: classes.signature, entry });
   return entry;
+}
+
+function sameSet(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
+  if (a.size !== b.size) return false;
+  for (const x of a) if (!b.has(x)) return false;
+  return true;
 }
 
 function compareStrings(a: string, b: string): number {
