@@ -62,6 +62,8 @@ export interface IncrementalTranslator extends Translator {
    * translator was made: a change to one object adds about the Ingresses it concerns.
    */
   ingressesChecked(): number;
+  /** HTTPRoutes and GRPCRoutes translated (not reused) since the translator was made. */
+  gatewayRoutesTranslated(): number;
   /** A backend's ready addresses: those endpoints() moved it to, else its own. */
   addressesOf(backend: { readonly key: string; readonly addresses: readonly UpstreamAddress[]; readonly error?: string }): readonly UpstreamAddress[];
 }
@@ -124,6 +126,7 @@ export function createTranslator(): IncrementalTranslator {
   let state: TranslatorState | undefined;
   let ingressesTranslated = 0;
   let ingressesChecked = 0;
+  let gatewayRoutesTranslated = 0;
 
   const translator = (snapshot: Snapshot, options: TranslateOptions, changes?: readonly ObjectChange[]): RoutingConfig => {
     let full = changes === undefined;
@@ -263,10 +266,12 @@ export function createTranslator(): IncrementalTranslator {
     const gatewayInUse = snapshot.gatewayClasses.size > 0 || snapshot.gateways.size > 0;
     if (!gatewayInUse) gateway = undefined;
     else if (full || gateway === undefined || [...touched].some((key) => key.includes(':') || gateway!.output.readers.has(key) || gateway!.certificateReads.has(key))) {
-      // Gateways, classes, grants, namespaces or certificates: every route is attached again.
+      // Gateways, classes, grants, namespaces or certificates: the routes they can change are
+      // attached again (all of them when there is no previous output to patch).
       const structural = full || gateway === undefined || [...touched].some((key) => (key.includes(':') && !ROUTE_CHANGE.test(key)) || gateway!.certificateReads.has(key));
+      const patchable = !full && gateway !== undefined;
       const previous = gateway?.output.fragments;
-      const reuse = structural || previous === undefined
+      const reuse = !patchable || previous === undefined
         ? undefined
         : (key: string, route: HTTPRoute | GRPCRoute) => {
             const fragment = previous.get(key);
@@ -274,7 +279,8 @@ export function createTranslator(): IncrementalTranslator {
             for (const read of fragment.reads) if (touched.has(read)) return undefined;
             return fragment;
           };
-      gateway = translateGateway(s, snapshot, options, reuse, structural ? undefined : touched);
+      gateway = translateGateway(s, snapshot, options, reuse, patchable ? touched : undefined, structural);
+      if (gateway !== s.gateway) gatewayRoutesTranslated += gateway.output.translated;
     }
     const gatewayChanged = gateway !== s.gateway;
     const changedGatewayRoutes = gatewayChanged ? (gateway?.output.changedSources ?? changedSources(s.gateway?.output.routesBySource, gateway?.output.routesBySource)) : undefined;
@@ -361,6 +367,7 @@ export function createTranslator(): IncrementalTranslator {
     },
     ingressesTranslated: () => ingressesTranslated,
     ingressesChecked: () => ingressesChecked,
+    gatewayRoutesTranslated: () => gatewayRoutesTranslated,
     addressesOf(backend: { readonly key: string; readonly addresses: readonly UpstreamAddress[]; readonly error?: string }): readonly UpstreamAddress[] {
       if (backend.error !== undefined) return backend.addresses;
       return state?.tracked.get(backend.key) ?? backend.addresses;
@@ -395,8 +402,10 @@ function translateGateway(
   snapshot: Snapshot,
   options: TranslateOptions,
   reuse: GatewayApiDeps['reuse'],
-  /** Only routes and Services changed (no Gateway, class, grant, namespace or certificate): what did. */
-  touched?: ReadonlySet<string>,
+  /** What changed, when the previous output may be patched ("<kind>:<key>" for Gateway API objects, "ns/name" for Services and Secrets). */
+  touched: ReadonlySet<string> | undefined,
+  /** A Gateway, class, grant, namespace or certificate changed (not only routes and Services). */
+  structural: boolean,
 ): NonNullable<TranslatorState['gateway']> {
   const deps: GatewayApiDeps = {
     backends: s.backends,
@@ -413,18 +422,28 @@ function translateGateway(
       if (ROUTE_CHANGE.test(key)) redo.add(key);
       else for (const reader of previous.output.readers.get(key) ?? []) redo.add(reader);
     }
-    const output = updateGatewayApi(snapshot, deps, previous.output, redo);
-    if (output !== undefined) return { output, certificateReads: previous.certificateReads };
+    const side = { grantNamespaces: new Set<string>(), namespaces: new Set<string>() };
+    for (const key of touched) {
+      if (key.startsWith('ReferenceGrant:')) side.grantNamespaces.add(key.slice('ReferenceGrant:'.length, key.indexOf('/')));
+      else if (key.startsWith('Namespace:')) side.namespaces.add(key.slice('Namespace:'.length));
+    }
+    const output = updateGatewayApi(snapshot, deps, previous.output, redo, side);
+    if (output !== undefined) return { output, certificateReads: structural ? certificateReadsOf(snapshot) : previous.certificateReads };
   }
-  const output = translateGatewayApi(snapshot, { ...deps, previous: previous?.output.fragments });
-  // Certificates are read by Gateway listeners.
+  // Every route attached again: an unchanged route keeps its fragment only when it comes out the same.
+  const output = translateGatewayApi(snapshot, { ...deps, ...(structural ? { reuse: undefined } : {}), previous: previous?.output.fragments });
+  return { output, certificateReads: certificateReadsOf(snapshot) };
+}
+
+/** The certificate Secrets ("ns/name") Gateway listeners read. */
+function certificateReadsOf(snapshot: Snapshot): Set<string> {
   const certificateReads = new Set<string>();
   for (const gw of snapshot.gateways.values()) {
     for (const l of gw.spec?.listeners ?? []) {
       for (const ref of l.tls?.certificateRefs ?? []) certificateReads.add(`${ref.namespace ?? gw.metadata.namespace ?? 'default'}/${ref.name}`);
     }
   }
-  return { output, certificateReads };
+  return certificateReads;
 }
 
 /** The Gateway routes whose RouteConfigs are not the very objects of before (and those gone). */
