@@ -14,7 +14,7 @@ const GROUPS = { portico: 50, nginx: 20, legacy: 10, none: 10, missing: 5 };
 
 /** Ingresses in groups by the class they name; each nginx Ingress shares its host with a portico one (older), so conflicts move when nginx becomes portico's. */
 function world(): Map<string, KubeObject> {
-  const objects: KubeObject[] = [ingressClass('portico'), service('a'), slice('a-1', 'a', [{ ip: '10.0.0.1' }])];
+  const objects: KubeObject[] = [ingressClass('portico'), ingressClass('third', { controller: 'example.com/third' }), service('a'), slice('a-1', 'a', [{ ip: '10.0.0.1' }])];
   for (let i = 0; i < GROUPS.portico; i++) objects.push(simpleIngress(`p${i}`, `p${i}.test`, [['/', 'a']], { created: '2024-01-01T00:00:00Z' }));
   for (let i = 0; i < GROUPS.nginx; i++) objects.push(ingress(`n${i}`, { ingressClassName: 'nginx', rules: simpleIngress('x', `p${i}.test`, [['/', 'a'], [`/n${i}`, 'a']]).spec!.rules! }, { created: '2024-02-01T00:00:00Z' }));
   for (let i = 0; i < GROUPS.legacy; i++) objects.push(simpleIngress(`l${i}`, `l${i}.test`, [['/', 'a']], { noClass: true, annotations: { [LEGACY_CLASS_ANNOTATION]: 'other' } }));
@@ -34,6 +34,10 @@ describe('IngressClass changes', () => {
       ['another controller\'s class appears: its Ingresses now name a class that exists', (o) => o.set('IngressClass/nginx', ingressClass('nginx', { controller: 'k8s.io/ingress-nginx' })), g.nginx],
       ['that class becomes the default: nothing of portico moves', (o) => o.set('IngressClass/nginx', ingressClass('nginx', { controller: 'k8s.io/ingress-nginx', isDefault: true })), 0],
       ['portico\'s class becomes the default too: the Ingresses without a class are served (and a problem appears)', (o) => o.set('IngressClass/portico', ingressClass('portico', { isDefault: true })), g.none],
+      ['the other default moves from nginx to a third controller\'s class: no Ingress moves, the problem\'s text does', (o) => {
+        o.set('IngressClass/nginx', ingressClass('nginx', { controller: 'k8s.io/ingress-nginx' }));
+        o.set('IngressClass/third', ingressClass('third', { controller: 'example.com/third', isDefault: true }));
+      }, 0],
       ['the missing class appears as portico\'s: its Ingresses are served, every ignored reason names the new list', (o) => o.set('IngressClass/missing', ingressClass('missing')), g.missing + g.nginx + g.legacy],
       ['nginx\'s class is taken over by portico: its Ingresses join the hosts they share', (o) => o.set('IngressClass/nginx', ingressClass('nginx', { isDefault: true })), g.nginx + g.legacy],
       ['portico\'s own class goes (nginx stays a default of portico)', (o) => o.delete('IngressClass/portico'), g.portico + g.legacy],
