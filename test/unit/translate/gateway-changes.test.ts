@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { keyOf, type KubeObject, type Namespace } from '../../../src/model/k8s.ts';
 import { createTranslator, translate } from '../../../src/translate/index.ts';
-import { OPTIONS, applyStep, service, slice, snapshotOf } from './fixtures.ts';
+import { OPTIONS, applyStep, service, slice, snapshotOf, testCerts, tlsSecret } from './fixtures.ts';
 import { gateway, gatewayClass, grant, http, httpRoute, toService } from './gateway-fixtures.ts';
 import { sameOutput } from './same-output.ts';
 
@@ -81,4 +81,31 @@ test('the steps move what a user sees: attachedRoutes of a Gateway not named in 
   const route = config.gatewayStatus.httpRoutes.get('default/a0')!;
   assert.equal(route.parents[0]!.conditions.find((c) => c.type === 'Accepted')!.status, 'False');
   assert.ok(!config.routes.some((r) => r.host === 'a0.test'));
+});
+
+test('a certificate Secret of a listener appears, changes and goes: the routes of its Gateway are translated again, the others not', async () => {
+  const certs = await testCerts();
+  const memo = createTranslator();
+  const secure = gateway('e', [{ name: 'secure', port: 9443, protocol: 'HTTPS', tls: { certificateRefs: [{ name: 'e-tls' }] } }], { created: '2024-01-01T00:00:00Z' });
+  let objects = world();
+  objects.set(id(secure), secure);
+  for (let i = 0; i < 4; i++) {
+    const route = httpRoute(`e${i}`, [{ name: 'e' }], [{ backendRefs: [toService('web')] }], { hostnames: [`e${i}.test`] });
+    objects.set(id(route), route);
+  }
+  memo(snapshotOf([...objects.values()]), OPTIONS);
+  const steps: [string, (o: Map<string, KubeObject>) => void, number][] = [
+    ['the Secret appears: the listener is ready, its routes attach', (o) => o.set('Secret/default/e-tls', tlsSecret('e-tls', certs.foo.cert, certs.foo.key)), 4],
+    ['another certificate in it: the listener stays ready, its routes come out the same', (o) => o.set('Secret/default/e-tls', tlsSecret('e-tls', certs.wildcard.cert, certs.wildcard.key)), 0],
+    ['a key that does not fit: the listener is not ready', (o) => o.set('Secret/default/e-tls', tlsSecret('e-tls', certs.foo.cert, certs.bar.key)), 4],
+    ['the Secret goes', (o) => o.delete('Secret/default/e-tls'), 0],
+  ];
+  for (const [name, change, expected] of steps) {
+    const { next, changes, snapshot } = applyStep(objects, change);
+    objects = next;
+    const before = memo.gatewayRoutesTranslated();
+    const config = memo(snapshot, OPTIONS, changes);
+    assert.deepEqual(sameOutput(config), sameOutput(translate(snapshot, OPTIONS)), `${name}: the same output as a fresh translation`);
+    assert.equal(memo.gatewayRoutesTranslated() - before, expected, `${name}: routes translated`);
+  }
 });
