@@ -214,6 +214,7 @@ export function updateGatewayApi(snapshot: Snapshot, deps: GatewayApiDeps, previ
   if (pass.gateways.size === 0) return undefined;
   const routeDeps = { snapshot, controllerName, grants, backends: deps.backends };
   const index = previous.routeIndex;
+  index.build(previous.fragments);
   // Routes translated again whatever reuse() says: what they read outside themselves changed.
   const forced = new Set<string>();
   for (const key of new Set([...previous.pass.gateways.keys(), ...pass.gateways.keys()])) {
