@@ -9,23 +9,32 @@ import { KeySets } from '../util/key-sets.ts';
 /** The group of the Ingresses that name no class (the default class decides for them). */
 const NO_CLASS = '';
 
-/** "c:<name>" for a named class (either way of naming it), NO_CLASS for none. */
-function classKeyOf(ingress: Ingress): string {
+/** The class an Ingress names (either way of naming it), undefined for none. */
+function classNameOf(ingress: Ingress): string | undefined {
   const className = ingress.spec?.ingressClassName;
-  if (className !== undefined && className !== '') return `c:${className}`;
-  const legacy = ingress.metadata.annotations?.[LEGACY_CLASS_ANNOTATION];
-  return legacy !== undefined ? `c:${legacy}` : NO_CLASS;
+  if (className !== undefined && className !== '') return className;
+  return ingress.metadata.annotations?.[LEGACY_CLASS_ANNOTATION];
 }
 
 export class IngressClassIndex {
   private readonly byClass = new KeySets();
   /** Ingress key -> its class key, to move it when it names another class. */
   private readonly classOf = new Map<string, string>();
+  /** "c:<name>" made once per class name, not once per Ingress (10,000 Ingresses name the same few classes). */
+  private readonly keys = new Map<string, string>();
+
+  private classKeyOf(ingress: Ingress): string {
+    const name = classNameOf(ingress);
+    if (name === undefined) return NO_CLASS;
+    let key = this.keys.get(name);
+    if (key === undefined) this.keys.set(name, (key = `c:${name}`));
+    return key;
+  }
 
   /** Record the class `ingress` names (undefined: the Ingress is gone). */
   set(key: string, ingress: Ingress | undefined): void {
     const before = this.classOf.get(key);
-    const now = ingress === undefined ? undefined : classKeyOf(ingress);
+    const now = ingress === undefined ? undefined : this.classKeyOf(ingress);
     if (before === now) return;
     if (before !== undefined) this.byClass.delete(before, key);
     if (now === undefined) this.classOf.delete(key);
