@@ -1,6 +1,8 @@
 // Standalone mode: time from a new Ingress file written into a manifest directory of N
 // Ingress files to the first 200 on its host, through the real CLI. With R > 0, also
-// R HTTPRoutes over 5 Gateways, and the same figure for a new HTTPRoute file.
+// R HTTPRoutes over 5 Gateways, and the same figure for a new HTTPRoute file, then for a
+// listener added to one Gateway (R/5 routes name it; up to 10 samples, each moving the
+// added listener to a new port): the file written -> one of its routes answers there.
 //   node_modules/.bin/node bench/standalone-latency.ts [N=10000] [samples=100] [R=0] [workers=1]
 // PORTICO_CPU_PROF=DIR profiles the primary (--cpu-prof) into DIR. BENCH_DEBUG=1 runs
 // portico at debug level, so the slow samples are matched to V8's long GC pauses too.
@@ -33,9 +35,14 @@ try {
     writeFileSync(join(dir, `pre-${i}.yaml`), toYaml([ingress(`pre-${i}`, { rules: [{ host: `pre-${i}.bench`, paths: [{ path: '/', service: 'web' }] }] })]));
   }
   const gatewayPorts: number[] = [];
+  /** The Gateways' file; `extraPort`: gw0 has a second listener there. */
+  const gatewayFile = (extraPort?: number) => [
+    ...gatewayPorts.map((port, g) => gateway(`gw${g}`, [{ name: 'http', port, protocol: 'HTTP' }, ...(g === 0 && extraPort !== undefined ? [{ name: 'extra', port: extraPort, protocol: 'HTTP' }] : [])])),
+    gatewayClass(),
+  ];
   if (httpRoutes > 0) {
     for (let g = 0; g < GATEWAYS; g++) gatewayPorts.push(await freePort());
-    writeFileSync(join(dir, 'gateways.yaml'), toYaml([gatewayClass(), ...gatewayPorts.map((port, g) => gateway(`gw${g}`, [{ name: 'http', port, protocol: 'HTTP' }]))]));
+    writeFileSync(join(dir, 'gateways.yaml'), toYaml(gatewayFile()));
     for (let i = 0; i < httpRoutes; i++) {
       writeFileSync(join(dir, `route-${i}.yaml`), toYaml([httpRoute(`route-${i}`, { parentRefs: [{ name: `gw${i % GATEWAYS}` }], hostnames: [`r${i}.gw.bench`], rules: [{ backendRefs: [{ name: 'web', port: 80 }] }] })]));
     }
@@ -73,6 +80,11 @@ try {
     const host = `new-${s}.gw.bench`;
     routes.push(await measure(gatewayPorts[s % GATEWAYS]!, host, `new-route-${s}.yaml`, [httpRoute(`new-route-${s}`, { parentRefs: [{ name: `gw${s % GATEWAYS}` }], hostnames: [host], rules: [{ backendRefs: [{ name: 'web', port: 80 }] }] })]));
   }
+  const listeners: number[] = [];
+  for (let s = 0; s < (httpRoutes > 0 ? Math.min(samples, 10) : 0); s++) {
+    const port = await freePort();
+    listeners.push(await measure(port, 'r0.gw.bench', 'gateways.yaml', gatewayFile(port)));
+  }
   const load = machineLoad();
   const logs = portico.logs;
   await portico.stop();
@@ -83,6 +95,7 @@ try {
   const serve = logs.filter((l) => l.msg === 'route table updated' && typeof l.changeToServeMs === 'number').map((l) => l.changeToServeMs as number);
   if (serve.length > 0) console.log(`controller change -> table swapped (changeToServeMs, every update): ${summary(serve)}`);
   if (routes.length > 0) console.log(`new HTTPRoute file -> first 200: ${summary(routes)}`);
+  if (listeners.length > 0) console.log(`listener added to 1 of ${GATEWAYS} Gateways (${Math.ceil(httpRoutes / GATEWAYS)} routes name it) -> first 200 on its port: ${summary(listeners)}`);
   reportTail(windows, logs);
 } finally {
   // Also when a wait failed: never leave portico (and its workers) running.

@@ -235,6 +235,39 @@ for (let r = 0; r < (ROUTES > 0 ? RUNS : 0); r++) {
   if (r === 0) keptAfterRoute = `${config.routes.filter((route) => before.has(route)).length} of ${config.routes.length}`;
 }
 
+// An IngressClass edit: portico's class marked default and back (no Ingress here names no
+// class, so none can change), and another controller's class added and removed.
+const ingressClass = (name: string, controller: string, isDefault: boolean): IngressClass => ({
+  apiVersion: 'networking.k8s.io/v1',
+  kind: 'IngressClass',
+  metadata: { name, ...(isDefault ? { annotations: { 'ingressclass.kubernetes.io/is-default-class': 'true' } } : {}) },
+  spec: { controller },
+});
+const checked = () => (translate as { ingressesChecked?: () => number }).ingressesChecked?.();
+const classEdit: number[] = [];
+const checkedBefore = checked();
+for (let r = 0; r < RUNS * 2; r++) {
+  if (r % 2 === 0) store.ingressClasses.set('portico', ingressClass('portico', CONTROLLER_NAME, r % 4 === 0));
+  else if (r % 4 === 1) store.ingressClasses.set('other', ingressClass('other', 'example.com/other', false));
+  else store.ingressClasses.delete('other');
+  const key = r % 2 === 0 ? 'portico' : 'other';
+  classEdit.push(time(() => (config = translate(snapshot, options, [{ type: 'updated', kind: 'IngressClass', key }]))));
+}
+const checkedAfterClasses = checked();
+
+// A listener added to one of the 5 Gateways (2,000 of the routes name it), then taken away.
+const listenerEdit: number[] = [];
+const routesTranslated = () => (translate as { gatewayRoutesTranslated?: () => number }).gatewayRoutesTranslated?.();
+const routesBefore = routesTranslated();
+for (let r = 0; r < (ROUTES > 0 ? RUNS * 2 : 0); r++) {
+  const gw = store.gateways.get('gw/gw0')!;
+  const listeners = [{ name: 'http', port: 9000, protocol: 'HTTP' as const }, ...(r % 2 === 0 ? [{ name: 'extra', port: 9100, protocol: 'HTTP' as const }] : [])];
+  store.gateways.set('gw/gw0', { ...gw, spec: { ...gw.spec!, listeners } });
+  listenerEdit.push(time(() => (config = translate(snapshot, options, [{ type: 'updated', kind: 'Gateway', key: 'gw/gw0' }]))));
+}
+const routesAfter = routesTranslated();
+const perChange = (before: number | undefined, after: number | undefined, n: number) => (before === undefined || after === undefined ? 'not counted by this code' : `${((after - before) / n).toFixed(0)} per change`);
+
 console.log(`translate: ${COUNT} Ingresses${ROUTES > 0 ? ` and ${ROUTES} HTTPRoutes over ${GATEWAYS} Gateways` : ''}, ${routes} routes, ${config.certificates.size} certificates, ${config.problems.length} problems`);
 console.log(`  first full translation     ${median(firstRuns).toFixed(1)} ms (median of ${RUNS})`);
 console.log(`  rebuild, nothing changed   ${median(noChange).toFixed(1)} ms`);
@@ -243,6 +276,8 @@ console.log(`  rebuild, one EndpointSlice ${median(oneSlice).toFixed(1)} ms (rou
 console.log(`  one Ingress + table patch  ${median(oneIngressTable).toFixed(1)} ms (translation, then the live table patched)`);
 console.log(`  EndpointSlice, addresses   ${median(oneSliceMoved).toFixed(2)} ms (no translation: ${moved} backends moved in ${RUNS} changes)`);
 if (ROUTES > 0) console.log(`  rebuild, one HTTPRoute      ${median(oneRoute).toFixed(1)} ms (routes keeping their identity: ${keptAfterRoute})`);
+console.log(`  one IngressClass edit      ${median(classEdit).toFixed(1)} ms (median of ${classEdit.length}; Ingresses looked at: ${perChange(checkedBefore, checkedAfterClasses, classEdit.length)})`);
+if (ROUTES > 0) console.log(`  a listener added/removed   ${median(listenerEdit).toFixed(1)} ms (median of ${listenerEdit.length}, on 1 of ${GATEWAYS} Gateways; routes translated: ${perChange(routesBefore, routesAfter, listenerEdit.length)})`);
 console.log(`  heap: objects ${mb(heapObjects - heapBefore)}, translator state + config ${mb(heapTranslated - heapObjects)}, total used ${mb(process.memoryUsage().heapUsed)}`);
 
 // Shipping to workers: what one worker costs the primary (serialize) and itself (deserialize + apply).

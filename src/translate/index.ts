@@ -8,9 +8,10 @@
 // Proportional work: given the objects that changed since the previous call (the
 // store's change events), only the Ingresses they concern are translated again (an
 // Ingress, or the Ingresses that read a changed Service, EndpointSlice or Secret), and
-// only the hosts those touch are settled again. Without the changes (or after an
-// IngressClass or option change) everything is re-checked, memoized by object
-// identity (the store replaces objects on change, never mutates them).
+// only the hosts those touch are settled again; an IngressClass change looks again at
+// the Ingresses naming the classes it moved (class-index.ts). Without the changes (or
+// after an option change) everything is re-checked, memoized by object identity (the
+// store replaces objects on change, never mutates them).
 import type { EndpointUpdate, IgnoredIngress, Problem, RouteConfig, RoutingConfig, Snapshot, TranslateOptions, UpstreamAddress } from '../model/config.ts';
 import { NO_GATEWAYS, withLazyRoutes } from '../model/config.ts';
 import { GATEWAY_KINDS, type GRPCRoute, type HTTPRoute, type Ingress } from '../model/k8s.ts';
@@ -22,6 +23,7 @@ import { BackendResolver } from './backends.ts';
 import { translateGatewayApi, updateGatewayApi, type GatewayApiDeps, type GatewayApiOutput } from './gateway-api/index.ts';
 import { buildIngressEntry, isCurrent, type IngressContext, type IngressEntry } from './ingress.ts';
 import { selectClasses, type ClassSelection } from './ingress-class.ts';
+import { IngressClassIndex } from './class-index.ts';
 import { SecretParser } from './tls.ts';
 import { insertSorted, removeSorted } from '../util/sorted.ts';
 import { KeySets } from '../util/key-sets.ts';
@@ -55,6 +57,13 @@ export interface IncrementalTranslator extends Translator {
    * nothing.
    */
   ingressesTranslated(): number;
+  /**
+   * Ingresses looked at (whether served, and whether their entry is current) since the
+   * translator was made: a change to one object adds about the Ingresses it concerns.
+   */
+  ingressesChecked(): number;
+  /** HTTPRoutes and GRPCRoutes translated (not reused) since the translator was made. */
+  gatewayRoutesTranslated(): number;
   /** A backend's ready addresses: those endpoints() moved it to, else its own. */
   addressesOf(backend: { readonly key: string; readonly addresses: readonly UpstreamAddress[]; readonly error?: string }): readonly UpstreamAddress[];
 }
@@ -70,6 +79,9 @@ interface TranslatorState {
   readonly secrets: SecretParser;
   readonly assembly: IngressAssembly;
   classSignature: string | undefined;
+  /** The classes of the previous call, and the Ingresses by the class they name: an IngressClass change re-checks only those it can change. */
+  classes: ClassSelection | undefined;
+  readonly byClass: IngressClassIndex;
   /** Why each Ingress portico does not serve is not served, by key. */
   readonly ignored: Map<string, IgnoredIngress>;
   ignoredList: readonly IgnoredIngress[];
@@ -113,11 +125,13 @@ const ROUTE_CHANGE = /^(?:HTTPRoute|GRPCRoute):/;
 export function createTranslator(): IncrementalTranslator {
   let state: TranslatorState | undefined;
   let ingressesTranslated = 0;
+  let ingressesChecked = 0;
+  let gatewayRoutesTranslated = 0;
 
   const translator = (snapshot: Snapshot, options: TranslateOptions, changes?: readonly ObjectChange[]): RoutingConfig => {
     let full = changes === undefined;
-    // A state made anew has nothing to compare with; a full re-check of a kept one (an
-    // IngressClass changed, say) still knows which hosts it changed.
+    // A state made anew has nothing to compare with; a full re-check of a kept one (no
+    // changes given) still knows which hosts it changed.
     let fresh = false;
     if (!state || !sameOptions(state.options, options)) {
       state = {
@@ -126,6 +140,8 @@ export function createTranslator(): IncrementalTranslator {
         secrets: new SecretParser(),
         assembly: new IngressAssembly(),
         classSignature: undefined,
+        classes: undefined,
+        byClass: new IngressClassIndex(),
         ignored: new Map(),
         ignoredList: [],
         served: [],
@@ -146,8 +162,12 @@ export function createTranslator(): IncrementalTranslator {
     s.backends.begin(snapshot, options);
     const ctx: IngressContext = { snapshot, backends: s.backends, secrets: s.secrets };
     const classes = selectClasses(snapshot, options);
-    if (classes.signature !== s.classSignature) full = true;
+    const previousClasses = s.classes;
+    const classesMoved = classes.signature !== s.classSignature;
+    if (classesMoved && previousClasses === undefined) full = true;
+    const classProblemsChanged = previousClasses !== undefined && !deepEqual(previousClasses.problems, classes.problems);
     s.classSignature = classes.signature;
+    s.classes = classes;
 
     // Which Ingresses to look at again, and which keys (Services, Secrets) changed.
     const touched = new Set<string>();
@@ -188,6 +208,13 @@ export function createTranslator(): IncrementalTranslator {
             if (GATEWAY_KIND_SET.has(change.kind)) touched.add(`${change.kind}:${change.key}`);
         }
       }
+      if (classesMoved) {
+        // Only the Ingresses naming a class whose standing moved (or none, when the
+        // default did); every ignored one when the list of portico's classes, which
+        // its reason quotes, changed.
+        for (const key of s.byClass.affected(previousClasses!, classes)) keys.add(key);
+        if (!sameSet(previousClasses!.ours, classes.ours)) for (const key of s.ignored.keys()) keys.add(key);
+      }
       dirty = keys;
     }
 
@@ -196,6 +223,8 @@ export function createTranslator(): IncrementalTranslator {
     let ignoredChanged = false;
     for (const key of dirty) {
       const ingress = snapshot.ingresses.get(key);
+      ingressesChecked++;
+      s.byClass.set(key, ingress);
       const previous = s.assembly.entry(key);
       if (ingress !== undefined && classes.serves(ingress)) {
         const entry = previous && isCurrent(previous, ingress, ctx) ? previous : buildIngressEntry(ingress, ctx, previous);
@@ -237,10 +266,12 @@ export function createTranslator(): IncrementalTranslator {
     const gatewayInUse = snapshot.gatewayClasses.size > 0 || snapshot.gateways.size > 0;
     if (!gatewayInUse) gateway = undefined;
     else if (full || gateway === undefined || [...touched].some((key) => key.includes(':') || gateway!.output.readers.has(key) || gateway!.certificateReads.has(key))) {
-      // Gateways, classes, grants, namespaces or certificates: every route is attached again.
+      // Gateways, classes, grants, namespaces or certificates: the routes they can change are
+      // attached again (all of them when there is no previous output to patch).
       const structural = full || gateway === undefined || [...touched].some((key) => (key.includes(':') && !ROUTE_CHANGE.test(key)) || gateway!.certificateReads.has(key));
+      const patchable = !full && gateway !== undefined;
       const previous = gateway?.output.fragments;
-      const reuse = structural || previous === undefined
+      const reuse = !patchable || previous === undefined
         ? undefined
         : (key: string, route: HTTPRoute | GRPCRoute) => {
             const fragment = previous.get(key);
@@ -248,7 +279,8 @@ export function createTranslator(): IncrementalTranslator {
             for (const read of fragment.reads) if (touched.has(read)) return undefined;
             return fragment;
           };
-      gateway = translateGateway(s, snapshot, options, reuse, structural ? undefined : touched);
+      gateway = translateGateway(s, snapshot, options, reuse, patchable ? touched : undefined, structural);
+      if (gateway !== s.gateway) gatewayRoutesTranslated += gateway.output.translated;
     }
     const gatewayChanged = gateway !== s.gateway;
     const changedGatewayRoutes = gatewayChanged ? (gateway?.output.changedSources ?? changedSources(s.gateway?.output.routesBySource, gateway?.output.routesBySource)) : undefined;
@@ -256,7 +288,7 @@ export function createTranslator(): IncrementalTranslator {
     refreshTracked(s, full ? undefined : touched);
 
     const last = s.last;
-    if (last !== undefined && assembled.changedHosts?.size === 0 && assembled.defaultBackend === last.defaultBackend && !gatewayChanged && !ignoredChanged && updates.size === 0 && !full) {
+    if (last !== undefined && assembled.changedHosts?.size === 0 && assembled.defaultBackend === last.defaultBackend && !gatewayChanged && !ignoredChanged && !classesMoved && !classProblemsChanged && updates.size === 0 && !full) {
       return last;
     }
 
@@ -334,6 +366,8 @@ export function createTranslator(): IncrementalTranslator {
       return state === undefined ? [] : [...state.tracked];
     },
     ingressesTranslated: () => ingressesTranslated,
+    ingressesChecked: () => ingressesChecked,
+    gatewayRoutesTranslated: () => gatewayRoutesTranslated,
     addressesOf(backend: { readonly key: string; readonly addresses: readonly UpstreamAddress[]; readonly error?: string }): readonly UpstreamAddress[] {
       if (backend.error !== undefined) return backend.addresses;
       return state?.tracked.get(backend.key) ?? backend.addresses;
@@ -368,8 +402,10 @@ function translateGateway(
   snapshot: Snapshot,
   options: TranslateOptions,
   reuse: GatewayApiDeps['reuse'],
-  /** Only routes and Services changed (no Gateway, class, grant, namespace or certificate): what did. */
-  touched?: ReadonlySet<string>,
+  /** What changed, when the previous output may be patched ("<kind>:<key>" for Gateway API objects, "ns/name" for Services and Secrets). */
+  touched: ReadonlySet<string> | undefined,
+  /** A Gateway, class, grant, namespace or certificate changed (not only routes and Services). */
+  structural: boolean,
 ): NonNullable<TranslatorState['gateway']> {
   const deps: GatewayApiDeps = {
     backends: s.backends,
@@ -386,18 +422,28 @@ function translateGateway(
       if (ROUTE_CHANGE.test(key)) redo.add(key);
       else for (const reader of previous.output.readers.get(key) ?? []) redo.add(reader);
     }
-    const output = updateGatewayApi(snapshot, deps, previous.output, redo);
-    if (output !== undefined) return { output, certificateReads: previous.certificateReads };
+    const side = { grantNamespaces: new Set<string>(), namespaces: new Set<string>() };
+    for (const key of touched) {
+      if (key.startsWith('ReferenceGrant:')) side.grantNamespaces.add(key.slice('ReferenceGrant:'.length, key.indexOf('/')));
+      else if (key.startsWith('Namespace:')) side.namespaces.add(key.slice('Namespace:'.length));
+    }
+    const output = updateGatewayApi(snapshot, deps, previous.output, redo, side);
+    if (output !== undefined) return { output, certificateReads: structural ? certificateReadsOf(snapshot) : previous.certificateReads };
   }
-  const output = translateGatewayApi(snapshot, { ...deps, previous: previous?.output.fragments });
-  // Certificates are read by Gateway listeners.
+  // Every route attached again: an unchanged route keeps its fragment only when it comes out the same.
+  const output = translateGatewayApi(snapshot, { ...deps, ...(structural ? { reuse: undefined } : {}), previous: previous?.output.fragments });
+  return { output, certificateReads: certificateReadsOf(snapshot) };
+}
+
+/** The certificate Secrets ("ns/name") Gateway listeners read. */
+function certificateReadsOf(snapshot: Snapshot): Set<string> {
   const certificateReads = new Set<string>();
   for (const gw of snapshot.gateways.values()) {
     for (const l of gw.spec?.listeners ?? []) {
       for (const ref of l.tls?.certificateRefs ?? []) certificateReads.add(`${ref.namespace ?? gw.metadata.namespace ?? 'default'}/${ref.name}`);
     }
   }
-  return { output, certificateReads };
+  return certificateReads;
 }
 
 /** The Gateway routes whose RouteConfigs are not the very objects of before (and those gone). */
@@ -450,6 +496,12 @@ function ignoredEntry(state: TranslatorState, key: string, ingress: Ingress, cla
   const entry = { ingress: key, reason: classes.ignoredReason(ingress) };
   state.ignoredReasons.set(ingress, { classes: classes.signature, entry });
   return entry;
+}
+
+function sameSet(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
+  if (a.size !== b.size) return false;
+  for (const x of a) if (!b.has(x)) return false;
+  return true;
 }
 
 function compareStrings(a: string, b: string): number {

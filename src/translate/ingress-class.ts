@@ -15,6 +15,12 @@ export interface ClassSelection {
   readonly signature: string;
   /** Problems with the IngressClasses themselves (several defaults...). */
   readonly problems: readonly Problem[];
+  /** The names of portico's classes. */
+  readonly ours: ReadonlySet<string>;
+  /** The names of every IngressClass. */
+  readonly names: ReadonlySet<string>;
+  /** Whether an Ingress naming no class is portico's. */
+  readonly hasOurDefault: boolean;
 }
 
 function isDefaultClass(cls: IngressClass): boolean {
@@ -49,6 +55,9 @@ export function selectClasses(snapshot: Snapshot, options: TranslateOptions): Cl
   return {
     problems,
     signature,
+    ours,
+    names: new Set(snapshot.ingressClasses.keys()),
+    hasOurDefault,
     serves(ingress: Ingress): boolean {
       const className = ingress.spec?.ingressClassName;
       if (className !== undefined && className !== '') return ours.has(className);

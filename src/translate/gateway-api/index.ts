@@ -6,7 +6,8 @@ import { GATEWAY_CONTROLLER_NAME, keyOf, type GRPCRoute, type HTTPRoute, type Ro
 import type { RequestMirrorConfig } from '../../middleware/request-mirror.ts';
 import type { BackendResolver } from '../backends.ts';
 import type { SecretParser } from '../tls.ts';
-import { gatewayStatusOf, translateGateways } from './gateways.ts';
+import { gatewayStatusOf, translateGateways, type GatewayInfo, type GatewayPass } from './gateways.ts';
+import { RouteIndex } from './route-index.ts';
 import { translateGrpcRoute } from './grpcroutes.ts';
 import { translateHttpRoute } from './httproutes.ts';
 import { crossKindConflicts, withoutRejected, type Rejections } from './route-conflicts.ts';
@@ -47,6 +48,12 @@ export interface GatewayApiOutput {
   readonly changedSources?: ReadonlySet<string>;
   /** Service "ns/name" -> the fragments that read it. Handed from output to output (updated in place). */
   readonly readers: Map<string, Set<string>>;
+  /** The fragments by the Gateways and namespaces their routes name (handed on like `readers`). */
+  readonly routeIndex: RouteIndex;
+  /** The Gateways' pass this output attached routes to. */
+  readonly pass: GatewayPass;
+  /** Routes this output translated (not reused): what the change cost. */
+  readonly translated: number;
   /** What updateGatewayApi patches. */
   readonly state: GatewayRouteState;
 }
@@ -126,6 +133,7 @@ export function translateGatewayApi(snapshot: Snapshot, deps: GatewayApiDeps): G
   let http = 0;
   let grpc = 0;
   let routeCount = 0;
+  let translated = 0;
   if (pass.gateways.size > 0) {
     const routeDeps = { snapshot, controllerName, grants, backends: deps.backends };
     const attached: [string, RouteFragment][] = [];
@@ -134,6 +142,7 @@ export function translateGatewayApi(snapshot: Snapshot, deps: GatewayApiDeps): G
         const fragmentKey = `${kind}:${key}`;
         let fragment = deps.reuse?.(fragmentKey, route);
         if (fragment === undefined) {
+          translated++;
           const made = fragmentOf(route, translate(route));
           const before = deps.previous?.get(fragmentKey);
           fragment = before !== undefined && sameFragment(before, made) ? before : made;
@@ -162,7 +171,8 @@ export function translateGatewayApi(snapshot: Snapshot, deps: GatewayApiDeps): G
     }
   }
   const readers = new Map<string, Set<string>>();
-  for (const [fragmentKey, fragment] of fragments) indexReads(readers, fragmentKey, fragment, 1);
+  const routeIndex = new RouteIndex();
+  for (const [fragmentKey, fragment] of fragments) indexFragment(readers, routeIndex, fragmentKey, fragment, 1);
   const state: GatewayRouteState = {
     served: PatchedMap.of(served),
     attached: attachedCounts,
@@ -172,24 +182,48 @@ export function translateGatewayApi(snapshot: Snapshot, deps: GatewayApiDeps): G
     passProblems: pass.problems,
     routeProblems: PatchedMap.of(routeProblems),
   };
-  return assemble(pass, PatchedMap.of(fragments), state, readers, undefined);
+  return assemble(pass, PatchedMap.of(fragments), state, { readers, routeIndex, translated }, undefined);
 }
+
+/** What changed on the Gateway side, besides Gateways and classes (whose effect is found by comparing the passes). */
+export interface GatewaySideChanges {
+  /** Namespaces of changed ReferenceGrants: routes referring into them from elsewhere may change. */
+  readonly grantNamespaces: ReadonlySet<string>;
+  /** Namespaces whose object (labels) changed: their routes may change. */
+  readonly namespaces: ReadonlySet<string>;
+}
+
+const NO_SIDE_CHANGES: GatewaySideChanges = { grantNamespaces: new Set(), namespaces: new Set() };
 
 /**
  * The previous output with the routes named in `redo` ("<kind>:<ns>/<name>": changed, or
- * reading a changed Service) translated again: work for those routes, not for the
- * 10,000 others. Only while Gateways, classes, grants, namespaces and certificates are
- * unchanged (the caller knows), and while no listener has routes of both kinds (then
- * hostname conflicts between them can move anywhere): undefined, translate it all.
+ * reading a changed Service) translated again, and those a Gateway-side change can
+ * change: the routes naming a Gateway whose listeners, as routes see them, differ from
+ * the previous pass (a Gateway or class changed, a certificate, a listener conflict
+ * between Gateways), and those `side` names. Work for those routes, not for the 10,000
+ * others. Only while no listener has routes of both kinds (then hostname conflicts
+ * between them can move anywhere): undefined, translate it all.
  */
-export function updateGatewayApi(snapshot: Snapshot, deps: GatewayApiDeps, previous: GatewayApiOutput, redo: ReadonlySet<string>): GatewayApiOutput | undefined {
+export function updateGatewayApi(snapshot: Snapshot, deps: GatewayApiDeps, previous: GatewayApiOutput, redo: ReadonlySet<string>, side: GatewaySideChanges = NO_SIDE_CHANGES): GatewayApiOutput | undefined {
   const before = previous.state;
   if (before.http > 0 && before.grpc > 0) return undefined;
+  if (previous.pass.gateways.size === 0) return undefined; // no route was attached then: nothing to patch
   const controllerName = deps.controllerName ?? GATEWAY_CONTROLLER_NAME;
   const grants = new ReferenceGrants(snapshot);
   const pass = translateGateways({ snapshot, controllerName, grants, secrets: deps.secrets, reservedPorts: deps.reservedPorts });
   if (pass.gateways.size === 0) return undefined;
   const routeDeps = { snapshot, controllerName, grants, backends: deps.backends };
+  const index = previous.routeIndex;
+  index.build(previous.fragments);
+  // Routes translated again whatever reuse() says: what they read outside themselves changed.
+  const forced = new Set<string>();
+  for (const key of new Set([...previous.pass.gateways.keys(), ...pass.gateways.keys()])) {
+    if (!sameForRoutes(previous.pass.gateways.get(key), pass.gateways.get(key))) for (const f of index.naming(key)) forced.add(f);
+  }
+  for (const ns of side.namespaces) for (const f of index.inNamespace(ns)) forced.add(f);
+  for (const ns of side.grantNamespaces) for (const f of index.referencing(ns)) forced.add(f);
+  const todo = forced.size === 0 ? redo : new Set([...redo, ...forced]);
+  let translated = 0;
 
   const fragmentChanges: [string, RouteFragment | undefined][] = [];
   const servedChanges: [string, RouteFragment | undefined][] = [];
@@ -198,7 +232,7 @@ export function updateGatewayApi(snapshot: Snapshot, deps: GatewayApiDeps, previ
   const changedSources = new Set<string>();
   let { http, grpc, routes: routeCount } = before;
   const readers = previous.readers;
-  for (const fragmentKey of redo) {
+  for (const fragmentKey of todo) {
     const colon = fragmentKey.indexOf(':');
     const kind = fragmentKey.slice(0, colon);
     const key = fragmentKey.slice(colon + 1);
@@ -206,16 +240,19 @@ export function updateGatewayApi(snapshot: Snapshot, deps: GatewayApiDeps, previ
     const old = previous.fragments.get(fragmentKey);
     let next: RouteFragment | undefined;
     if (route !== undefined) {
-      next = deps.reuse?.(fragmentKey, route);
+      if (!forced.has(fragmentKey)) next = deps.reuse?.(fragmentKey, route);
       if (next === undefined) {
+        translated++;
         const out = kind === 'HTTPRoute' ? translateHttpRoute(routeDeps, route as HTTPRoute, pass) : translateGrpcRoute(routeDeps, route as GRPCRoute, pass);
         next = fragmentOf(route, out);
+        // The same output keeps its fragment: the table and the workers patch only what differs.
+        if (old !== undefined && sameFragment(old, next)) next = old;
       }
     }
     if (next === old) continue;
     fragmentChanges.push([fragmentKey, next]);
-    if (old !== undefined) indexReads(readers, fragmentKey, old, -1);
-    if (next !== undefined) indexReads(readers, fragmentKey, next, 1);
+    if (old !== undefined) indexFragment(readers, index, fragmentKey, old, -1);
+    if (next !== undefined) indexFragment(readers, index, fragmentKey, next, 1);
     const wasServed = before.served.get(fragmentKey);
     const nowServed = next !== undefined && next.parents.length > 0 ? next : undefined;
     if (wasServed !== undefined) {
@@ -239,8 +276,8 @@ export function updateGatewayApi(snapshot: Snapshot, deps: GatewayApiDeps, previ
   if (http > 0 && grpc > 0) {
     for (const [fragmentKey, next] of fragmentChanges) {
       const old = previous.fragments.get(fragmentKey);
-      if (next !== undefined) indexReads(readers, fragmentKey, next, -1);
-      if (old !== undefined) indexReads(readers, fragmentKey, old, 1);
+      if (next !== undefined) indexFragment(readers, index, fragmentKey, next, -1);
+      if (old !== undefined) indexFragment(readers, index, fragmentKey, old, 1);
     }
     return undefined;
   }
@@ -253,11 +290,30 @@ export function updateGatewayApi(snapshot: Snapshot, deps: GatewayApiDeps, previ
     passProblems: pass.problems,
     routeProblems: before.routeProblems.with(problemChanges),
   };
-  return assemble(pass, previous.fragments.with(fragmentChanges), state, readers, changedSources);
+  return assemble(pass, previous.fragments.with(fragmentChanges), state, { readers, routeIndex: index, translated }, changedSources);
 }
 
 function countAttachments(counts: Map<string, number>, fragment: RouteFragment, sign: 1 | -1): void {
   for (const a of fragment.attachments) counts.set(a.listener, (counts.get(a.listener) ?? 0) + sign);
+}
+
+/**
+ * A Gateway as the routes that name it see it: the same listeners (spec, protocol,
+ * hostname, readiness, kinds) in the same namespace. Its status, certificates and
+ * attachment counts are not read by routes.
+ */
+function sameForRoutes(a: GatewayInfo | undefined, b: GatewayInfo | undefined): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  if ((a.gateway.metadata.namespace ?? 'default') !== (b.gateway.metadata.namespace ?? 'default') || a.listeners.length !== b.listeners.length) return false;
+  return a.listeners.every((x, i) => {
+    const y = b.listeners[i]!;
+    return x.protocol === y.protocol && x.hostname === y.hostname && x.ready === y.ready && deepEqual(x.supportedKinds, y.supportedKinds) && (x.spec === y.spec || deepEqual(x.spec, y.spec));
+  });
+}
+
+function indexFragment(readers: Map<string, Set<string>>, routeIndex: RouteIndex, fragmentKey: string, fragment: RouteFragment, sign: 1 | -1): void {
+  indexReads(readers, fragmentKey, fragment, sign);
+  routeIndex.update(fragmentKey, fragment.route, sign);
 }
 
 function indexReads(readers: Map<string, Set<string>>, fragmentKey: string, fragment: RouteFragment, sign: 1 | -1): void {
@@ -284,7 +340,7 @@ function assemble(
   pass: ReturnType<typeof translateGateways>,
   fragments: PatchedMap<string, RouteFragment>,
   state: GatewayRouteState,
-  readers: Map<string, Set<string>>,
+  handed: { readonly readers: Map<string, Set<string>>; readonly routeIndex: RouteIndex; readonly translated: number },
   changedSources: ReadonlySet<string> | undefined,
 ): GatewayApiOutput {
   for (const gw of pass.gateways.values()) for (const l of gw.listeners) l.attached = state.attached.get(`${l.gatewayKey}#${l.index}`) ?? 0;
@@ -332,7 +388,8 @@ function assemble(
     fragments,
     routesBySource,
     ...(changedSources !== undefined ? { changedSources } : {}),
-    readers,
+    ...handed,
+    pass,
     state,
   };
 }
