@@ -42,7 +42,10 @@ try {
   }
   const started = performance.now();
   const profileDir = process.env.PORTICO_CPU_PROF;
-  portico = await startPortico(['--manifests', dir, '--access-log=false', ...(process.env.BENCH_DEBUG ? ['--log-level', 'debug'] : []), '--workers', workers], profileDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}, 120_000);
+  // A fixed port, as in production: workers bind it themselves (SO_REUSEPORT). Port 0
+  // makes node:cluster's primary accept every connection and hand it over, so each probe
+  // waited for the primary, the process that has just translated and shipped the change.
+  portico = await startPortico(['--manifests', dir, '--http-port', String(await freePort()), '--access-log=false', ...(process.env.BENCH_DEBUG ? ['--log-level', 'debug'] : []), '--workers', workers], profileDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}, 120_000);
   const startMs = performance.now() - started;
 
   /** Writes `file` and times until `host` answers 200 on `port`. */
