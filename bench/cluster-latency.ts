@@ -11,6 +11,7 @@ import { FakeKubeApiServer } from '../test/support/kube-apiserver/index.ts';
 import { startEchoServer } from '../examples/echo-server.ts';
 import { inProcessApi, startApiServerProcess, startEchoProcess, type ApiServerProcess } from './lib/out-of-process.ts';
 import { freePort } from '../test/support/ports.ts';
+import { untilServed } from './lib/until-served.ts';
 import { startPortico, type PorticoProcess } from '../test/support/portico-process.ts';
 import { ingress, ingressClass, serviceWithEndpoints } from '../test/support/objects.ts';
 import { get } from '../test/support/http.ts';
@@ -51,7 +52,7 @@ try {
     const from = Date.now();
     const t0 = performance.now();
     await api.apply([ingress(`new-${s}`, { rules: [{ host, paths: [{ path: '/', service: 'web' }] }] })]);
-    while ((await get(portico.http, host, '/')).status !== 200) await new Promise((r) => setTimeout(r, 1));
+    await untilServed(async () => (await get(portico!.http, host, '/')).status === 200);
     results.push(performance.now() - t0);
     windows.push({ name: host, from, to: Date.now(), waited: waitedBetween(waited0, waits()) });
     await new Promise((r) => setTimeout(r, 100));

@@ -10,6 +10,7 @@ import { FakeKubeApiServer } from '../test/support/kube-apiserver/index.ts';
 import { startEchoServer } from '../examples/echo-server.ts';
 import { inProcessApi, startApiServerProcess, startEchoProcess } from './lib/out-of-process.ts';
 import { freePort } from '../test/support/ports.ts';
+import { untilServed } from './lib/until-served.ts';
 import { startPortico, type PorticoProcess } from '../test/support/portico-process.ts';
 import { ingress, ingressClass, serviceWithEndpoints, toYaml } from '../test/support/objects.ts';
 import { get } from '../test/support/http.ts';
@@ -86,7 +87,7 @@ try {
     const from = Date.now();
     const t0 = performance.now();
     await publish(next);
-    while ((await podOf()) !== wanted) await new Promise((r) => setTimeout(r, 1));
+    await untilServed(async () => (await podOf()) === wanted);
     results.push(performance.now() - t0);
     windows.push({ name: `change ${s}`, from, to: Date.now(), waited: waitedBetween(waited0, waits()) });
     await new Promise((r) => setTimeout(r, 100));

@@ -2,7 +2,8 @@
 // Ingress files to the first 200 on its host, through the real CLI. With R > 0, also
 // R HTTPRoutes over 5 Gateways, and the same figure for a new HTTPRoute file.
 //   node_modules/.bin/node bench/standalone-latency.ts [N=10000] [samples=100] [R=0] [workers=1]
-// PORTICO_CPU_PROF=DIR profiles the primary (--cpu-prof) into DIR. BENCH_DEBUG=1 runs
+// PORTICO_CPU_PROF=DIR profiles the primary (--cpu-prof) into DIR. BENCH_LOGS=FILE writes
+// every log line and sample window there. BENCH_DEBUG=1 runs
 // portico at debug level, so the slow samples are matched to V8's long GC pauses too.
 // The echo pod runs in a process of its own (bench/lib/out-of-process.ts); IN_PROCESS=1
 // runs it in the bench's process, beside the client that times the samples, as before.
@@ -15,6 +16,7 @@ import { startPortico, type PorticoProcess } from '../test/support/portico-proce
 import { ingress, ingressClass, serviceWithEndpoints, toYaml } from '../test/support/objects.ts';
 import { get } from '../test/support/http.ts';
 import { freePort, gateway, gatewayClass, httpRoute } from '../test/support/gateway-objects.ts';
+import { untilServed } from './lib/until-served.ts';
 import { cpuWaits, formatSummary, machineLoad, reportTail, summarize, waitedBetween, type SampleWindow } from './lib/latency.ts';
 
 const existing = Number(process.argv[2] ?? 10_000);
@@ -56,7 +58,7 @@ try {
     const from = Date.now();
     const t0 = performance.now();
     writeFileSync(join(dir, file), toYaml(objects));
-    while ((await get(port, host, '/').catch(() => ({ status: 0 }))).status !== 200) await new Promise((r) => setTimeout(r, 1));
+    await untilServed(async () => (await get(port, host, '/').catch(() => ({ status: 0 }))).status === 200);
     const ms = performance.now() - t0;
     windows.push({ name: file, from, to: Date.now(), storeChange: `${(objects[0] as { kind: string }).kind} default/${(objects[0] as { metadata: { name: string } }).metadata.name}`, waited: waitedBetween(waited0, waits()) });
     await new Promise((r) => setTimeout(r, 100));
@@ -79,6 +81,8 @@ try {
   const load = machineLoad();
   const logs = portico.logs;
   await portico.stop();
+  // BENCH_LOGS=FILE: every log line of the run (primary and workers), with the samples' windows, for a closer look at the tail.
+  if (process.env.BENCH_LOGS) writeFileSync(process.env.BENCH_LOGS, [...logs, ...windows.map((w) => ({ msg: 'bench sample', ...w }))].map((l) => JSON.stringify(l)).join('\n') + '\n');
   portico = undefined;
   console.log(`${existing} Ingress files${httpRoutes > 0 ? `, ${httpRoutes} HTTPRoutes over ${GATEWAYS} Gateways` : ''}, --workers ${workers}; echo pod ${inProcess ? 'in the bench process' : 'in a process of its own'}; process start to ready ${(startMs / 1000).toFixed(1)} s; ${load}`);
   console.log(`new Ingress file -> first 200: ${summary(ingresses)}`);
