@@ -52,6 +52,7 @@ try {
 
   /** Writes `file` and times until `host` answers 200 on `port`. */
   const windows: SampleWindow[] = [];
+  const floor: number[] = [];
   const waits = cpuWaits(portico.child.pid!);
   const measure = async (port: number, host: string, file: string, objects: Parameters<typeof toYaml>[0]) => {
     const waited0 = waits();
@@ -62,6 +63,10 @@ try {
     const ms = performance.now() - t0;
     windows.push({ name: file, from, to: Date.now(), storeChange: `${(objects[0] as { kind: string }).kind} default/${(objects[0] as { metadata: { name: string } }).metadata.name}`, waited: waitedBetween(waited0, waits()) });
     await new Promise((r) => setTimeout(r, 100));
+    // The probe's floor: one request to a host served all along, between the samples.
+    const f0 = performance.now();
+    await get(port, 'pre-0.bench', '/').catch(() => undefined);
+    floor.push(performance.now() - f0);
     return ms;
   };
   const summary = (results: number[]) => formatSummary(summarize(results));
@@ -86,6 +91,8 @@ try {
   portico = undefined;
   console.log(`${existing} Ingress files${httpRoutes > 0 ? `, ${httpRoutes} HTTPRoutes over ${GATEWAYS} Gateways` : ''}, --workers ${workers}; echo pod ${inProcess ? 'in the bench process' : 'in a process of its own'}; process start to ready ${(startMs / 1000).toFixed(1)} s; ${load}`);
   console.log(`new Ingress file -> first 200: ${summary(ingresses)}`);
+  // What a request costs the probe on a route that needs no change (a new connection, a request, the pod's answer).
+  console.log(`the probe's floor (one request to a host served all along, after each sample): ${summary(floor)}`);
   // The controller's part: from the store change (file read and parsed) to the table swapped.
   const serve = logs.filter((l) => l.msg === 'route table updated' && typeof l.changeToServeMs === 'number').map((l) => l.changeToServeMs as number);
   if (serve.length > 0) console.log(`controller change -> table swapped (changeToServeMs, every update): ${summary(serve)}`);
