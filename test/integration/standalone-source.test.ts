@@ -57,19 +57,19 @@ interface Harness {
 }
 
 interface LogLine {
-  level: 'warn' | 'info' | 'debug';
+  level: 'warn' | 'info';
   msg: string;
   obj: object;
 }
 
-async function start(dir: string, options: { rescanMs?: number; pollMs?: number; watch?: boolean; logs?: LogLine[] } = {}): Promise<Harness> {
+async function start(dir: string, options: { rescanMs?: number; pollMs?: number; watch?: boolean; logs?: LogLine[]; debugLogs?: { msg: string; obj: object }[] } = {}): Promise<Harness> {
   const store = new ObjectStore();
   let problems: readonly Problem[] = [];
-  const { logs, ...rest } = options;
+  const { logs, debugLogs, ...rest } = options;
   const log = {
     warn: (obj: object, msg: string) => logs?.push({ level: 'warn', msg, obj }),
     info: (obj: object, msg: string) => logs?.push({ level: 'info', msg, obj }),
-    debug: (obj: object, msg: string) => logs?.push({ level: 'debug', msg, obj }),
+    debug: (obj: object, msg: string) => debugLogs?.push({ msg, obj }),
   };
   const source = new ManifestDirectorySource({ dir, store, onProblems: (p) => (problems = p), rescanMs: 500, log, ...rest });
   sources.push(source);
@@ -134,10 +134,10 @@ describe('ManifestDirectorySource: initial load', () => {
     const dir = await tempDir();
     await put(dir, 'a.yaml', [service('a')]);
     await put(dir, 'nested/b.yaml', [service('b')]);
-    const logs: LogLine[] = [];
-    const h = await start(dir, { rescanMs: 100, logs });
+    const debugLogs: { msg: string; obj: object }[] = [];
+    const h = await start(dir, { rescanMs: 100, debugLogs });
     await h.source.ready;
-    const walks = () => logs.filter((l) => l.level === 'debug' && l.msg === 'manifest directory walked').map((l) => l.obj as { walkMs: number; changed: number });
+    const walks = () => debugLogs.filter((l) => l.msg === 'manifest directory walked').map((l) => l.obj as { walkMs: number; changed: number });
     assert.equal(walks()[0]?.changed, 2, 'the first walk read both files');
     assert.equal(typeof walks()[0]?.walkMs, 'number');
     // The periodic rescan walks again and finds nothing new.
