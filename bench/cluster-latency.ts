@@ -10,6 +10,8 @@ import { join } from 'node:path';
 import { FakeKubeApiServer } from '../test/support/kube-apiserver/index.ts';
 import { startEchoServer } from '../examples/echo-server.ts';
 import { inProcessApi, startApiServerProcess, startEchoProcess, type ApiServerProcess } from './lib/out-of-process.ts';
+import { freePort } from '../test/support/ports.ts';
+import { untilServed } from './lib/until-served.ts';
 import { startPortico, type PorticoProcess } from '../test/support/portico-process.ts';
 import { ingress, ingressClass, serviceWithEndpoints } from '../test/support/objects.ts';
 import { get } from '../test/support/http.ts';
@@ -29,7 +31,9 @@ try {
   await api.apply(Array.from({ length: existing }, (_, i) => ingress(`pre-${i}`, { rules: [{ host: `pre-${i}.bench`, paths: [{ path: '/', service: 'web' }] }] })));
   const profileDir = process.env.PORTICO_CPU_PROF;
   portico = await startPortico(
-    ['--kubeconfig', await api.writeKubeconfig(dir), '--publish-address', '192.0.2.1', '--access-log=false', '--workers', workers],
+    // A fixed port, as in production: workers bind it themselves (SO_REUSEPORT); through
+    // port 0's round-robin every probe connection waited for the primary.
+    ['--kubeconfig', await api.writeKubeconfig(dir), '--publish-address', '192.0.2.1', '--http-port', String(await freePort()), '--access-log=false', '--workers', workers],
     profileDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {},
     120_000,
   );
@@ -48,7 +52,7 @@ try {
     const from = Date.now();
     const t0 = performance.now();
     await api.apply([ingress(`new-${s}`, { rules: [{ host, paths: [{ path: '/', service: 'web' }] }] })]);
-    while ((await get(portico.http, host, '/')).status !== 200) await new Promise((r) => setTimeout(r, 1));
+    await untilServed(async () => (await get(portico!.http, host, '/')).status === 200);
     results.push(performance.now() - t0);
     windows.push({ name: host, from, to: Date.now(), waited: waitedBetween(waited0, waits()) });
     await new Promise((r) => setTimeout(r, 100));

@@ -9,6 +9,8 @@ import { join } from 'node:path';
 import { FakeKubeApiServer } from '../test/support/kube-apiserver/index.ts';
 import { startEchoServer } from '../examples/echo-server.ts';
 import { inProcessApi, startApiServerProcess, startEchoProcess } from './lib/out-of-process.ts';
+import { freePort } from '../test/support/ports.ts';
+import { untilServed } from './lib/until-served.ts';
 import { startPortico, type PorticoProcess } from '../test/support/portico-process.ts';
 import { ingress, ingressClass, serviceWithEndpoints, toYaml } from '../test/support/objects.ts';
 import { get } from '../test/support/http.ts';
@@ -63,7 +65,9 @@ try {
   }
   await publish(0);
   const profileDir = process.env.PORTICO_CPU_PROF;
-  const started = await startPortico([...args, '--access-log=false', '--workers', workers], profileDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}, 120_000);
+  // A fixed port, as in production: workers bind it themselves (SO_REUSEPORT); through
+  // port 0's round-robin every probe connection waited for the primary.
+  const started = await startPortico([...args, '--http-port', String(await freePort()), '--access-log=false', '--workers', workers], profileDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}, 120_000);
   portico = started;
   const podOf = async () => {
     const reply = await get(started.http, 'moving.bench', '/').catch(() => undefined);
@@ -83,7 +87,7 @@ try {
     const from = Date.now();
     const t0 = performance.now();
     await publish(next);
-    while ((await podOf()) !== wanted) await new Promise((r) => setTimeout(r, 1));
+    await untilServed(async () => (await podOf()) === wanted);
     results.push(performance.now() - t0);
     windows.push({ name: `change ${s}`, from, to: Date.now(), waited: waitedBetween(waited0, waits()) });
     await new Promise((r) => setTimeout(r, 100));

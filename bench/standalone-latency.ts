@@ -4,7 +4,8 @@
 // listener added to one Gateway (R/5 routes name it; up to 10 samples, each moving the
 // added listener to a new port): the file written -> one of its routes answers there.
 //   node_modules/.bin/node bench/standalone-latency.ts [N=10000] [samples=100] [R=0] [workers=1]
-// PORTICO_CPU_PROF=DIR profiles the primary (--cpu-prof) into DIR. BENCH_DEBUG=1 runs
+// PORTICO_CPU_PROF=DIR profiles the primary (--cpu-prof) into DIR. BENCH_LOGS=FILE writes
+// every log line and sample window there. BENCH_DEBUG=1 runs
 // portico at debug level, so the slow samples are matched to V8's long GC pauses too.
 // The echo pod runs in a process of its own (bench/lib/out-of-process.ts); IN_PROCESS=1
 // runs it in the bench's process, beside the client that times the samples, as before.
@@ -17,6 +18,7 @@ import { startPortico, type PorticoProcess } from '../test/support/portico-proce
 import { ingress, ingressClass, serviceWithEndpoints, toYaml } from '../test/support/objects.ts';
 import { get } from '../test/support/http.ts';
 import { freePort, gateway, gatewayClass, httpRoute } from '../test/support/gateway-objects.ts';
+import { untilServed } from './lib/until-served.ts';
 import { cpuWaits, formatSummary, machineLoad, reportTail, summarize, waitedBetween, type SampleWindow } from './lib/latency.ts';
 
 const existing = Number(process.argv[2] ?? 10_000);
@@ -49,21 +51,29 @@ try {
   }
   const started = performance.now();
   const profileDir = process.env.PORTICO_CPU_PROF;
-  portico = await startPortico(['--manifests', dir, '--access-log=false', ...(process.env.BENCH_DEBUG ? ['--log-level', 'debug'] : []), '--workers', workers], profileDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}, 120_000);
+  // A fixed port, as in production: workers bind it themselves (SO_REUSEPORT). Port 0
+  // makes node:cluster's primary accept every connection and hand it over, so each probe
+  // waited for the primary, the process that has just translated and shipped the change.
+  portico = await startPortico(['--manifests', dir, '--http-port', String(await freePort()), '--access-log=false', ...(process.env.BENCH_DEBUG ? ['--log-level', 'debug'] : []), '--workers', workers], profileDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}, 120_000);
   const startMs = performance.now() - started;
 
   /** Writes `file` and times until `host` answers 200 on `port`. */
   const windows: SampleWindow[] = [];
+  const floor: number[] = [];
   const waits = cpuWaits(portico.child.pid!);
   const measure = async (port: number, host: string, file: string, objects: Parameters<typeof toYaml>[0]) => {
     const waited0 = waits();
     const from = Date.now();
     const t0 = performance.now();
     writeFileSync(join(dir, file), toYaml(objects));
-    while ((await get(port, host, '/').catch(() => ({ status: 0 }))).status !== 200) await new Promise((r) => setTimeout(r, 1));
+    await untilServed(async () => (await get(port, host, '/').catch(() => ({ status: 0 }))).status === 200);
     const ms = performance.now() - t0;
     windows.push({ name: file, from, to: Date.now(), storeChange: `${(objects[0] as { kind: string }).kind} default/${(objects[0] as { metadata: { name: string } }).metadata.name}`, waited: waitedBetween(waited0, waits()) });
     await new Promise((r) => setTimeout(r, 100));
+    // The probe's floor: one request to a host served all along, between the samples.
+    const f0 = performance.now();
+    await get(port, 'pre-0.bench', '/').catch(() => undefined);
+    floor.push(performance.now() - f0);
     return ms;
   };
   const summary = (results: number[]) => formatSummary(summarize(results));
@@ -88,9 +98,13 @@ try {
   const load = machineLoad();
   const logs = portico.logs;
   await portico.stop();
+  // BENCH_LOGS=FILE: every log line of the run (primary and workers), with the samples' windows, for a closer look at the tail.
+  if (process.env.BENCH_LOGS) writeFileSync(process.env.BENCH_LOGS, [...logs, ...windows.map((w) => ({ msg: 'bench sample', ...w }))].map((l) => JSON.stringify(l)).join('\n') + '\n');
   portico = undefined;
   console.log(`${existing} Ingress files${httpRoutes > 0 ? `, ${httpRoutes} HTTPRoutes over ${GATEWAYS} Gateways` : ''}, --workers ${workers}; echo pod ${inProcess ? 'in the bench process' : 'in a process of its own'}; process start to ready ${(startMs / 1000).toFixed(1)} s; ${load}`);
   console.log(`new Ingress file -> first 200: ${summary(ingresses)}`);
+  // What a request costs the probe on a route that needs no change (a new connection, a request, the pod's answer).
+  console.log(`the probe's floor (one request to a host served all along, after each sample): ${summary(floor)}`);
   // The controller's part: from the store change (file read and parsed) to the table swapped.
   const serve = logs.filter((l) => l.msg === 'route table updated' && typeof l.changeToServeMs === 'number').map((l) => l.changeToServeMs as number);
   if (serve.length > 0) console.log(`controller change -> table swapped (changeToServeMs, every update): ${summary(serve)}`);

@@ -280,9 +280,10 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
     });
     holder.readyGate = () => pool!.allInstalled();
     install = (config) => {
+      // Ship first: the workers serve the change while the primary builds its own table (/routes, /readyz).
+      pool!.ship(config);
       const table = buildRouteTable(++version, config, stub, undefined, holder.current);
       holder.swap(table);
-      pool!.ship(config);
       return table;
     };
     updateEndpoints = (updates) => pool!.shipEndpoints(updates);

@@ -119,6 +119,13 @@ export function reportTail(windows: readonly SampleWindow[], logs: readonly Reco
     const less = measured.map((w) => Math.max(0, w.to - w.from - w.waited!.portico));
     console.log(`the same less the longest time one portico process's main thread waited for a CPU (runnable, not running): ${formatSummary(summarize(less))}`);
   }
+  // Standalone mode: the periodic walks of the manifest tree (logged at debug as they end).
+  const walks = logs
+    .filter((l) => l.msg === 'manifest directory walked' && typeof l.time === 'string' && typeof l.walkMs === 'number')
+    .map((l) => ({ end: Date.parse(l.time as string), ms: l.walkMs as number }));
+  // The first walk is the initial load: only those while samples ran are counted.
+  const sampling = walks.filter((x) => windows.length > 0 && x.end >= windows[0]!.from);
+  if (walks.length > 0) console.log(`walks of the manifest tree while sampling (logged at debug): ${sampling.length}${sampling.length > 0 ? `, longest ${Math.max(...sampling.map((x) => x.ms))} ms` : ''}`);
   const swaps = logs.filter((l) => l.msg === 'route table updated' && typeof l.time === 'string').map((l) => ({ at: Date.parse(l.time as string), changeToServeMs: l.changeToServeMs }));
   for (const w of windows) {
     if (w.to - w.from < slowMs) continue;
@@ -130,9 +137,10 @@ export function reportTail(windows: readonly SampleWindow[], logs: readonly Reco
     const phases = swap === undefined ? '' : `${storedAt}, table swapped after ${swap.at - w.from} ms (change -> swap ${String(swap.changeToServeMs)} ms), 200 ${w.to - swap.at} ms later`;
     // Logged as the pause ends; a pause overlaps the sample if it ended after it began and began before it ended.
     const gcs = pauses.filter((p) => p.end >= w.from && p.end - p.ms <= w.to);
+    const overlappingWalks = walks.filter((x) => x.end >= w.from && x.end - x.ms <= w.to);
     const waited = w.waited === undefined ? '' : `, waited for a CPU: portico ${w.waited.portico.toFixed(1)} ms, the bench ${w.waited.bench.toFixed(1)} ms`;
     console.log(
-      `  slow sample ${w.name}: ${w.to - w.from} ms${phases}${waited}${overlapping.length > 0 ? `, overlapped an idle collection of ${overlapping.map((c) => c.ms).join('+')} ms` : ''}${gcs.length > 0 ? `, overlapped GC pauses ${gcs.map((p) => `${p.kind} ${p.ms} ms`).join(', ')}` : ''}`,
+      `  slow sample ${w.name}: ${w.to - w.from} ms${phases}${waited}${overlapping.length > 0 ? `, overlapped an idle collection of ${overlapping.map((c) => c.ms).join('+')} ms` : ''}${gcs.length > 0 ? `, overlapped GC pauses ${gcs.map((p) => `${p.kind} ${p.ms} ms`).join(', ')}` : ''}${overlappingWalks.length > 0 ? `, overlapped a manifest walk of ${overlappingWalks.map((x) => x.ms).join('+')} ms` : ''}`,
     );
   }
 }

@@ -62,13 +62,14 @@ interface LogLine {
   obj: object;
 }
 
-async function start(dir: string, options: { rescanMs?: number; pollMs?: number; watch?: boolean; logs?: LogLine[] } = {}): Promise<Harness> {
+async function start(dir: string, options: { rescanMs?: number; pollMs?: number; watch?: boolean; logs?: LogLine[]; debugLogs?: { msg: string; obj: object }[] } = {}): Promise<Harness> {
   const store = new ObjectStore();
   let problems: readonly Problem[] = [];
-  const { logs, ...rest } = options;
+  const { logs, debugLogs, ...rest } = options;
   const log = {
     warn: (obj: object, msg: string) => logs?.push({ level: 'warn', msg, obj }),
     info: (obj: object, msg: string) => logs?.push({ level: 'info', msg, obj }),
+    debug: (obj: object, msg: string) => debugLogs?.push({ msg, obj }),
   };
   const source = new ManifestDirectorySource({ dir, store, onProblems: (p) => (problems = p), rescanMs: 500, log, ...rest });
   sources.push(source);
@@ -127,6 +128,21 @@ describe('ManifestDirectorySource: initial load', () => {
     assert.deepEqual([...h.store.services.keys()].sort(), ['default/a', 'default/c', 'default/d', 'shop/b']);
     assert.deepEqual([...h.store.ingresses.keys()], ['default/a']);
     assert.deepEqual(h.problems(), []);
+  });
+
+  test('each walk of the tree is logged at debug with how long it took and how many files it found new or changed', async () => {
+    const dir = await tempDir();
+    await put(dir, 'a.yaml', [service('a')]);
+    await put(dir, 'nested/b.yaml', [service('b')]);
+    const debugLogs: { msg: string; obj: object }[] = [];
+    const h = await start(dir, { rescanMs: 100, debugLogs });
+    await h.source.ready;
+    const walks = () => debugLogs.filter((l) => l.msg === 'manifest directory walked').map((l) => l.obj as { walkMs: number; changed: number });
+    assert.equal(walks()[0]?.changed, 2, 'the first walk read both files');
+    assert.equal(typeof walks()[0]?.walkMs, 'number');
+    // The periodic rescan walks again and finds nothing new.
+    await eventually('a second walk', () => walks().length >= 2);
+    assert.equal(walks()[1]!.changed, 0);
   });
 
   test('a missing directory is a clear error', async () => {
