@@ -145,6 +145,11 @@ try {
     `${mode}, --workers ${workers}, ${compiled ? 'compiled (dist/)' : 'sources (type stripping)'}, node flags: ${nodeFlags.join(' ') || '(none)'}; ` +
       `ready in ${(readyMs / 1000).toFixed(1)} s (first table: translation ${firstTable?.translateMs ?? '?'} ms, build ${firstTable?.buildMs ?? '?'} ms); RSS after ${settleSeconds} s: ${fmt(final)} MB (primary first; peak seen ${fmt(peak)}; the primary's is ${kb('RssAnon').toFixed(1)} MB anonymous, ${kb('RssFile').toFixed(1)} MB file-backed: Node's own code); load ${loadavg()[0]!.toFixed(1)}`,
   );
+  // PSS splits the pages processes share (the node binary's, mapped by the primary and
+  // every worker) among them: what one more worker costs, where RSS counts them in each.
+  const rollup = (p: number, field: string) => Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(readFileSync(`/proc/${p}/smaps_rollup`, 'utf8'))?.[1] ?? NaN) / 1024;
+  const tree = processTree(pid).filter((p) => processRss(p) > 5 * 1024 * 1024);
+  console.log(`per process (primary first): PSS ${tree.map((p) => rollup(p, 'Pss').toFixed(1)).join(' + ')} MB, anonymous ${tree.map((p) => rollup(p, 'Anonymous').toFixed(1)).join(' + ')} MB`);
   const parts = Object.entries(smapsBreakdown(pid)).sort((a, b) => b[1] - a[1]);
   console.log(`primary RSS by mapping: ${parts.map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ')} MB`);
   // The primary's V8 heap, from its own /metrics (prom-client's default metrics).
