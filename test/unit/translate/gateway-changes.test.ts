@@ -4,10 +4,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { keyOf, type KubeObject, type Namespace } from '../../../src/model/k8s.ts';
-import { createTranslator, translate } from '../../../src/translate/index.ts';
+import { createTranslator } from '../../../src/translate/index.ts';
 import { OPTIONS, applyStep, service, slice, snapshotOf, testCerts, tlsSecret } from './fixtures.ts';
 import { gateway, gatewayClass, grant, http, httpRoute, toService } from './gateway-fixtures.ts';
-import { sameOutput } from './same-output.ts';
+import { checkSteps, type Step } from './same-output.ts';
 
 const id = (o: KubeObject) => `${o.kind}/${keyOf(o)}`;
 const namespace = (name: string, labels: Record<string, string> = {}): Namespace => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels } }) as Namespace;
@@ -39,11 +39,11 @@ function world(): Map<string, KubeObject> {
 
 test('a Gateway-side change translates only the routes it can change, to the same output as a fresh translation', () => {
   const memo = createTranslator();
-  let objects = world();
+  const objects = world();
   memo(snapshotOf([...objects.values()]), OPTIONS);
   const n = COUNT;
   // [what, change, routes that must be translated again (from the groups above)]
-  const steps: [string, (o: Map<string, KubeObject>) => void, number][] = [
+  const steps: Step[] = [
     ['a listener is added to Gateway a', (o) => o.set('Gateway/default/a', gateway('a', [http('web', 8081, { allowedRoutes: { namespaces: { from: 'All' } } }), http('more', 8090)], { created: '2024-01-01T00:00:00Z' })), n.a],
     ['the oldest Gateway d takes port 8081: Gateway a\'s listener there is now conflicted, and a\'s routes lose it', (o) => o.set('Gateway/default/d', gateway('d', [http('web', 8083), http('taken', 8081)], { created: '2020-01-01T00:00:00Z' })), n.d + n.a],
     ['namespace team2 gets the label Gateway b selects: its routes attach', (o) => o.set('Namespace/team2', namespace('team2', { env: 'prod' })), n.bx],
@@ -58,14 +58,7 @@ test('a Gateway-side change translates only the routes it can change, to the sam
     ['Gateway b is deleted', (o) => o.delete('Gateway/default/b'), n.b + n.bx],
     ['Gateway b comes back', (o) => o.set('Gateway/default/b', gateway('b', [http('web', 8082, { allowedRoutes: fromProd })], { created: '2024-01-01T00:00:00Z' })), n.b + n.bx],
   ];
-  for (const [name, change, expected] of steps) {
-    const { next, changes, snapshot } = applyStep(objects, change);
-    objects = next;
-    const before = memo.gatewayRoutesTranslated();
-    const config = memo(snapshot, OPTIONS, changes);
-    assert.deepEqual(sameOutput(config), sameOutput(translate(snapshot, OPTIONS)), `${name}: the same output as a fresh translation`);
-    assert.equal(memo.gatewayRoutesTranslated() - before, expected, `${name}: routes translated`);
-  }
+  checkSteps(memo, objects, steps, () => memo.gatewayRoutesTranslated(), 'routes translated');
 });
 
 test('the steps move what a user sees: attachedRoutes of a Gateway not named in the change, route conditions', () => {
@@ -87,25 +80,18 @@ test('a certificate Secret of a listener appears, changes and goes: the routes o
   const certs = await testCerts();
   const memo = createTranslator();
   const secure = gateway('e', [{ name: 'secure', port: 9443, protocol: 'HTTPS', tls: { certificateRefs: [{ name: 'e-tls' }] } }], { created: '2024-01-01T00:00:00Z' });
-  let objects = world();
+  const objects = world();
   objects.set(id(secure), secure);
   for (let i = 0; i < 4; i++) {
     const route = httpRoute(`e${i}`, [{ name: 'e' }], [{ backendRefs: [toService('web')] }], { hostnames: [`e${i}.test`] });
     objects.set(id(route), route);
   }
   memo(snapshotOf([...objects.values()]), OPTIONS);
-  const steps: [string, (o: Map<string, KubeObject>) => void, number][] = [
+  const steps: Step[] = [
     ['the Secret appears: the listener is ready, its routes attach', (o) => o.set('Secret/default/e-tls', tlsSecret('e-tls', certs.foo.cert, certs.foo.key)), 4],
     ['another certificate in it: the listener stays ready, its routes come out the same', (o) => o.set('Secret/default/e-tls', tlsSecret('e-tls', certs.wildcard.cert, certs.wildcard.key)), 0],
     ['a key that does not fit: the listener is not ready', (o) => o.set('Secret/default/e-tls', tlsSecret('e-tls', certs.foo.cert, certs.bar.key)), 4],
     ['the Secret goes', (o) => o.delete('Secret/default/e-tls'), 0],
   ];
-  for (const [name, change, expected] of steps) {
-    const { next, changes, snapshot } = applyStep(objects, change);
-    objects = next;
-    const before = memo.gatewayRoutesTranslated();
-    const config = memo(snapshot, OPTIONS, changes);
-    assert.deepEqual(sameOutput(config), sameOutput(translate(snapshot, OPTIONS)), `${name}: the same output as a fresh translation`);
-    assert.equal(memo.gatewayRoutesTranslated() - before, expected, `${name}: routes translated`);
-  }
+  checkSteps(memo, objects, steps, () => memo.gatewayRoutesTranslated(), 'routes translated');
 });
