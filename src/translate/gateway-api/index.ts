@@ -2,7 +2,7 @@
 // ports, the listeners to bind with their certificates, and the status of each
 // GatewayClass, Gateway, HTTPRoute and GRPCRoute. Pure, like the Ingress translation.
 import { gatewaySourceKey, type CertificateConfig, type GatewayApiStatus, type ListenerConfig, type Problem, type RouteConfig, type Snapshot } from '../../model/config.ts';
-import { GATEWAY_CONTROLLER_NAME, keyOf, type GRPCRoute, type HTTPRoute, type RouteParentStatus } from '../../model/k8s.ts';
+import { GATEWAY_CONTROLLER_NAME, keyOf, type BackendObjectReference, type GRPCRoute, type HTTPRoute, type RouteParentStatus } from '../../model/k8s.ts';
 import type { RequestMirrorConfig } from '../../middleware/request-mirror.ts';
 import type { BackendResolver } from '../backends.ts';
 import type { SecretParser } from '../tls.ts';
@@ -96,8 +96,32 @@ export interface GatewayApiDeps {
 const NO_GRPC_ROUTES: ReadonlyMap<string, GRPCRoute> = new Map();
 const NO_REJECTIONS: Rejections = new Map();
 
+/**
+ * Adds the Services `route` names (backendRefs, mirrors), resolved or not: its status and
+ * problems read them even when it makes no routes (no listener takes it, every match is
+ * rejected), so one appearing or going must translate it again.
+ */
+function addNamedServices(route: HTTPRoute | GRPCRoute, reads: Set<string>): void {
+  const namespace = route.metadata.namespace ?? 'default';
+  const add = (ref: BackendObjectReference | undefined) => {
+    if (ref === undefined || typeof ref.name !== 'string' || (ref.group ?? '') !== '' || (ref.kind ?? 'Service') !== 'Service') return;
+    reads.add(`${ref.namespace ?? namespace}/${ref.name}`);
+  };
+  const mirrors = (filters: readonly { requestMirror?: { backendRef: BackendObjectReference } }[] | undefined) => {
+    for (const filter of filters ?? []) add(filter.requestMirror?.backendRef);
+  };
+  for (const rule of route.spec?.rules ?? []) {
+    mirrors(rule.filters);
+    for (const backend of rule.backendRefs ?? []) {
+      add(backend);
+      mirrors(backend.filters);
+    }
+  }
+}
+
 function fragmentOf(route: HTTPRoute | GRPCRoute, out: RouteOutput): RouteFragment {
   const reads = new Set<string>();
+  addNamedServices(route, reads);
   for (const r of out.routes) {
     reads.add(`${r.backend.namespace}/${r.backend.service}`);
     for (const b of r.backends ?? []) reads.add(`${b.backend.namespace}/${b.backend.service}`);

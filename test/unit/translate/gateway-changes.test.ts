@@ -95,3 +95,21 @@ test('a certificate Secret of a listener appears, changes and goes: the routes o
   ];
   checkSteps(memo, objects, steps, () => memo.gatewayRoutesTranslated(), 'routes translated');
 });
+
+test('a Service that a route names appears: its ResolvedRefs moves even where the route makes no routes (not attached, every match rejected)', () => {
+  const memo = createTranslator();
+  const objects = world();
+  // team2 is not a prod namespace: Gateway b does not take its routes, but writes their status.
+  const unattached = httpRoute('lost', [{ name: 'b', namespace: 'default' }], [{ backendRefs: [toService('later')] }], { namespace: 'team2', hostnames: ['lost.test'] });
+  const rejected = httpRoute('odd', [{ name: 'a', namespace: 'default' }], [{ matches: [{ path: { type: 'RegularExpression', value: '/x' } }], backendRefs: [toService('later')] }], { namespace: 'team2', hostnames: ['odd.test'] });
+  for (const route of [unattached, rejected]) objects.set(id(route), route);
+  const first = memo(snapshotOf([...objects.values()]), OPTIONS);
+  const resolved = (config: typeof first, key: string) => config.gatewayStatus.httpRoutes.get(key)!.parents[0]!.conditions.find((c) => c.type === 'ResolvedRefs')!;
+  assert.equal(resolved(first, 'team2/lost').reason, 'BackendNotFound');
+  assert.equal(resolved(first, 'team2/odd').reason, 'BackendNotFound');
+  const steps: Step[] = [
+    ['the Service appears', (o) => o.set('Service/team2/later', service('later', [{ name: 'http', port: 80 }], 'team2')), 2],
+    ['it goes again', (o) => o.delete('Service/team2/later'), 2],
+  ];
+  checkSteps(memo, objects, steps, () => memo.gatewayRoutesTranslated(), 'routes translated');
+});
