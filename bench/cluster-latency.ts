@@ -44,6 +44,7 @@ try {
   // fresh process costs some 30 ms of compilation and a first upstream connection).
   for (let i = 0; i < 20; i++) await get(portico.http, `pre-${i}.bench`, '/');
   const results: number[] = [];
+  const floor: number[] = [];
   const windows: SampleWindow[] = [];
   const waits = cpuWaits(portico.child.pid!);
   for (let s = 0; s < samples; s++) {
@@ -56,6 +57,10 @@ try {
     results.push(performance.now() - t0);
     windows.push({ name: host, from, to: Date.now(), waited: waitedBetween(waited0, waits()) });
     await new Promise((r) => setTimeout(r, 100));
+    // The probe's floor: one request to a host served all along, between the samples.
+    const f0 = performance.now();
+    await get(portico.http, 'pre-0.bench', '/');
+    floor.push(performance.now() - f0);
   }
   const serve = portico.logs.filter((l) => l.msg === 'route table updated' && typeof l.changeToServeMs === 'number').map((l) => l.changeToServeMs as number);
   const load = machineLoad();
@@ -65,6 +70,7 @@ try {
   console.log(`${existing} existing Ingresses, ${samples} creations through the API, --workers ${workers}; API server and echo pod ${inProcess ? 'in the bench process' : 'in processes of their own'}; ${load}`);
   console.log(`(measured after the initial status writes to every Ingress, which took ${(statusMs / 1000).toFixed(1)} s after ready)`);
   console.log(`API write -> first 200 through portico: ${formatSummary(summarize(results))}`);
+  console.log(`the probe's floor (one request to a host served all along, after each sample): ${formatSummary(summarize(floor))}`);
   if (serve.length > 0) console.log(`controller change -> table swapped (changeToServeMs): ${formatSummary(summarize(serve))}`);
   reportTail(windows, logs);
 } finally {

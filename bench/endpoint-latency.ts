@@ -78,6 +78,7 @@ try {
   // Steady state: after the leader's first status writes to every Ingress.
   if (api !== undefined) await statusWritten(api);
   const results: number[] = [];
+  const floor: number[] = [];
   const windows: SampleWindow[] = [];
   const waits = cpuWaits(portico.child.pid!);
   for (let s = 1; s <= samples; s++) {
@@ -91,6 +92,10 @@ try {
     results.push(performance.now() - t0);
     windows.push({ name: `change ${s}`, from, to: Date.now(), waited: waitedBetween(waited0, waits()) });
     await new Promise((r) => setTimeout(r, 100));
+    // The probe's floor: one request once the change is in (the host is served all along).
+    const f0 = performance.now();
+    await podOf();
+    floor.push(performance.now() - f0);
   }
   const load = machineLoad();
   const logs = portico.logs;
@@ -98,6 +103,7 @@ try {
   portico = undefined;
   console.log(`${mode}, ${existing} other Ingresses, ${samples} EndpointSlice changes, --workers ${workers}; ${inProcess ? "API server and pods in the bench process" : "API server and pods in processes of their own"}; ${load}`);
   console.log(`EndpointSlice change -> first request on the new pod: ${formatSummary(summarize(results))}`);
+  console.log(`the probe's floor (one request to the same host once the change is in, after each sample): ${formatSummary(summarize(floor))}`);
   reportTail(windows, logs);
 } finally {
   // Also when a wait failed: never leave portico (and its workers) running.
