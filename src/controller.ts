@@ -30,6 +30,8 @@ export interface ControllerDeps {
   onRebuilt?: (table: RouteTable, translateMs: number, problems: readonly Problem[], changes: readonly ObjectChange[] | undefined) => void;
   /** After each translation: how many Ingresses it translated (built again from their object). */
   onIngressesTranslated?: (count: number) => void;
+  /** After each translation: how many HTTPRoutes and GRPCRoutes it attached again. */
+  onGatewayRoutesTranslated?: (count: number) => void;
   /** Only the status of these objects changed (portico's own writes, mostly): nothing is rebuilt; status writers may check them. */
   onStatusOnly?: (changes: readonly ObjectChange[]) => void;
   /** Called with problems that appeared since the previous rebuild (Events, logs). */
@@ -140,6 +142,7 @@ export class Controller {
       }
     }
     const translatedBefore = this.translate.ingressesTranslated();
+    const routesBefore = this.translate.gatewayRoutesTranslated();
     try {
       config = this.translate(deps.store, deps.translateOptions, changes);
       // Backends moved earlier whose routes were translated again: the pools follow first.
@@ -157,6 +160,8 @@ export class Controller {
     const translateMs = performance.now() - t0;
     const ingressesTranslated = this.translate.ingressesTranslated() - translatedBefore;
     if (ingressesTranslated > 0) deps.onIngressesTranslated?.(ingressesTranslated);
+    const gatewayRoutesTranslated = this.translate.gatewayRoutesTranslated() - routesBefore;
+    if (gatewayRoutesTranslated > 0) deps.onGatewayRoutesTranslated?.(gatewayRoutesTranslated);
     // Problems of the sources (unreadable manifest files) go with the table, so /routes shows them too.
     const external = deps.externalProblems?.() ?? [];
     // Nothing that is served changed (a slice of a Service no route uses, say): the table
@@ -181,6 +186,7 @@ export class Controller {
         routes: table.size,
         ingresses: config.servedIngresses.length,
         ingressesTranslated,
+        ...(gatewayRoutesTranslated > 0 ? { gatewayRoutesTranslated } : {}),
         problems: problems.length,
         translateMs: round(translateMs),
         buildMs: round(table.buildMillis),

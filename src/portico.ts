@@ -477,6 +477,7 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
       void gatewayStatus?.reconcile();
     },
     onIngressesTranslated: (count) => metrics.countIngressesTranslated(count),
+    onGatewayRoutesTranslated: (count) => metrics.countGatewayRoutesTranslated(count),
     onNewProblems: (problems) => void events?.record(problems),
     // Someone else's status write is put right; portico's own finds nothing to do.
     onStatusOnly: (changes) => {

@@ -22,6 +22,8 @@ export interface Metrics {
   countEndpointUpdates(backends: number): void;
   /** Ingresses a translation built again from their object. */
   countIngressesTranslated(ingresses: number): void;
+  /** HTTPRoutes and GRPCRoutes a translation attached again (not reused). */
+  countGatewayRoutesTranslated(routes: number): void;
   /** A request the HTTP server answered itself (malformed, 414, 431, 505...), by its short reason. */
   countRefusedRequest(reason: string): void;
   /** A client whose TLS handshake failed, by bounded reason (see handshakeFailureReason). */
@@ -129,6 +131,12 @@ export function createMetrics(): Metrics {
     registers,
   });
 
+  const gatewayRoutesTranslated = new Counter({
+    name: 'portico_gateway_routes_translated_total',
+    help: 'HTTPRoutes and GRPCRoutes translated (attached to their Gateways again): a change costs the routes it can change',
+    registers,
+  });
+
   let readiness: (() => boolean) | undefined;
   const ready = new Gauge({
     name: 'portico_ready',
@@ -147,6 +155,9 @@ export function createMetrics(): Metrics {
     },
     countIngressesTranslated(ingresses) {
       ingressesTranslated.inc(ingresses);
+    },
+    countGatewayRoutesTranslated(routes) {
+      gatewayRoutesTranslated.inc(routes);
     },
     recordRebuild(table, translateMs, problems) {
       routes.set(table.size);

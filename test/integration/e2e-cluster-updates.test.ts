@@ -88,9 +88,9 @@ describe('cluster mode: changes that rebuild nothing', () => {
     // Time for the writes to come back through the watch.
     await new Promise((r) => setTimeout(r, 300));
     assert.equal(await translated(), before + names.length, 'one translation per new Ingress, none per status write');
-    // Another controller's IngressClass changes which classes exist: every Ingress is checked
-    // again. The ones whose status portico wrote are still current (before, each of them was
-    // translated again here, and kept its pre-status version until then).
+    // Another controller's IngressClass changes which classes exist: a new table, but no
+    // Ingress names that class, so none is translated again (before, every Ingress was
+    // checked, and each whose status portico wrote was translated again here).
     const version = metric(await metrics(), 'portico_route_table_version');
     api.apply(ingressClass('someone-else', { controller: 'example.com/other' }));
     await eventually(async () => metric(await metrics(), 'portico_route_table_version') > version, 10_000, 'the full re-check');

@@ -192,6 +192,24 @@ describe('Gateway API in standalone mode, black box', () => {
     assert.equal(reply.json<EchoReply>().service, 'v2');
   });
 
+  test('a new or changed HTTPRoute is the only route translated (portico_gateway_routes_translated_total)', async () => {
+    const metricsText = async () => (await get(portico.admin, 'localhost', '/metrics')).text;
+    const translated = async () => Number(/^portico_gateway_routes_translated_total (\d+)/m.exec(await metricsText())?.[1] ?? NaN);
+    const before = await translated();
+    assert.ok(before >= 1, 'the routes of the first translation are counted');
+    const route = (service: string) => httpRoute('one-more', { parentRefs: [{ name: 'gw', sectionName: 'http' }], hostnames: ['one-more.example.com'], rules: [{ backendRefs: [{ name: service, port: 80 }] }] });
+    dir.write('one-more.yaml', [route('v1')]);
+    await eventually(async () => (await get(httpPort, 'one-more.example.com', '/')).status === 200, 5000, 'the new route serves');
+    assert.equal(await service_(httpPort, 'one-more.example.com', '/'), 'v1');
+    assert.equal(await translated(), before + 1, 'only the new route translated');
+    dir.write('one-more.yaml', [route('v2')]);
+    await eventually(async () => (await service_(httpPort, 'one-more.example.com', '/')) === 'v2', 5000, 'the changed route serves');
+    assert.equal(await translated(), before + 2, 'only the changed route translated');
+    assert.ok(portico.logs.some((l) => l.msg === 'route table updated' && l.gatewayRoutesTranslated === 1), 'the table update says how many routes it translated');
+    dir.remove('one-more.yaml');
+    await eventually(async () => (await get(httpPort, 'one-more.example.com', '/')).status === 404, 5000, 'the removed route is gone');
+  });
+
   test('listeners follow the Gateways live: a new port is bound, a removed one closed, others keep serving', async () => {
     const extra = await freePort();
     dir.write('extra.yaml', [
