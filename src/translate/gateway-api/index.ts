@@ -2,12 +2,11 @@
 // ports, the listeners to bind with their certificates, and the status of each
 // GatewayClass, Gateway, HTTPRoute and GRPCRoute. Pure, like the Ingress translation.
 import { gatewaySourceKey, type CertificateConfig, type GatewayApiStatus, type ListenerConfig, type Problem, type RouteConfig, type Snapshot } from '../../model/config.ts';
-import { GATEWAY_CONTROLLER_NAME, keyOf, type BackendObjectReference, type GRPCRoute, type HTTPRoute, type RouteParentStatus } from '../../model/k8s.ts';
-import type { RequestMirrorConfig } from '../../middleware/request-mirror.ts';
+import { GATEWAY_CONTROLLER_NAME, keyOf, type GRPCRoute, type HTTPRoute, type RouteParentStatus } from '../../model/k8s.ts';
 import type { BackendResolver } from '../backends.ts';
 import type { SecretParser } from '../tls.ts';
 import { gatewayStatusOf, translateGateways, type GatewayInfo, type GatewayPass } from './gateways.ts';
-import { RouteIndex } from './route-index.ts';
+import { namedBackends, RouteIndex } from './route-index.ts';
 import { translateGrpcRoute } from './grpcroutes.ts';
 import { translateHttpRoute } from './httproutes.ts';
 import { crossKindConflicts, withoutRejected, type Rejections } from './route-conflicts.ts';
@@ -96,41 +95,14 @@ export interface GatewayApiDeps {
 const NO_GRPC_ROUTES: ReadonlyMap<string, GRPCRoute> = new Map();
 const NO_REJECTIONS: Rejections = new Map();
 
-/**
- * Adds the Services `route` names (backendRefs, mirrors), resolved or not: its status and
- * problems read them even when it makes no routes (no listener takes it, every match is
- * rejected), so one appearing or going must translate it again.
- */
-function addNamedServices(route: HTTPRoute | GRPCRoute, reads: Set<string>): void {
-  const namespace = route.metadata.namespace ?? 'default';
-  const add = (ref: BackendObjectReference | undefined) => {
-    if (ref === undefined || typeof ref.name !== 'string' || (ref.group ?? '') !== '' || (ref.kind ?? 'Service') !== 'Service') return;
-    reads.add(`${ref.namespace ?? namespace}/${ref.name}`);
-  };
-  const mirrors = (filters: readonly { requestMirror?: { backendRef: BackendObjectReference } }[] | undefined) => {
-    for (const filter of filters ?? []) add(filter.requestMirror?.backendRef);
-  };
-  for (const rule of route.spec?.rules ?? []) {
-    mirrors(rule.filters);
-    for (const backend of rule.backendRefs ?? []) {
-      add(backend);
-      mirrors(backend.filters);
-    }
-  }
-}
-
 function fragmentOf(route: HTTPRoute | GRPCRoute, out: RouteOutput): RouteFragment {
+  // The backends the route names, resolved or not (a ref of another kind only costs a
+  // needless re-translation): its routes read those Services, and so do its status and
+  // problems even when it makes no routes (no listener takes it, every match is
+  // rejected), so one appearing or going must translate it again.
+  const namespace = route.metadata.namespace ?? 'default';
   const reads = new Set<string>();
-  addNamedServices(route, reads);
-  for (const r of out.routes) {
-    reads.add(`${r.backend.namespace}/${r.backend.service}`);
-    for (const b of r.backends ?? []) reads.add(`${b.backend.namespace}/${b.backend.service}`);
-    for (const p of r.policies) {
-      if (p.name === 'request-mirror') {
-        for (const m of (p.config as RequestMirrorConfig).mirrors) reads.add(`${m.backend.namespace}/${m.backend.service}`);
-      }
-    }
-  }
+  for (const ref of namedBackends(route)) if (typeof ref.name === 'string') reads.add(`${ref.namespace ?? namespace}/${ref.name}`);
   const key = keyOf(route);
   return {
     route,

@@ -31,7 +31,7 @@ export class RouteIndex {
       if ((ref.group ?? GATEWAY_GROUP) !== GATEWAY_GROUP || (ref.kind ?? 'Gateway') !== 'Gateway') continue;
       apply(this.byGateway, `${ref.namespace ?? namespace}/${ref.name}`);
     }
-    for (const other of referencedNamespaces(route.spec?.rules as readonly RefRule[] | undefined, namespace)) apply(this.byReferencedNamespace, other);
+    for (const other of referencedNamespaces(route, namespace)) apply(this.byReferencedNamespace, other);
   }
 
   /** The routes whose parentRefs name Gateway "ns/name". */
@@ -50,32 +50,37 @@ export class RouteIndex {
   }
 }
 
-interface NamespacedRef {
+interface NamedRef {
+  readonly group?: string;
+  readonly kind?: string;
+  readonly name?: string;
   readonly namespace?: string;
 }
 interface RefFilter {
-  readonly requestMirror?: { readonly backendRef?: NamespacedRef };
+  readonly requestMirror?: { readonly backendRef?: NamedRef };
 }
 interface RefRule {
-  readonly backendRefs?: readonly (NamespacedRef & { readonly filters?: readonly RefFilter[] })[];
+  readonly backendRefs?: readonly (NamedRef & { readonly filters?: readonly RefFilter[] })[];
   readonly filters?: readonly RefFilter[];
 }
 
-/** The namespaces other than the route's own that its backendRefs (and mirror filters) name: where a ReferenceGrant decides. */
-function referencedNamespaces(rules: readonly RefRule[] | undefined, own: string): Set<string> {
-  const out = new Set<string>();
-  const add = (ref: NamespacedRef | undefined) => {
-    if (ref?.namespace !== undefined && ref.namespace !== own) out.add(ref.namespace);
+/** Every backend a route names: its rules' backendRefs and the backendRefs of their mirror filters (rule and per-backend). */
+export function* namedBackends(route: HTTPRoute | GRPCRoute): Generator<NamedRef> {
+  const mirrors = function* (filters: readonly RefFilter[] | undefined) {
+    for (const filter of filters ?? []) if (filter.requestMirror?.backendRef !== undefined) yield filter.requestMirror.backendRef;
   };
-  const addFilters = (filters: readonly RefFilter[] | undefined) => {
-    for (const f of filters ?? []) add(f.requestMirror?.backendRef);
-  };
-  for (const rule of rules ?? []) {
-    addFilters(rule.filters);
+  for (const rule of (route.spec?.rules ?? []) as readonly RefRule[]) {
+    yield* mirrors(rule.filters);
     for (const ref of rule.backendRefs ?? []) {
-      add(ref);
-      addFilters(ref.filters);
+      yield ref;
+      yield* mirrors(ref.filters);
     }
   }
+}
+
+/** The namespaces other than the route's own that its backends are in: where a ReferenceGrant decides. */
+function referencedNamespaces(route: HTTPRoute | GRPCRoute, own: string): Set<string> {
+  const out = new Set<string>();
+  for (const ref of namedBackends(route)) if (ref.namespace !== undefined && ref.namespace !== own) out.add(ref.namespace);
   return out;
 }
