@@ -26,6 +26,7 @@ import type { EventRecorder } from './status/events.ts';
 import { createLogger } from './util/log.ts';
 import { changeApplied, collectWhenIdle } from './util/idle-gc.ts';
 import { logLongGcPauses } from './util/gc-pauses.ts';
+import { turnOnCompilers, turnOnCompilersAfterBudget } from './util/compilers.ts';
 import { createMetrics } from './admin/metrics.ts';
 import { createAdminServer } from './admin/server.ts';
 import { CidrSet, parseCidrList } from './middleware/cidr.ts';
@@ -98,6 +99,7 @@ export function roleOf(options: Options): Role {
 
 export async function startPortico(options: Options, logger?: Logger, role: Role = 'single'): Promise<Portico> {
   const log = logger ?? createLogger(options.logLevel);
+  turnOnCompilersAfterBudget(log);
   const portico = role === 'worker' ? await startWorker(options, log) : await startControlPlane(options, log, role);
   // Node 24 never runs V8's memory reducer in an ESM program: see src/util/idle-gc.ts.
   const stopCollecting = collectWhenIdle(log, () => portico.openConnections?.() ?? 0);
@@ -159,6 +161,7 @@ async function startWorker(options: Options, log: Logger): Promise<Portico> {
     if (message.t === 'config' || message.t === 'endpoints') changeApplied();
     switch (message.t) {
       case 'config': {
+        turnOnCompilers(log, 'first routing config');
         const config = replica.apply(message);
         if (config === undefined) {
           // A delta on a config this worker does not have: ask for the whole one.
@@ -571,6 +574,7 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
     { mode: standalone ? 'standalone' : 'cluster', http: ports.http, https: ports.https, admin: ports.admin, routes: holder.current.size, workers: pool?.size ?? 1 },
     `portico ready: serving ${holder.current.size} routes${listenerUrls(options.bind, ports)}${pool ? ` with ${pool.size} workers` : ''}`,
   );
+  turnOnCompilers(log, 'ready');
 
   return {
     log,

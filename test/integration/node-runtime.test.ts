@@ -1,7 +1,7 @@
-// How bin/portico.js starts Node, seen from outside: the young generation's cap and
-// glibc's fixed mmap threshold (bin/node-flags.js) are in place however portico is
-// started, as in the container image, its workers included; a user's own malloc setting
-// is kept.
+// How bin/portico.js starts Node, seen from outside: the young generation's cap, glibc's
+// fixed mmap threshold and the compilers deferred until each process serves
+// (bin/node-flags.js) are in place however portico is started, as in the container image,
+// its workers included; a user's own malloc setting or compiler flag is kept.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -50,4 +50,29 @@ test("a malloc threshold the user set is kept", async () => {
   const { env } = processOf(portico.child.pid!);
   assert.equal(env.get('MALLOC_TRIM_THRESHOLD_'), '262144');
   assert.equal(env.get('MALLOC_MMAP_THRESHOLD_'), undefined);
+});
+
+test('the compilers start off and each process turns them on: the primary at ready, every worker too', async () => {
+  const portico = await startPortico(['--manifests', dir, '--workers', '2', '--log-level', 'debug']);
+  started.push(portico);
+  const argv = processOf(portico.child.pid!).argv;
+  for (const flag of ['--no-sparkplug', '--no-maglev', '--no-turbofan']) assert.ok(argv.includes(flag), argv.join(' '));
+  const workers = childrenOf(portico.child.pid!);
+  assert.equal(workers.length, 2);
+  const turnedOn = (pid: number) => portico.waitForLog((l) => l.msg === 'optimizing compilers on' && l.pid === pid);
+  const lines = await Promise.all([portico.child.pid!, ...workers].map(turnedOn));
+  assert.ok(lines.every((l) => typeof l.why === 'string'));
+  // Once each: the second reason (ready after the budget, or the reverse) turns nothing on again.
+  await new Promise((resolve) => setTimeout(resolve, 1200));
+  assert.equal(portico.logs.filter((l) => l.msg === 'optimizing compilers on').length, 3);
+});
+
+test('an operator flag naming a compiler keeps the compilers as the operator set them', async () => {
+  const portico = await startPortico(['--manifests', dir, '--log-level', 'debug'], {}, 40_000, ['--max-opt=2']);
+  started.push(portico);
+  const argv = processOf(portico.child.pid!).argv;
+  assert.ok(argv.includes('--max-opt=2'), argv.join(' '));
+  assert.ok(!argv.includes('--no-turbofan'), argv.join(' '));
+  await new Promise((resolve) => setTimeout(resolve, 1200));
+  assert.equal(portico.logs.filter((l) => l.msg === 'optimizing compilers on').length, 0);
 });

@@ -28,9 +28,12 @@ export interface PorticoProcess {
   stop(): Promise<number | null>;
 }
 
-/** `readyTimeoutMs`: how long to wait for "portico ready" (benches at 10,000 Ingresses on a loaded machine take longer). */
-export async function startPortico(args: string[], env: NodeJS.ProcessEnv = {}, readyTimeoutMs = 40_000): Promise<PorticoProcess> {
-  const child = spawn(process.execPath, [BIN, '--workers', '1', '--http-port', '0', '--https-port', '0', '--admin-port', '0', '--bind', '127.0.0.1', ...args], {
+/**
+ * `readyTimeoutMs`: how long to wait for "portico ready" (benches at 10,000 Ingresses on a
+ * loaded machine take longer). `nodeArgs`: Node's own flags, before bin/portico.js.
+ */
+export async function startPortico(args: string[], env: NodeJS.ProcessEnv = {}, readyTimeoutMs = 40_000, nodeArgs: readonly string[] = []): Promise<PorticoProcess> {
+  const child = spawn(process.execPath, [...nodeArgs, BIN, '--workers', '1', '--http-port', '0', '--https-port', '0', '--admin-port', '0', '--bind', '127.0.0.1', ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
