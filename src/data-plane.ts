@@ -2,8 +2,7 @@
 // route compiler, upstream pools and the access log. Given routing configs, it builds
 // and swaps route tables. One process runs it beside the control plane, or each worker
 // runs it alone and gets its configs from the primary (src/workers).
-import cluster from 'node:cluster';
-import net, { type AddressInfo } from 'node:net';
+import net from 'node:net';
 import tls from 'node:tls';
 import type { Logger } from 'pino';
 import type { Options } from './config/flags.ts';
@@ -29,6 +28,8 @@ import type { Forwarder } from './proxy/forward.ts';
 import { configureCache } from './cache/runtime.ts';
 import { registerCacheMetrics } from './cache/metrics.ts';
 import type { Invalidate } from './cache/invalidation.ts';
+import { listen } from './util/listen.ts';
+import { workArrived } from './util/compilers.ts';
 
 export interface DataPlane {
   readonly holder: RouteTableHolder;
@@ -46,48 +47,6 @@ export interface DataPlane {
   drain(graceMs: number): Promise<void>;
   /** Client connections open now, on every listener. */
   openConnections(): number;
-}
-
-/**
- * A worker binds a fixed port itself, with SO_REUSEPORT (Linux), and the kernel hands new
- * connections straight to the workers. Through node:cluster's round-robin each new
- * connection waited for the primary, the process that translates: a full rebuild or an
- * idle collection there held new connections back for 0.2-1 s at 10,000 Ingresses
- * (bench/new-connection-latency.ts). Port 0 keeps the round-robin, which gives every
- * worker the same port.
- */
-function reusePortFor(port: number): boolean {
-  return cluster.isWorker && port !== 0 && process.platform === 'linux';
-}
-
-/**
- * Fails as a busy port does with one process, before workers share `port`: SO_REUSEPORT
- * would let them join the sockets of another process of this user that set it too (a
- * second portico on the same port would split its traffic). Binding alone for a moment
- * fails on any socket already there.
- */
-export async function ensurePortFree(port: number, host: string, what: string): Promise<void> {
-  const probe = net.createServer();
-  await listen(probe, port, host, what);
-  await new Promise((resolve) => probe.close(resolve));
-}
-
-export function listen(server: net.Server, port: number, host: string, what: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const onError = (err: NodeJS.ErrnoException) => {
-      // "::" listens on IPv6 and IPv4 (dual-stack); a host without IPv6 gets IPv4 alone.
-      if (host === '::' && (err.code === 'EAFNOSUPPORT' || err.code === 'EADDRNOTAVAIL')) {
-        listen(server, port, '0.0.0.0', what).then(resolve, reject);
-        return;
-      }
-      reject(new Error(`${what}: cannot listen on ${host}:${port}: ${err.code === 'EADDRINUSE' ? 'address already in use' : err.message}`));
-    };
-    server.once('error', onError);
-    server.listen({ port, host, reusePort: reusePortFor(port) }, () => {
-      server.off('error', onError);
-      resolve((server.address() as AddressInfo).port);
-    });
-  });
 }
 
 export interface DataPlaneOptions {
@@ -171,6 +130,11 @@ export async function startDataPlane(options: Options, log: Logger, metrics: Met
     if (proxy.http2 !== undefined) proxy.http2.onRefused = onRefused;
     metrics.trackConnections(label, () => proxy.openConnections);
     capConnections(server, label);
+    // The first client after start-up turns the compilers on (src/util/compilers.ts); then this listener goes.
+    const firstClient = () => {
+      if (workArrived(log, 'a client connected')) server.off('connection', firstClient);
+    };
+    server.on('connection', firstClient);
     if (certs !== undefined) {
       server.on('tlsClientError', (err: NodeJS.ErrnoException, socket: tls.TLSSocket) => {
         const reason = handshakeFailureReason(err);

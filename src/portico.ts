@@ -26,13 +26,14 @@ import type { EventRecorder } from './status/events.ts';
 import { createLogger } from './util/log.ts';
 import { changeApplied, collectWhenIdle } from './util/idle-gc.ts';
 import { logLongGcPauses } from './util/gc-pauses.ts';
-import { turnOnCompilers, turnOnCompilersAfterBudget } from './util/compilers.ts';
+import { startingUp, startUpOver, workArrived } from './util/compilers.ts';
 import { createMetrics } from './admin/metrics.ts';
 import { createAdminServer } from './admin/server.ts';
 import { CidrSet, parseCidrList } from './middleware/cidr.ts';
 import { configureRateLimitWorkers } from './middleware/rate-limit.ts';
 import { setChallengeKey } from './challenge/tokens.ts';
-import { ensurePortFree, listen, startDataPlane, type DataPlane } from './data-plane.ts';
+import type { DataPlane } from './data-plane.ts';
+import { ensurePortFree, listen } from './util/listen.ts';
 import type { WorkerPool } from './workers/pool.ts';
 import { ConfigReplica, type ToPrimary, type ToWorker } from './workers/protocol.ts';
 import type { WakeSignals } from './scale-to-zero/gates.ts';
@@ -99,7 +100,7 @@ export function roleOf(options: Options): Role {
 
 export async function startPortico(options: Options, logger?: Logger, role: Role = 'single'): Promise<Portico> {
   const log = logger ?? createLogger(options.logLevel);
-  turnOnCompilersAfterBudget(log);
+  startingUp(log);
   const portico = role === 'worker' ? await startWorker(options, log) : await startControlPlane(options, log, role);
   // Node 24 never runs V8's memory reducer in an ESM program: see src/util/idle-gc.ts.
   const stopCollecting = collectWhenIdle(log, () => portico.openConnections?.() ?? 0);
@@ -141,6 +142,8 @@ async function startWorker(options: Options, log: Logger): Promise<Portico> {
         send({ t: 'invalidate-all', id, request });
       }),
   );
+  // Loaded here and in a single process only: the primary of several workers serves no traffic.
+  const { startDataPlane } = await import('./data-plane.ts');
   const data = await startDataPlane(options, log, metrics, {
     invalidate,
     accessLogWriteBytes: stdoutIsPipe() ? 2048 : undefined,
@@ -161,7 +164,9 @@ async function startWorker(options: Options, log: Logger): Promise<Portico> {
     if (message.t === 'config' || message.t === 'endpoints') changeApplied();
     switch (message.t) {
       case 'config': {
-        turnOnCompilers(log, 'first routing config');
+        // The first config ends this worker's start-up; any later one is work.
+        if (replica.serial === undefined) startUpOver();
+        else workArrived(log, 'a routing change');
         const config = replica.apply(message);
         if (config === undefined) {
           // A delta on a config this worker does not have: ask for the whole one.
@@ -176,6 +181,7 @@ async function startWorker(options: Options, log: Logger): Promise<Portico> {
         break;
       }
       case 'endpoints':
+        workArrived(log, 'an endpoint change');
         data.updateEndpoints(message.updates, message.replace);
         break;
       case 'challenge-key':
@@ -251,6 +257,7 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
   /** The ports portico's own listeners hold (a Gateway listener may not take them). */
   const ingressPorts = new Map<number, string>();
   if (role === 'single') {
+    const { startDataPlane } = await import('./data-plane.ts');
     data = await startDataPlane(options, log, metrics, { wakeSignals });
     holder = data.holder;
     install = data.install;
@@ -491,6 +498,8 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
   });
   store.onChange((event) => {
     changeApplied();
+    // portico's own status writes coming back are not work (cluster mode, after ready).
+    if (event.changes.some((c) => !c.statusOnly)) workArrived(log, 'an object changed');
     // Debug: what changed, object by object (a resync lists at most a few, with the count).
     if (log.isLevelEnabled('debug')) {
       const shown = event.changes.slice(0, 5).map((c) => `${c.type} ${c.kind} ${c.key}`);
@@ -574,7 +583,7 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
     { mode: standalone ? 'standalone' : 'cluster', http: ports.http, https: ports.https, admin: ports.admin, routes: holder.current.size, workers: pool?.size ?? 1 },
     `portico ready: serving ${holder.current.size} routes${listenerUrls(options.bind, ports)}${pool ? ` with ${pool.size} workers` : ''}`,
   );
-  turnOnCompilers(log, 'ready');
+  startUpOver();
 
   return {
     log,

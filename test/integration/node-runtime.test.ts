@@ -4,10 +4,10 @@
 // its workers included; a user's own malloc setting or compiler flag is kept.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startPortico, type PorticoProcess } from '../support/portico-process.ts';
+import { eventually, startPortico, type PorticoProcess } from '../support/portico-process.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'portico-runtime-'));
 const started: PorticoProcess[] = [];
@@ -52,19 +52,45 @@ test("a malloc threshold the user set is kept", async () => {
   assert.equal(env.get('MALLOC_MMAP_THRESHOLD_'), undefined);
 });
 
-test('the compilers start off and each process turns them on: the primary at ready, every worker too', async () => {
-  const portico = await startPortico(['--manifests', dir, '--workers', '2', '--log-level', 'debug']);
+test('the compilers start off, stay off while idle, and come on with the first work: a client, a change', async () => {
+  const manifests = mkdtempSync(join(tmpdir(), 'portico-compilers-'));
+  const write = (host: string) =>
+    writeFileSync(join(manifests, 'ingress.yaml'), `apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: { name: web, namespace: default }
+spec:
+  rules:
+    - host: ${host}
+      http: { paths: [{ path: /, pathType: Prefix, backend: { service: { name: web, port: { number: 80 } } } }] }
+`);
+  write('a.test');
+  const portico = await startPortico(['--manifests', manifests, '--workers', '2', '--log-level', 'debug']);
   started.push(portico);
-  const argv = processOf(portico.child.pid!).argv;
-  for (const flag of ['--no-sparkplug', '--no-maglev', '--no-turbofan']) assert.ok(argv.includes(flag), argv.join(' '));
-  const workers = childrenOf(portico.child.pid!);
-  assert.equal(workers.length, 2);
-  const turnedOn = (pid: number) => portico.waitForLog((l) => l.msg === 'optimizing compilers on' && l.pid === pid);
-  const lines = await Promise.all([portico.child.pid!, ...workers].map(turnedOn));
-  assert.ok(lines.every((l) => typeof l.why === 'string'));
-  // Once each: the second reason (ready after the budget, or the reverse) turns nothing on again.
-  await new Promise((resolve) => setTimeout(resolve, 1200));
-  assert.equal(portico.logs.filter((l) => l.msg === 'optimizing compilers on').length, 3);
+  try {
+    const argv = processOf(portico.child.pid!).argv;
+    for (const flag of ['--no-sparkplug', '--no-maglev', '--no-turbofan']) assert.ok(argv.includes(flag), argv.join(' '));
+    const workers = childrenOf(portico.child.pid!);
+    assert.equal(workers.length, 2);
+    const turnedOn = () => portico.logs.filter((l) => l.msg === 'optimizing compilers on');
+    // Idle: nothing comes on, but for a process whose start-up ran past its budget (1 s; a loaded machine).
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const byBudget = turnedOn().filter((l) => String(l.why).startsWith('start-up took'));
+    assert.deepEqual(turnedOn(), byBudget, 'no work yet');
+    // A client: the worker that accepts it turns them on.
+    const response = await fetch(`http://127.0.0.1:${portico.http}/`, { headers: { host: 'a.test' } });
+    await response.arrayBuffer();
+    if (byBudget.length === 0) await portico.waitForLog((l) => l.msg === 'optimizing compilers on' && l.why === 'a client connected');
+    // A change: the primary (an object changed) and both workers (a routing change, or already on).
+    write('b.test');
+    await portico.waitForLog((l) => l.msg === 'optimizing compilers on' && l.pid === portico.child.pid);
+    for (const pid of workers) {
+      await eventually(async () => turnedOn().some((l) => l.pid === pid), 10_000, `worker ${pid} turns the compilers on`);
+    }
+    // Once per process.
+    assert.equal(new Set(turnedOn().map((l) => l.pid)).size, turnedOn().length);
+  } finally {
+    rmSync(manifests, { recursive: true, force: true });
+  }
 });
 
 test('an operator flag naming a compiler keeps the compilers as the operator set them', async () => {
