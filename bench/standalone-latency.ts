@@ -7,6 +7,7 @@
 // PORTICO_CPU_PROF=DIR profiles the primary (--cpu-prof) into DIR. BENCH_LOGS=FILE writes
 // every log line and sample window there. BENCH_DEBUG=1 runs
 // portico at debug level, so the slow samples are matched to V8's long GC pauses too.
+// BENCH_NODE_ARGS="--flag ..." starts portico with those Node flags (an A/B: --max-opt=999 keeps the compilers on from the start).
 // The echo pod runs in a process of its own (bench/lib/out-of-process.ts); IN_PROCESS=1
 // runs it in the bench's process, beside the client that times the samples, as before.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -54,7 +55,7 @@ try {
   // A fixed port, as in production: workers bind it themselves (SO_REUSEPORT). Port 0
   // makes node:cluster's primary accept every connection and hand it over, so each probe
   // waited for the primary, the process that has just translated and shipped the change.
-  portico = await startPortico(['--manifests', dir, '--http-port', String(await freePort()), '--access-log=false', ...(process.env.BENCH_DEBUG ? ['--log-level', 'debug'] : []), '--workers', workers], profileDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}, 120_000);
+  portico = await startPortico(['--manifests', dir, '--http-port', String(await freePort()), '--access-log=false', ...(process.env.BENCH_DEBUG ? ['--log-level', 'debug'] : []), '--workers', workers], profileDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}, 120_000, process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean));
   const startMs = performance.now() - started;
 
   /** Writes `file` and times until `host` answers 200 on `port`. */

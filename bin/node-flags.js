@@ -14,33 +14,26 @@
 //   noise (README, Known limits: Memory under HTTP/2 load).
 export const NODE_FLAGS = ['--max-semi-space-size=16', '--heap-growing-percent=100'];
 
-/**
- * V8's compilers past the interpreter (Sparkplug, Maglev, TurboFan), off while the
- * process starts: src/util/compilers.ts turns them on once the process serves, or once
- * its start-up has run for a second. Start-up is code that runs once (module loading
- * calls path normalisation thousands of times, which V8 then optimises) and compiling it
- * left each process holding the compilers' code pages and their output for good: idle, a
- * worker held 69-70 MiB with them on from the start and 60-63 MiB this way (bench/memory.ts
- * idle). A start-up longer than a second has enough work to be worth optimising (10,000
- * Ingresses: ready in 19 s, 32 s if the compilers stayed off until ready).
- * An operator who names any compiler flag (--jitless, --max-opt, --no-maglev...) keeps
- * exactly what they named.
- */
-export const STARTUP_COMPILER_FLAGS = ['--no-sparkplug', '--no-maglev', '--no-turbofan'];
-const COMPILER_FLAGS = new Set(['sparkplug', 'maglev', 'turbofan', 'opt', 'jitless', 'max-opt', 'lite-mode', 'always-sparkplug', 'always-turbofan']);
-
 /** A flag's name in one spelling: `--max_semi_space_size=32` → `max-semi-space-size`. */
 const key = (flag) => flag.replace(/^--/, '').split('=')[0].replaceAll('_', '-');
 
-/**
- * The flags portico runs with that `args` (execArgv, NODE_OPTIONS words) do not set
- * already, in any spelling: those of NODE_FLAGS not given, and STARTUP_COMPILER_FLAGS
- * unless a compiler flag is given.
- */
+/** The flags of NODE_FLAGS that `args` (execArgv, NODE_OPTIONS words) do not set already, in any spelling. */
 export function missingFlags(args) {
   const given = new Set(args.filter((arg) => arg.startsWith('--')).map(key));
-  const compilersNamed = [...given].some((name) => COMPILER_FLAGS.has(name.replace(/^no-/, '')));
-  return [...NODE_FLAGS.filter((flag) => !given.has(key(flag))), ...(compilersNamed ? [] : STARTUP_COMPILER_FLAGS)];
+  return NODE_FLAGS.filter((flag) => !given.has(key(flag)));
+}
+
+const COMPILER_FLAGS = new Set(['sparkplug', 'maglev', 'turbofan', 'opt', 'jitless', 'max-opt', 'lite-mode', 'always-sparkplug', 'always-turbofan',
+  // What src/util/compilers.ts sets back when it turns them on (V8's implications of the three).
+  'invocation-count-for-turbofan', 'maglev-overwrite-budget', 'osr-from-maglev', 'max-maglev-inlined-bytecode-size', 'min-maglev-inlining-frequency']);
+
+/**
+ * Whether `args` name one of V8's compiler flags (--jitless, --max-opt, --no-maglev...).
+ * Then portico leaves the compilers as the operator set them; otherwise it turns them off
+ * while it starts (src/util/compilers.ts says why).
+ */
+export function namesCompilerFlag(args) {
+  return args.some((arg) => arg.startsWith('--') && COMPILER_FLAGS.has(key(arg).replace(/^no-/, '')));
 }
 
 /**

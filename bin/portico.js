@@ -15,9 +15,10 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { hasMallocSetting, missingFlags, withMallocEnv } from './node-flags.js';
+import { hasMallocSetting, missingFlags, namesCompilerFlag, withMallocEnv } from './node-flags.js';
 
-const missing = missingFlags([...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)]);
+const nodeArgs = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)];
+const missing = missingFlags(nodeArgs);
 const major = Number(process.versions.node.split('.')[0]);
 if (major >= 24 && (missing.length > 0 || !hasMallocSetting(process.env)) && process.channel === undefined && typeof process.execve === 'function') {
   process.execve(process.execPath, [process.execPath, ...process.execArgv, ...missing, fileURLToPath(import.meta.url), ...process.argv.slice(2)], withMallocEnv(process.env));
@@ -37,6 +38,12 @@ if (major < 24) {
   // development, the sources themselves, so an edit never runs stale code.
   const compiled = new URL('../dist/cli.js', import.meta.url);
   const useDist = process.env.NODE_ENV === 'production' && existsSync(fileURLToPath(compiled));
+  // V8's optimizing compilers off until start-up is over, before anything else loads
+  // (src/util/compilers.ts), unless the operator chose them with a flag of their own.
+  if (!namesCompilerFlag(nodeArgs)) {
+    const { deferCompilers } = await import(useDist ? '../dist/util/compilers.js' : '../src/util/compilers.ts');
+    deferCompilers();
+  }
   const { main } = await import(useDist ? compiled.href : '../src/cli.ts');
   await main(process.argv.slice(2));
 }

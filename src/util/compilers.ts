@@ -1,24 +1,58 @@
-// V8's compilers past the interpreter (Sparkplug, Maglev, TurboFan) start off in a process
-// that bin/portico.js started (STARTUP_COMPILER_FLAGS; bin/node-flags.js says why). They
-// come on with the first work after start-up (a client connection, a changed object, a
-// routing change a worker receives), or during start-up once it has run for a second. An
-// idle process compiles nothing: a single call, after start-up, of a function that was hot
-// while modules loaded (node:path's normaliser) had V8 compile it at once, and that one
-// compilation kept about 2 MiB of the compilers' code resident.
-// Only those three flags, exactly as bin/node-flags.js spells them, mean "deferred": an
-// operator's own compiler flags are never overridden.
+// V8's compilers past the interpreter (Sparkplug, Maglev, TurboFan) are turned off by
+// bin/portico.js before it loads anything else (deferCompilers), unless the operator named
+// a compiler flag, and come back with the first work after start-up (a client connection,
+// a changed object, a routing or endpoint change a worker receives), or during start-up
+// once it has run for a second.
+//
+// Why: start-up is code that runs once, yet loading ~160 modules runs Node's path
+// resolution hot enough to be optimised, and compiling it left every process holding the
+// compilers' code pages and their output for good (bench/memory.ts idle: one process
+// 83.5-84.6 MiB, each worker 69.5-70.1; now 65.6 and 62.3-62.6). An idle process compiles
+// nothing: even one call after start-up of a function that was hot during it had V8
+// compile it at once, which kept about 2 MiB more.
+//
+// At run time, not with --no-maglev etc. on Node's command line (which would keep the
+// last 2 MiB out too: Node's own bootstrap, before bin/portico.js runs, has Maglev compile
+// node:path's separator test): a V8 started without Maglev and given it back later tiered
+// the YAML parser up only after ready at 10,000 manifest files, and the first changes
+// waited 43-95 ms for a core (bench/standalone-latency.ts p99 42-84 ms, against 16-25 ms
+// this way), even with the flags V8 derived from its absence set back (COMPILERS_ON_FLAGS).
 import { setFlagsFromString } from 'node:v8';
 import type { Logger } from 'pino';
 
-/** Also in bin/node-flags.js (a unit test keeps the two equal). */
+/** What deferCompilers() turns off. */
 export const STARTUP_COMPILER_FLAGS = ['--no-sparkplug', '--no-maglev', '--no-turbofan'] as const;
+
+/**
+ * What they come back with: the three compilers, and the flags V8 derives from their
+ * absence (with --no-maglev it tiers up to TurboFan after 3,000 invocations instead of
+ * 10,000; without TurboFan Maglev inlines more) at V8's defaults, in case it derives them
+ * when they are set at run time too. A unit test derives the list from the node binary
+ * (--print-flag-values with and without STARTUP_COMPILER_FLAGS).
+ */
+export const COMPILERS_ON_FLAGS = [
+  '--sparkplug',
+  '--maglev',
+  '--turbofan',
+  '--invocation-count-for-turbofan=10000',
+  '--maglev-overwrite-budget',
+  '--osr-from-maglev',
+  '--max-maglev-inlined-bytecode-size=100',
+  '--min-maglev-inlining-frequency=0.95',
+] as const;
 
 /** How long start-up runs without the compilers at most (ms since the process started). */
 export const STARTUP_BUDGET_MS = 1000;
 
-let deferred = STARTUP_COMPILER_FLAGS.every((flag) => process.execArgv.includes(flag));
+let deferred = false;
 let startedUp = false;
 let budget: NodeJS.Timeout | undefined;
+
+/** Turns the compilers off until start-up is over (bin/portico.js, before it loads the rest). */
+export function deferCompilers(): void {
+  for (const flag of STARTUP_COMPILER_FLAGS) setFlagsFromString(flag);
+  deferred = true;
+}
 
 /** Whether the compilers are still off. */
 export function compilersDeferred(): boolean {
@@ -28,7 +62,7 @@ export function compilersDeferred(): boolean {
 function turnOn(log: Logger, why: string): void {
   deferred = false;
   clearTimeout(budget);
-  for (const flag of STARTUP_COMPILER_FLAGS) setFlagsFromString(flag.replace('--no-', '--'));
+  for (const flag of COMPILERS_ON_FLAGS) setFlagsFromString(flag);
   log.debug({ why, sinceStartMs: Math.round(performance.now()) }, 'optimizing compilers on');
 }
 

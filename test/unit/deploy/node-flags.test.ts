@@ -3,28 +3,30 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { missingFlags, NODE_FLAGS, STARTUP_COMPILER_FLAGS } from '../../../bin/node-flags.js';
-import { STARTUP_COMPILER_FLAGS as SOURCE_COMPILER_FLAGS } from '../../../src/util/compilers.ts';
+import { missingFlags, namesCompilerFlag, NODE_FLAGS } from '../../../bin/node-flags.js';
+import { COMPILERS_ON_FLAGS } from '../../../src/util/compilers.ts';
 import { ManifestDir, ingressClass } from '../../support/objects.ts';
 import { startPortico } from '../../support/portico-process.ts';
 
 test('missingFlags: all of them when none is given, none once each is set in any spelling', () => {
-  const all = [...NODE_FLAGS, ...STARTUP_COMPILER_FLAGS];
-  assert.deepEqual(missingFlags([]), all);
-  assert.deepEqual(missingFlags(all), []);
-  assert.deepEqual(missingFlags(['--max_semi_space_size=32', ...STARTUP_COMPILER_FLAGS]), ['--heap-growing-percent=100']);
-  assert.deepEqual(missingFlags(['--heap-growing-percent=50', '--inspect', ...STARTUP_COMPILER_FLAGS]), ['--max-semi-space-size=16']);
-  assert.deepEqual(missingFlags(['', 'bin/portico.js']), all);
+  assert.deepEqual(missingFlags([]), [...NODE_FLAGS]);
+  assert.deepEqual(missingFlags(['--max-semi-space-size=16', '--heap-growing-percent=100']), []);
+  assert.deepEqual(missingFlags(['--max_semi_space_size=32']), ['--heap-growing-percent=100']);
+  assert.deepEqual(missingFlags(['--heap-growing-percent=50', '--inspect']), ['--max-semi-space-size=16']);
+  assert.deepEqual(missingFlags(['', 'bin/portico.js']), [...NODE_FLAGS]);
 });
 
-test('missingFlags: no start-up compiler flags once the operator names any compiler flag', () => {
-  for (const own of ['--jitless', '--max-opt=2', '--max_opt=0', '--no-maglev', '--turbofan', '--no-opt', '--always-sparkplug']) {
-    assert.deepEqual(missingFlags([own]), [...NODE_FLAGS], own);
+test('namesCompilerFlag: any flag choosing V8\'s compilers, in any spelling; others are not', () => {
+  for (const own of ['--jitless', '--max-opt=2', '--max_opt=0', '--no-maglev', '--turbofan', '--no-opt', '--always-sparkplug', '--invocation-count-for-turbofan=3000']) {
+    assert.equal(namesCompilerFlag(['--inspect', own]), true, own);
+  }
+  for (const other of [[], ['--max-semi-space-size=16', '--heap-growing-percent=100'], ['--maglev-future-x'], ['bin/portico.js', '--turbofan-ish']]) {
+    assert.equal(namesCompilerFlag(other), false, other.join(' '));
   }
 });
 
-test('bin/node-flags.js and src/util/compilers.ts name the same start-up compiler flags', () => {
-  assert.deepEqual([...STARTUP_COMPILER_FLAGS], [...SOURCE_COMPILER_FLAGS]);
+test('every flag src/util/compilers.ts sets back counts as a compiler flag of the operator\'s', () => {
+  for (const flag of COMPILERS_ON_FLAGS) assert.equal(namesCompilerFlag([flag]), true, flag);
 });
 
 test('the Dockerfile ENTRYPOINT names the same flags', () => {
@@ -32,7 +34,7 @@ test('the Dockerfile ENTRYPOINT names the same flags', () => {
   const entrypoint = /^ENTRYPOINT (\[.*\])$/m.exec(dockerfile);
   assert.ok(entrypoint, 'an ENTRYPOINT in exec form');
   const argv = JSON.parse(entrypoint[1]!) as string[];
-  assert.deepEqual(argv.slice(1, -1), missingFlags([]));
+  assert.deepEqual(argv.slice(1, -1), [...NODE_FLAGS]);
 });
 
 test('the CLI runs with the flags it lacks, and keeps one given in NODE_OPTIONS', async () => {

@@ -1,17 +1,18 @@
-// Deferred compilers (src/util/compilers.ts): a process started with the start-up flags
-// runs a hot function in the interpreter until work arrives after start-up, and V8
-// optimises it after; a process started without them is left as it is.
+// Deferred compilers (src/util/compilers.ts): after deferCompilers() a hot function runs
+// in the interpreter until work arrives after start-up, and V8 optimises it after; a
+// process that did not defer them (an operator's own compiler flags) is left as it is.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { test } from 'node:test';
-import { STARTUP_COMPILER_FLAGS } from '../../../src/util/compilers.ts';
+import { COMPILERS_ON_FLAGS, STARTUP_COMPILER_FLAGS } from '../../../src/util/compilers.ts';
 
 const MODULE = new URL('../../../src/util/compilers.ts', import.meta.url).href;
 
-/** Runs a hot function before and after start-up is over and work arrives, in a node with `flags`; V8's own view of it. */
-function run(flags: readonly string[]): { deferredBefore: boolean; workBeforeStartUpOver: boolean; optimizedBefore: boolean; optimizedAfter: boolean; logged: unknown[] } {
+/** Runs a hot function before and after start-up is over and work arrives, in a node with `flags`, deferring first if `defer`; V8's own view of it. */
+function run(defer: boolean, flags: readonly string[] = []): { deferredBefore: boolean; workBeforeStartUpOver: boolean; optimizedBefore: boolean; optimizedAfter: boolean; logged: unknown[] } {
   const script = `
-    const { compilersDeferred, startUpOver, workArrived } = await import(${JSON.stringify(MODULE)});
+    const { compilersDeferred, deferCompilers, startUpOver, workArrived } = await import(${JSON.stringify(MODULE)});
+    if (${defer}) deferCompilers();
     function sum(s) { let n = 0; for (let i = 0; i < s.length; i++) n += s.charCodeAt(i); return n; }
     const hot = (times) => { for (let i = 0; i < times; i++) sum('portico' + i); };
     // V8's OptimizationStatus: bit 4 is "optimized" (Maglev or TurboFan code).
@@ -33,8 +34,8 @@ function run(flags: readonly string[]): { deferredBefore: boolean; workBeforeSta
   return JSON.parse(out);
 }
 
-test('with the start-up flags, a hot function stays unoptimised until work arrives after start-up', () => {
-  const result = run(STARTUP_COMPILER_FLAGS);
+test('deferred, a hot function stays unoptimised until work arrives after start-up', () => {
+  const result = run(true);
   assert.equal(result.deferredBefore, true);
   assert.equal(result.workBeforeStartUpOver, false, 'still off');
   assert.equal(result.optimizedBefore, false);
@@ -45,25 +46,37 @@ test('with the start-up flags, a hot function stays unoptimised until work arriv
 
 test('a start-up that runs past its budget turns the compilers on by itself', () => {
   const script = `
-    const { startingUp, compilersDeferred, STARTUP_BUDGET_MS } = await import(${JSON.stringify(MODULE)});
+    const { deferCompilers, startingUp, compilersDeferred, STARTUP_BUDGET_MS } = await import(${JSON.stringify(MODULE)});
+    deferCompilers();
     const logged = [];
     startingUp({ debug: (fields, msg) => logged.push({ ...fields, msg }) });
     const before = compilersDeferred();
     setTimeout(() => console.log(JSON.stringify({ before, after: compilersDeferred(), logged })), STARTUP_BUDGET_MS + 100);
   `;
-  const out = JSON.parse(execFileSync(process.execPath, [...STARTUP_COMPILER_FLAGS, '--input-type=module', '-e', script], { encoding: 'utf8' }));
+  const out = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' }));
   assert.equal(out.before, true);
   assert.equal(out.after, false);
   assert.match(out.logged[0].why, /^start-up took over/);
 });
 
-test('without them (or with an operator flag of its own) nothing is turned on', () => {
-  const plain = run([]);
+test('not deferred (an operator\'s own compiler flags), nothing is turned on or off', () => {
+  const plain = run(false);
   assert.equal(plain.deferredBefore, false);
   assert.equal(plain.optimizedBefore, true);
   assert.deepEqual(plain.logged, []);
-  const own = run(['--no-maglev', '--no-turbofan']);
+  const own = run(false, ['--no-maglev', '--no-turbofan']);
   assert.equal(own.deferredBefore, false);
   assert.equal(own.optimizedAfter, false, 'the operator turned the optimising compilers off; they stay off');
   assert.deepEqual(own.logged, []);
+});
+
+test('turned on, every flag V8 derived from the start-up flags is back at its default (this node binary)', () => {
+  const values = (flags: readonly string[]) =>
+    new Set(execFileSync(process.execPath, [...flags, '--print-flag-values', '-e', '0'], { encoding: 'utf8' }).split('\n').filter((l) => l.startsWith('--')));
+  const defaults = values([]);
+  const started = values(STARTUP_COMPILER_FLAGS);
+  // --opt is an alias of --turbofan.
+  const changed = [...defaults].filter((flag) => !started.has(flag) && flag !== '--opt');
+  assert.ok(changed.includes('--maglev'), 'the diff sees the start-up flags themselves');
+  assert.deepEqual(new Set(changed), new Set(COMPILERS_ON_FLAGS));
 });
