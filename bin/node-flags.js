@@ -23,19 +23,6 @@ export function missingFlags(args) {
   return NODE_FLAGS.filter((flag) => !given.has(key(flag)));
 }
 
-const COMPILER_FLAGS = new Set(['sparkplug', 'maglev', 'turbofan', 'opt', 'jitless', 'max-opt', 'lite-mode', 'always-sparkplug', 'always-turbofan',
-  // What src/util/compilers.ts sets back when it turns them on (V8's implications of the three).
-  'invocation-count-for-turbofan', 'maglev-overwrite-budget', 'osr-from-maglev', 'max-maglev-inlined-bytecode-size', 'min-maglev-inlining-frequency']);
-
-/**
- * Whether `args` name one of V8's compiler flags (--jitless, --max-opt, --no-maglev...).
- * Then portico leaves the compilers as the operator set them; otherwise it turns them off
- * while it starts (src/util/compilers.ts says why).
- */
-export function namesCompilerFlag(args) {
-  return args.some((arg) => arg.startsWith('--') && COMPILER_FLAGS.has(key(arg).replace(/^no-/, '')));
-}
-
 /**
  * glibc malloc with a fixed mmap threshold (128 KiB, its initial value). By default glibc
  * raises the threshold to the size of each mmapped block freed (up to 32 MB) and the trim

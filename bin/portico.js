@@ -12,14 +12,25 @@
 // unless it has them all already, or was started with an IPC channel (a node:cluster
 // worker, which inherits them, or examples/start.ts), which would not survive the exec:
 // those pass them themselves. A flag or malloc threshold the user set keeps its value.
+//
+// And V8's optimizing compilers are off while portico starts (src/util/compilers.ts turns
+// them back on and says why), from before any module of portico's is resolved: resolving
+// even ./node-flags.js ran node:path's normaliser hot enough for V8 to compile it. Not
+// when the operator chose them with a flag of their own (OPERATOR_COMPILER_FLAG, in either
+// spelling): then they stay as the operator set them.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { hasMallocSetting, missingFlags, namesCompilerFlag, withMallocEnv } from './node-flags.js';
+import { setFlagsFromString } from 'node:v8';
 
+const OPERATOR_COMPILER_FLAG =
+  /^--(no-)?(sparkplug|maglev|turbofan|opt|jitless|max-opt|lite-mode|always-sparkplug|always-turbofan|invocation-count-for-turbofan|maglev-overwrite-budget|osr-from-maglev|max-maglev-inlined-bytecode-size|min-maglev-inlining-frequency)(=|$)/;
 const nodeArgs = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)];
-const missing = missingFlags(nodeArgs);
 const major = Number(process.versions.node.split('.')[0]);
+const deferCompilers = major >= 24 && !nodeArgs.some((arg) => OPERATOR_COMPILER_FLAG.test(arg.replaceAll('_', '-')));
+if (deferCompilers) for (const flag of ['--no-sparkplug', '--no-maglev', '--no-turbofan']) setFlagsFromString(flag);
+const { hasMallocSetting, missingFlags, withMallocEnv } = await import('./node-flags.js');
+const missing = missingFlags(nodeArgs);
 if (major >= 24 && (missing.length > 0 || !hasMallocSetting(process.env)) && process.channel === undefined && typeof process.execve === 'function') {
   process.execve(process.execPath, [process.execPath, ...process.execArgv, ...missing, fileURLToPath(import.meta.url), ...process.argv.slice(2)], withMallocEnv(process.env));
 }
@@ -38,12 +49,8 @@ if (major < 24) {
   // development, the sources themselves, so an edit never runs stale code.
   const compiled = new URL('../dist/cli.js', import.meta.url);
   const useDist = process.env.NODE_ENV === 'production' && existsSync(fileURLToPath(compiled));
-  // V8's optimizing compilers off until start-up is over, before anything else loads
-  // (src/util/compilers.ts), unless the operator chose them with a flag of their own.
-  if (!namesCompilerFlag(nodeArgs)) {
-    const { deferCompilers } = await import(useDist ? '../dist/util/compilers.js' : '../src/util/compilers.ts');
-    deferCompilers();
-  }
+  // Off above; src/util/compilers.ts turns them back on.
+  if (deferCompilers) (await import(useDist ? '../dist/util/compilers.js' : '../src/util/compilers.ts')).compilersDeferredAtStart();
   const { main } = await import(useDist ? compiled.href : '../src/cli.ts');
   await main(process.argv.slice(2));
 }

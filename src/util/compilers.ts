@@ -1,6 +1,6 @@
 // V8's compilers past the interpreter (Sparkplug, Maglev, TurboFan) are turned off by
-// bin/portico.js before it loads anything else (deferCompilers), unless the operator named
-// a compiler flag, and come back with the first work after start-up (a client connection,
+// bin/portico.js before it resolves any other module, unless the operator named a compiler
+// flag, and come back with the first work after start-up (a client connection,
 // a changed object, a routing or endpoint change a worker receives), or during start-up
 // once it has run for a second.
 //
@@ -11,9 +11,7 @@
 // nothing: even one call after start-up of a function that was hot during it had V8
 // compile it at once, which kept about 2 MiB more.
 //
-// At run time, not with --no-maglev etc. on Node's command line (which would keep the
-// last 2 MiB out too: Node's own bootstrap, before bin/portico.js runs, has Maglev compile
-// node:path's separator test): a V8 started without Maglev and given it back later tiered
+// At run time, not with --no-maglev etc. on Node's command line: a V8 started without Maglev and given it back later tiered
 // the YAML parser up only after ready at 10,000 manifest files, and the first changes
 // waited 43-95 ms for a core (bench/standalone-latency.ts p99 42-84 ms, against 16-25 ms
 // this way), even with the flags V8 derived from its absence set back (COMPILERS_ON_FLAGS).
@@ -48,9 +46,17 @@ let deferred = false;
 let startedUp = false;
 let budget: NodeJS.Timeout | undefined;
 
-/** Turns the compilers off until start-up is over (bin/portico.js, before it loads the rest). */
+/**
+ * Turns the compilers off until start-up is over. bin/portico.js sets the same flags
+ * itself before it resolves any module and then only calls compilersDeferredAtStart().
+ */
 export function deferCompilers(): void {
   for (const flag of STARTUP_COMPILER_FLAGS) setFlagsFromString(flag);
+  deferred = true;
+}
+
+/** bin/portico.js turned STARTUP_COMPILER_FLAGS on before loading this: they are this module's to turn back on. */
+export function compilersDeferredAtStart(): void {
   deferred = true;
 }
 

@@ -91,12 +91,14 @@ spec:
   }
 });
 
-test('an operator flag naming a compiler keeps the compilers as the operator set them', async () => {
-  const portico = await startPortico(['--manifests', dir, '--log-level', 'debug'], {}, 40_000, ['--max-opt=2']);
-  started.push(portico);
-  assert.ok(processOf(portico.child.pid!).argv.includes('--max-opt=2'));
-  // A client: work that would turn deferred compilers on.
-  await (await fetch(`http://127.0.0.1:${portico.http}/`)).arrayBuffer();
-  await new Promise((resolve) => setTimeout(resolve, 1200));
-  assert.equal(portico.logs.filter((l) => l.msg === 'optimizing compilers on').length, 0);
-});
+for (const own of ['--max-opt=2', '--no_maglev']) {
+  test(`an operator flag naming a compiler (${own}) keeps the compilers as the operator set them`, async () => {
+    const portico = await startPortico(['--manifests', dir, '--log-level', 'debug'], {}, 40_000, [own]);
+    started.push(portico);
+    assert.ok(processOf(portico.child.pid!).argv.includes(own));
+    // A client: work that would turn deferred compilers on.
+    await (await fetch(`http://127.0.0.1:${portico.http}/`)).arrayBuffer();
+    await new Promise((resolve) => setTimeout(resolve, 1200));
+    assert.equal(portico.logs.filter((l) => l.msg === 'optimizing compilers on').length, 0);
+  });
+}

@@ -3,8 +3,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { missingFlags, namesCompilerFlag, NODE_FLAGS } from '../../../bin/node-flags.js';
-import { COMPILERS_ON_FLAGS } from '../../../src/util/compilers.ts';
+import { missingFlags, NODE_FLAGS } from '../../../bin/node-flags.js';
 import { ManifestDir, ingressClass } from '../../support/objects.ts';
 import { startPortico } from '../../support/portico-process.ts';
 
@@ -14,19 +13,6 @@ test('missingFlags: all of them when none is given, none once each is set in any
   assert.deepEqual(missingFlags(['--max_semi_space_size=32']), ['--heap-growing-percent=100']);
   assert.deepEqual(missingFlags(['--heap-growing-percent=50', '--inspect']), ['--max-semi-space-size=16']);
   assert.deepEqual(missingFlags(['', 'bin/portico.js']), [...NODE_FLAGS]);
-});
-
-test('namesCompilerFlag: any flag choosing V8\'s compilers, in any spelling; others are not', () => {
-  for (const own of ['--jitless', '--max-opt=2', '--max_opt=0', '--no-maglev', '--turbofan', '--no-opt', '--always-sparkplug', '--invocation-count-for-turbofan=3000']) {
-    assert.equal(namesCompilerFlag(['--inspect', own]), true, own);
-  }
-  for (const other of [[], ['--max-semi-space-size=16', '--heap-growing-percent=100'], ['--maglev-future-x'], ['bin/portico.js', '--turbofan-ish']]) {
-    assert.equal(namesCompilerFlag(other), false, other.join(' '));
-  }
-});
-
-test('every flag src/util/compilers.ts sets back counts as a compiler flag of the operator\'s', () => {
-  for (const flag of COMPILERS_ON_FLAGS) assert.equal(namesCompilerFlag([flag]), true, flag);
 });
 
 test('the Dockerfile ENTRYPOINT names the same flags', () => {
