@@ -7,14 +7,15 @@
 // Why: start-up is code that runs once, yet loading ~160 modules runs Node's path
 // resolution hot enough to be optimised, and compiling it left every process holding the
 // compilers' code pages and their output for good (bench/memory.ts idle: one process
-// 83.5-84.6 MiB, each worker 69.5-70.1; now 65.6 and 62.3-62.6). An idle process compiles
+// 83.5-84.6 MiB, each worker 69.5-70.1; now 63.5-63.7 and 60.6). An idle process compiles
 // nothing: even one call after start-up of a function that was hot during it had V8
 // compile it at once, which kept about 2 MiB more.
 //
-// At run time, not with --no-maglev etc. on Node's command line: a V8 started without Maglev and given it back later tiered
-// the YAML parser up only after ready at 10,000 manifest files, and the first changes
-// waited 43-95 ms for a core (bench/standalone-latency.ts p99 42-84 ms, against 16-25 ms
-// this way), even with the flags V8 derived from its absence set back (COMPILERS_ON_FLAGS).
+// At run time, not with --no-maglev etc. on Node's command line: a V8 started without
+// Maglev and given it back tiered the YAML parser up only after ready at 10,000 manifest
+// files, and the first changes waited 43-95 ms for a core (bench/standalone-latency.ts
+// p99 42-84 ms, against 12-25 ms this way), even with the flags V8 derived from its
+// absence set back (COMPILERS_ON_FLAGS).
 import { setFlagsFromString } from 'node:v8';
 import type { Logger } from 'pino';
 
