@@ -14,11 +14,9 @@
 //   noise (README, Known limits: Memory under HTTP/2 load).
 export const NODE_FLAGS = ['--max-semi-space-size=16', '--heap-growing-percent=100'];
 
-/** A flag's name in one spelling: `--max_semi_space_size=32` → `max-semi-space-size`. */
-const key = (flag) => flag.replace(/^--/, '').split('=')[0].replaceAll('_', '-');
-
 /** The flags of NODE_FLAGS that `args` (execArgv, NODE_OPTIONS words) do not set already, in any spelling. */
 export function missingFlags(args) {
+  const key = (flag) => flag.replace(/^--/, '').split('=')[0].replaceAll('_', '-');
   const given = new Set(args.filter((arg) => arg.startsWith('--')).map(key));
   return NODE_FLAGS.filter((flag) => !given.has(key(flag)));
 }

@@ -27,8 +27,8 @@ const OPERATOR_COMPILER_FLAG =
   /^--(no-)?(sparkplug|maglev|turbofan|opt|jitless|max-opt|lite-mode|always-sparkplug|always-turbofan|invocation-count-for-turbofan|maglev-overwrite-budget|osr-from-maglev|max-maglev-inlined-bytecode-size|min-maglev-inlining-frequency)(=|$)/;
 const nodeArgs = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)];
 const major = Number(process.versions.node.split('.')[0]);
-const deferCompilers = major >= 24 && !nodeArgs.some((arg) => OPERATOR_COMPILER_FLAG.test(arg.replaceAll('_', '-')));
-if (deferCompilers) for (const flag of ['--no-sparkplug', '--no-maglev', '--no-turbofan']) setFlagsFromString(flag);
+const deferringCompilers = major >= 24 && !nodeArgs.some((arg) => OPERATOR_COMPILER_FLAG.test(arg.replaceAll('_', '-')));
+if (deferringCompilers) for (const flag of ['--no-sparkplug', '--no-maglev', '--no-turbofan']) setFlagsFromString(flag);
 const { hasMallocSetting, missingFlags, withMallocEnv } = await import('./node-flags.js');
 const missing = missingFlags(nodeArgs);
 if (major >= 24 && (missing.length > 0 || !hasMallocSetting(process.env)) && process.channel === undefined && typeof process.execve === 'function') {
@@ -50,7 +50,7 @@ if (major < 24) {
   const compiled = new URL('../dist/cli.js', import.meta.url);
   const useDist = process.env.NODE_ENV === 'production' && existsSync(fileURLToPath(compiled));
   // Off above; src/util/compilers.ts turns them back on.
-  if (deferCompilers) (await import(useDist ? '../dist/util/compilers.js' : '../src/util/compilers.ts')).compilersDeferredAtStart();
+  if (deferringCompilers) (await import(useDist ? '../dist/util/compilers.js' : '../src/util/compilers.ts')).compilersDeferredAtStart();
   const { main } = await import(useDist ? compiled.href : '../src/cli.ts');
   await main(process.argv.slice(2));
 }

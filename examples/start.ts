@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
 import { startEchoServer, type EchoServer } from './echo-server.ts';
-import { missingFlags, withMallocEnv } from '../bin/node-flags.js';
+import { NODE_FLAGS, withMallocEnv } from '../bin/node-flags.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const EXAMPLES = join(ROOT, 'examples');
@@ -82,8 +82,8 @@ async function main(): Promise<void> {
 
   // The IPC channel ties portico to this process: if this one dies, even by SIGKILL,
   // portico sees the channel close and stops (src/cli.ts).
-  // Its Node flags and MALLOC_ENV here: bin/portico.js cannot add them itself without losing the channel.
-  const child = spawn(process.execPath, [...missingFlags([]), BIN, '--manifests', args.dir, ...args.portico], { stdio: ['inherit', 'inherit', 'inherit', 'ipc'], env: withMallocEnv(process.env) });
+  // NODE_FLAGS and MALLOC_ENV here: bin/portico.js cannot add them itself without losing the channel.
+  const child = spawn(process.execPath, [...NODE_FLAGS, BIN, '--manifests', args.dir, ...args.portico], { stdio: ['inherit', 'inherit', 'inherit', 'ipc'], env: withMallocEnv(process.env) });
   // In a terminal, Ctrl-C reaches the whole process group (portico too); forwarding
   // covers `kill <pid of npm start>` as well. portico ignores a second signal.
   const forward = (signal: NodeJS.Signals) => {

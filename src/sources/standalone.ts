@@ -211,8 +211,6 @@ export class ManifestDirectorySource {
   /** Resolves after the first full load (rejects if start() failed). */
   readonly ready: Promise<void>;
   private readonly o: Required<Omit<ManifestDirectorySourceOptions, 'onProblems' | 'log' | 'onCacheInvalidations'>> & Pick<ManifestDirectorySourceOptions, 'onProblems' | 'log' | 'onCacheInvalidations'>;
-  /** The directory as the prefix of its entries' paths, normalised once: "./m" gives "m/", "/" gives "/". */
-  private readonly rootPrefix: string;
   private readonly files = new Map<string, FileEntry>();
   /** What this source put in the store, by identity. */
   private readonly applied = new Map<string, KubeObject>();
@@ -265,7 +263,6 @@ export class ManifestDirectorySource {
 
   constructor(options: ManifestDirectorySourceOptions) {
     this.o = { debounceMs: 0, rescanMs: 2000, pollMs: 500, watch: true, ...options };
-    this.rootPrefix = join(this.o.dir, 'x').slice(0, -1);
     this.ready = new Promise<void>((resolve, reject) => {
       this.settleReady = (err) => (err ? reject(err) : resolve());
     });
@@ -662,7 +659,6 @@ export class ManifestDirectorySource {
     this.walkBegan = began;
     const walk = ++this.walks;
     const root = this.o.dir;
-    const rootPrefix = this.rootPrefix;
     const changed: FoundFile[] = [];
     const visited = new Set<string>();
     const targetDirs = new Set<string>();
@@ -694,11 +690,8 @@ export class ManifestDirectorySource {
 
     /** Stats one batch of a directory's entries (following symlinks), then compares or descends. */
     const visitBatch = async (dir: string, rel: string, batch: readonly Dirent[]): Promise<void> => {
-      // join(dir, name) for every name (no slashes in it), without normalizing each path
-      // again. Not even once a walk: node:path's normaliser, hot while modules load, was
-      // what V8 compiled at the first walk once the compilers were on (src/util/compilers.ts),
-      // in an otherwise idle process.
-      const prefix = dir === root ? rootPrefix : `${dir}/`;
+      // join(dir, name) for every name (no slashes in it), without normalizing each path again.
+      const prefix = join(dir, 'x').slice(0, -1);
       // Few objects per file: the walk's garbage regrew the young generation of a quiet process (src/util/idle-gc.ts).
       const paths = batch.map((e) => prefix + e.name);
       const stats = await statAll(paths); // follows symlinks

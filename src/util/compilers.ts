@@ -19,7 +19,7 @@
 import { setFlagsFromString } from 'node:v8';
 import type { Logger } from 'pino';
 
-/** What deferCompilers() turns off. */
+/** What bin/portico.js turns off (it spells them out itself, before any import of ours). */
 export const STARTUP_COMPILER_FLAGS = ['--no-sparkplug', '--no-maglev', '--no-turbofan'] as const;
 
 /**
@@ -48,15 +48,10 @@ let startedUp = false;
 let budget: NodeJS.Timeout | undefined;
 
 /**
- * Turns the compilers off until start-up is over. bin/portico.js sets the same flags
- * itself before it resolves any module and then only calls compilersDeferredAtStart().
+ * bin/portico.js set STARTUP_COMPILER_FLAGS before loading this module (it sets them
+ * before resolving any module of portico's, so not through a function of this one):
+ * they are this module's to turn back on.
  */
-export function deferCompilers(): void {
-  for (const flag of STARTUP_COMPILER_FLAGS) setFlagsFromString(flag);
-  deferred = true;
-}
-
-/** bin/portico.js turned STARTUP_COMPILER_FLAGS on before loading this: they are this module's to turn back on. */
 export function compilersDeferredAtStart(): void {
   deferred = true;
 }

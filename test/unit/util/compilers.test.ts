@@ -1,8 +1,10 @@
-// Deferred compilers (src/util/compilers.ts): after deferCompilers() a hot function runs
-// in the interpreter until work arrives after start-up, and V8 optimises it after; a
-// process that did not defer them (an operator's own compiler flags) is left as it is.
+// Deferred compilers (src/util/compilers.ts): turned off as bin/portico.js turns them off,
+// a hot function runs in the interpreter until work arrives after start-up, and V8
+// optimises it after; a process that did not defer them (an operator's own compiler
+// flags) is left as it is.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { COMPILERS_ON_FLAGS, STARTUP_COMPILER_FLAGS } from '../../../src/util/compilers.ts';
 
@@ -11,8 +13,12 @@ const MODULE = new URL('../../../src/util/compilers.ts', import.meta.url).href;
 /** Runs a hot function before and after start-up is over and work arrives, in a node with `flags`, deferring first if `defer`; V8's own view of it. */
 function run(defer: boolean, flags: readonly string[] = []): { deferredBefore: boolean; workBeforeStartUpOver: boolean; optimizedBefore: boolean; optimizedAfter: boolean; logged: unknown[] } {
   const script = `
-    const { compilersDeferred, deferCompilers, startUpOver, workArrived } = await import(${JSON.stringify(MODULE)});
-    if (${defer}) deferCompilers();
+    const { compilersDeferred, compilersDeferredAtStart, startUpOver, workArrived, STARTUP_COMPILER_FLAGS } = await import(${JSON.stringify(MODULE)});
+    // As bin/portico.js does.
+    if (${defer}) {
+      for (const flag of STARTUP_COMPILER_FLAGS) (await import('node:v8')).setFlagsFromString(flag);
+      compilersDeferredAtStart();
+    }
     function sum(s) { let n = 0; for (let i = 0; i < s.length; i++) n += s.charCodeAt(i); return n; }
     const hot = (times) => { for (let i = 0; i < times; i++) sum('portico' + i); };
     // V8's OptimizationStatus: bit 4 is "optimized" (Maglev or TurboFan code).
@@ -46,8 +52,9 @@ test('deferred, a hot function stays unoptimised until work arrives after start-
 
 test('a start-up that runs past its budget turns the compilers on by itself', () => {
   const script = `
-    const { deferCompilers, startingUp, compilersDeferred, STARTUP_BUDGET_MS } = await import(${JSON.stringify(MODULE)});
-    deferCompilers();
+    const { compilersDeferredAtStart, startingUp, compilersDeferred, STARTUP_BUDGET_MS, STARTUP_COMPILER_FLAGS } = await import(${JSON.stringify(MODULE)});
+    for (const flag of STARTUP_COMPILER_FLAGS) (await import('node:v8')).setFlagsFromString(flag);
+    compilersDeferredAtStart();
     const logged = [];
     startingUp({ debug: (fields, msg) => logged.push({ ...fields, msg }) });
     const before = compilersDeferred();
@@ -79,4 +86,9 @@ test('turned on, every flag V8 derived from the start-up flags is back at its de
   const changed = [...defaults].filter((flag) => !started.has(flag) && flag !== '--opt');
   assert.ok(changed.includes('--maglev'), 'the diff sees the start-up flags themselves');
   assert.deepEqual(new Set(changed), new Set(COMPILERS_ON_FLAGS));
+});
+
+test('bin/portico.js turns off exactly STARTUP_COMPILER_FLAGS (it spells them out before any import)', () => {
+  const bin = readFileSync(new URL('../../../bin/portico.js', import.meta.url), 'utf8');
+  assert.ok(bin.includes(JSON.stringify(STARTUP_COMPILER_FLAGS).replaceAll('"', "'").replaceAll(',', ', ')), 'the same list in bin/portico.js');
 });
