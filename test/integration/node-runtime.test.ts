@@ -1,7 +1,8 @@
-// How bin/portico.js starts Node, seen from outside: the young generation's cap, glibc's
-// fixed mmap threshold and the compilers deferred until each process serves
-// (bin/node-flags.js) are in place however portico is started, as in the container image,
-// its workers included; a user's own malloc setting or compiler flag is kept.
+// How bin/portico.js starts Node, seen from outside: the young generation's cap and
+// glibc's fixed mmap threshold (bin/node-flags.js), and V8's compilers off until each
+// process has work (src/util/compilers.ts), however portico is started, as in the
+// container image, its workers included; a user's own malloc setting or compiler flag is
+// kept.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
