@@ -11,8 +11,8 @@ test('starts attempts while earlier ones are out, at most inFlight at once, and 
   let started = 0;
   let out = 0;
   let most = 0;
+  let successes = 0;
   const servedFrom = performance.now() + 30;
-  const t0 = performance.now();
   await untilServed(async () => {
     started++;
     out++;
@@ -20,13 +20,15 @@ test('starts attempts while earlier ones are out, at most inFlight at once, and 
     const sentAt = performance.now();
     await sleep(10); // a slow 404: the next attempt does not wait for it
     out--;
-    return sentAt >= servedFrom;
+    const served = sentAt >= servedFrom;
+    if (served) successes++;
+    return served;
   }, 1, 3);
-  const took = performance.now() - t0;
   assert.equal(most, 3);
   assert.ok(started >= 6, `attempts overlapped (${started} started)`);
-  // The first attempt sent after the change was served answers 10 ms later.
-  assert.ok(took >= 40 && took < 250, `resolved ${took.toFixed(1)} ms after the start`);
+  // It resolved when an attempt sent after the change was served came back, not before
+  // (not a bound on the time: a loaded machine stretches it).
+  assert.ok(successes >= 1, 'resolved at a success');
   const after = started;
   await sleep(30);
   assert.equal(started, after, 'no attempt starts after the first success');
