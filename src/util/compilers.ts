@@ -56,11 +56,6 @@ export function compilersDeferredAtStart(): void {
   deferred = true;
 }
 
-/** Whether the compilers are still off. */
-export function compilersDeferred(): boolean {
-  return deferred;
-}
-
 function turnOn(log: Logger, why: string): void {
   deferred = false;
   clearTimeout(budget);
