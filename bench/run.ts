@@ -12,6 +12,12 @@
 //   --connections N  wrk connections                BENCH_CONNECTIONS  (50)
 //   --rounds N       rounds per proxy               BENCH_ROUNDS       (3)
 //   --warmup S       seconds of warm-up per proxy   BENCH_WARMUP       (3)
+//   --pace-ms N      each connection waits N ms     BENCH_PACE_MS      (0: none)
+//                    after each response before its next request (a wrk script's delay()), so
+//                    both proxies get about the same load below saturation: p50/p99 are then
+//                    the proxy's own latency, not the queue of every connection's request
+//                    ahead of it (without pacing, wrk keeps every connection busy and the
+//                    latency is mostly connections / throughput)
 //   --workers N      processes per proxy            BENCH_WORKERS      (1): nginx worker_processes N,
 //                    portico --workers N; with N > 1 the proxies are not pinned (on this 2-core
 //                    machine they then share the cores with wrk and the upstream)
@@ -53,6 +59,7 @@ interface BenchOptions {
   connections: number;
   rounds: number;
   warmupS: number;
+  paceMs: number;
   accessLog: boolean;
   workers: number;
   nodeArgs: string[];
@@ -68,6 +75,7 @@ function readOptions(): BenchOptions {
       connections: { type: 'string', default: process.env.BENCH_CONNECTIONS ?? '50' },
       rounds: { type: 'string', default: process.env.BENCH_ROUNDS ?? '3' },
       warmup: { type: 'string', default: process.env.BENCH_WARMUP ?? '3' },
+      'pace-ms': { type: 'string', default: process.env.BENCH_PACE_MS ?? '0' },
       'access-log': { type: 'boolean', default: process.env.BENCH_ACCESS_LOG === '1' },
       workers: { type: 'string', default: process.env.BENCH_WORKERS ?? '1' },
       // Node options for portico, e.g. --node-args="--cpu-prof --cpu-prof-dir=/tmp/prof"
@@ -82,6 +90,7 @@ function readOptions(): BenchOptions {
     connections: positiveInteger('connections', values.connections),
     rounds: positiveInteger('rounds', values.rounds),
     warmupS: positiveInteger('warmup', values.warmup),
+    paceMs: values['pace-ms'] === '0' ? 0 : positiveInteger('pace-ms', values['pace-ms']),
     accessLog: values['access-log'] === true,
     workers: positiveInteger('workers', values.workers),
     nodeArgs: values['node-args'].split(' ').filter((x) => x !== ''),
@@ -130,8 +139,8 @@ async function waitServing(name: string, port: number, proc: Managed, logFile: s
 type RoundResult = WrkResult & { cpuUsPerRequest?: number };
 
 /** One wrk run; with the proxy's pid, also the CPU it spent per request meanwhile. */
-async function wrk(port: number, seconds: number, connections: number, proxyPid?: number): Promise<RoundResult> {
-  const args = ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', '-H', `Host: ${HOST}`, `http://127.0.0.1:${port}/`];
+async function wrk(port: number, seconds: number, connections: number, paceScript?: string, proxyPid?: number): Promise<RoundResult> {
+  const args = ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', '-H', `Host: ${HOST}`, ...(paceScript ? ['-s', paceScript] : []), `http://127.0.0.1:${port}/`];
   const cpuBefore = proxyPid === undefined ? undefined : cpuSeconds(proxyPid);
   const r = await run('wrk', args, LOAD_CORE);
   const cpuAfter = proxyPid === undefined ? undefined : cpuSeconds(proxyPid);
@@ -165,7 +174,9 @@ async function main(): Promise<void> {
   let cleaningUp: Promise<void> | undefined;
   const cleanup = () =>
     (cleaningUp ??= stopAll().finally(() => {
-      rmSync(dir, { recursive: true, force: true });
+      // BENCH_KEEP=1 keeps the logs (e.g. portico's with --node-args=--trace-gc) for a look afterwards.
+      if (process.env.BENCH_KEEP === '1') console.log(`kept ${dir}`);
+      else rmSync(dir, { recursive: true, force: true });
     }));
   const onSignal = (signal: NodeJS.Signals) => {
     interrupted = true;
@@ -181,6 +192,9 @@ async function main(): Promise<void> {
     writeFileSync(join(dir, 'upstream.conf'), upstreamConfig(dir, upstreamPort));
     writeFileSync(join(dir, 'proxy.conf'), proxyConfig(dir, nginxPort, upstreamPort, options.accessLog, options.workers));
     writeFileSync(join(manifests, 'bench.yaml'), porticoManifests(upstreamPort));
+    // wrk calls delay() before each request on a connection: the ms to wait first.
+    const paceScript = options.paceMs > 0 ? join(dir, 'pace.lua') : undefined;
+    if (paceScript) writeFileSync(paceScript, `function delay()\n  return ${options.paceMs}\nend\n`);
 
     const upstream = startProcess('upstream nginx', 'nginx', ['-p', dir, '-c', join(dir, 'upstream.conf'), '-e', join(dir, 'upstream-error.log')], {
       core: LOAD_CORE,
@@ -225,16 +239,16 @@ async function main(): Promise<void> {
     const nginxVersion = spawnSync('nginx', ['-v'], { encoding: 'utf8' }).stderr.trim().replace(/^nginx version: /, '');
     const totalS = targets.length * (options.warmupS + options.rounds * options.durationS);
     console.log(
-      `portico vs ${nginxVersion}: ${options.rounds} rounds x ${options.durationS}s each, wrk -t1 -c${options.connections}, ` +
+      `portico vs ${nginxVersion}: ${options.rounds} rounds x ${options.durationS}s each, wrk -t1 -c${options.connections}${paceScript ? `, paced (${options.paceMs} ms between a connection's requests)` : ''}, ` +
         `${pin ? `proxies on ${options.workers > 1 ? 'any core' : `core ${PROXY_CORE}`}, wrk + upstream on core ${LOAD_CORE}` : 'unpinned'}, ${options.workers} worker(s) each, access logs ${options.accessLog ? 'on' : 'off'}${porticoB ? `, portico-b: ${options.variantBin ?? 'same bin'} ${options.variantNodeArgs.join(' ')} ${options.variantEnv ?? ''}` : ''} (about ${totalS}s)\n`,
     );
 
-    for (const target of targets) await wrk(ports[target], options.warmupS, options.connections);
+    for (const target of targets) await wrk(ports[target], options.warmupS, options.connections, paceScript);
 
     const results: Record<Target, RoundResult[]> = { nginx: [], portico: [], 'portico-b': [] };
     for (let round = 1; round <= options.rounds; round++) {
       for (const target of roundOrder(targets, round)) {
-        const r = await wrk(ports[target], options.durationS, options.connections, procs[target]!.child.pid);
+        const r = await wrk(ports[target], options.durationS, options.connections, paceScript, procs[target]!.child.pid);
         results[target].push(r);
         console.log(row(`round ${round}`, target, { ...r, errors: r.non2xx + r.socketErrors }));
       }
