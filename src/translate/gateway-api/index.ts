@@ -6,7 +6,7 @@ import { GATEWAY_CONTROLLER_NAME, keyOf, type GRPCRoute, type HTTPRoute, type Ro
 import type { BackendResolver } from '../backends.ts';
 import type { SecretParser } from '../tls.ts';
 import { gatewayStatusOf, translateGateways, type GatewayInfo, type GatewayPass } from './gateways.ts';
-import { namedBackends, RouteIndex } from './route-index.ts';
+import { forEachNamedBackend, RouteIndex } from './route-index.ts';
 import { translateGrpcRoute } from './grpcroutes.ts';
 import { translateHttpRoute } from './httproutes.ts';
 import { crossKindConflicts, withoutRejected, type Rejections } from './route-conflicts.ts';
@@ -102,7 +102,9 @@ function fragmentOf(route: HTTPRoute | GRPCRoute, out: RouteOutput): RouteFragme
   // rejected), so one appearing or going must translate it again.
   const namespace = route.metadata.namespace ?? 'default';
   const reads = new Set<string>();
-  for (const ref of namedBackends(route)) if (typeof ref.name === 'string') reads.add(`${ref.namespace ?? namespace}/${ref.name}`);
+  forEachNamedBackend(route, (ref) => {
+    if (typeof ref.name === 'string') reads.add(`${ref.namespace ?? namespace}/${ref.name}`);
+  });
   const key = keyOf(route);
   return {
     route,

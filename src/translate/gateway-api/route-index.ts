@@ -64,23 +64,38 @@ interface RefRule {
   readonly filters?: readonly RefFilter[];
 }
 
-/** Every backend a route names: its rules' backendRefs and the backendRefs of their mirror filters (rule and per-backend). */
-export function* namedBackends(route: HTTPRoute | GRPCRoute): Generator<NamedRef> {
-  const mirrors = function* (filters: readonly RefFilter[] | undefined) {
-    for (const filter of filters ?? []) if (filter.requestMirror?.backendRef !== undefined) yield filter.requestMirror.backendRef;
-  };
-  for (const rule of (route.spec?.rules ?? []) as readonly RefRule[]) {
-    yield* mirrors(rule.filters);
-    for (const ref of rule.backendRefs ?? []) {
-      yield ref;
-      yield* mirrors(ref.filters);
+/**
+ * Calls `visit` with every backend a route names: its rules' backendRefs and the backendRefs
+ * of their mirror filters (rule and per-backend). A loop, not a generator: it runs for every
+ * route a change translates, and nested generators were 8% of a listener change's time.
+ */
+export function forEachNamedBackend(route: HTTPRoute | GRPCRoute, visit: (ref: NamedRef) => void): void {
+  const rules = route.spec?.rules as readonly RefRule[] | undefined;
+  if (rules === undefined) return;
+  for (const rule of rules) {
+    visitMirrors(rule.filters, visit);
+    const refs = rule.backendRefs;
+    if (refs === undefined) continue;
+    for (const ref of refs) {
+      visit(ref);
+      visitMirrors(ref.filters, visit);
     }
+  }
+}
+
+function visitMirrors(filters: readonly RefFilter[] | undefined, visit: (ref: NamedRef) => void): void {
+  if (filters === undefined) return;
+  for (const filter of filters) {
+    const ref = filter.requestMirror?.backendRef;
+    if (ref !== undefined) visit(ref);
   }
 }
 
 /** The namespaces other than the route's own that its backends are in: where a ReferenceGrant decides. */
 function referencedNamespaces(route: HTTPRoute | GRPCRoute, own: string): Set<string> {
   const out = new Set<string>();
-  for (const ref of namedBackends(route)) if (ref.namespace !== undefined && ref.namespace !== own) out.add(ref.namespace);
+  forEachNamedBackend(route, (ref) => {
+    if (ref.namespace !== undefined && ref.namespace !== own) out.add(ref.namespace);
+  });
   return out;
 }
