@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { KubeConfig, NetworkingV1Api } from '@kubernetes/client-node';
 import { FakeKubeApiServer } from '../support/kube-apiserver/index.ts';
 import { startEchoServer } from '../../examples/echo-server.ts';
-import { eventually, startPortico, type PorticoProcess } from '../support/portico-process.ts';
+import { eventually, settledCount, startPortico, type PorticoProcess } from '../support/portico-process.ts';
 import { ingress, ingressClass, serviceWithEndpoints } from '../support/objects.ts';
 import { get } from '../support/http.ts';
 
@@ -57,8 +57,8 @@ describe('cluster mode: changes that rebuild nothing', () => {
   test("status writes translate nothing: portico's own, and someone else's (which portico puts right)", async () => {
     await eventually(async () => (await status()).includes(PUBLISH), 10_000, 'the publish address in the status');
     assert.equal((await get(portico.http, 'web.updates')).status, 200);
+    const rebuilds = await settledCount(() => portico.logs.filter((l) => l.msg === 'route table updated').length);
     const version = metric(await metrics(), 'portico_route_table_version');
-    const rebuilds = portico.logs.filter((l) => l.msg === 'route table updated').length;
     // Someone else writes the status (the status subresource: spec and generation unchanged).
     await net.replaceNamespacedIngressStatus({
       name: 'web',

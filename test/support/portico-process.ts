@@ -117,3 +117,25 @@ export async function eventually(probe: () => Promise<boolean>, timeoutMs = 5000
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+/**
+ * `count()` once it has not changed for `quietMs` (bounded): for a baseline of log lines,
+ * which arrive over a pipe after what they report, and may trail a request the change
+ * already serves.
+ */
+export async function settledCount(count: () => number, quietMs = 500, timeoutMs = 10_000): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  let last = count();
+  let since = Date.now();
+  for (;;) {
+    await new Promise((r) => setTimeout(r, 50));
+    const now = count();
+    if (now !== last) {
+      last = now;
+      since = Date.now();
+    } else if (Date.now() - since >= quietMs) {
+      return now;
+    }
+    if (Date.now() > deadline) throw new Error(`the count kept changing for ${timeoutMs} ms (last ${now})`);
+  }
+}
