@@ -68,7 +68,7 @@ interface RefRule {
  * Calls `visit` with every backend a route names: its rules' backendRefs and the backendRefs
  * of their mirror filters (rule and per-backend). A loop, not a generator: it runs for every
  * route a change translates, and nested generators took 8% of the CPU of
- * `bench/translate.ts 1000 10000` (a listener change: 71-73 ms, then 49).
+ * `bench/translate.ts 1000 10000` (a listener change at 10,000 HTTPRoutes: 71-73 ms, then 49).
  */
 export function forEachNamedBackend(route: HTTPRoute | GRPCRoute, visit: (ref: NamedRef) => void): void {
   const rules = route.spec?.rules as readonly RefRule[] | undefined;
