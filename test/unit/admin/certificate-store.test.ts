@@ -92,6 +92,25 @@ describe('certificate store', () => {
     assert.notEqual(store.contextFor('foo.example.com'), first);
   });
 
+  test('an update with the map of the last one serves and reports as that one did', async () => {
+    const store = await CertificateStore.create();
+    const map = certificates([
+      ['foo.example.com', { secret: 'ns/foo', ...foo }],
+      ['broken.example.com', { secret: 'ns/broken', cert: foo.cert, key: wild.key }],
+    ]);
+    const problems = store.update(map);
+    const context = store.contextFor('foo.example.com');
+    // A routing change that touched no certificate installs the same map again.
+    assert.deepEqual(store.update(map), problems, 'the broken Secret is still reported');
+    assert.equal(problems.length, 1);
+    assert.equal(store.contextFor('foo.example.com'), context);
+    assert.equal(store.contextFor('broken.example.com'), store.contextFor('unknown.test'));
+    // One certificate changed in a new map: the unchanged one keeps its context.
+    store.update(certificates([...map, ['www.example.com', { secret: 'ns/wild', ...wild }]]));
+    assert.equal(store.contextFor('foo.example.com'), context);
+    assert.notEqual(store.contextFor('www.example.com'), store.contextFor('unknown.test'));
+  });
+
   test('a removed host falls back to the default', async () => {
     const store = await CertificateStore.create();
     store.update(certificates([['foo.example.com', { secret: 'ns/foo', ...foo }]]));
