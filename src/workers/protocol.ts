@@ -24,8 +24,14 @@ export interface ConfigMessage {
   readonly gateway?: { readonly routes: readonly (readonly [string, readonly RouteConfig[]])[]; readonly listeners: ReadonlyMap<number, ListenerConfig> };
   /** null: none; absent: unchanged (always present in a whole config). */
   readonly defaultBackend?: RouteConfig | null;
-  /** When they changed (always in a whole config). */
+  /** Every host's certificate: a whole config. */
   readonly certificates?: ReadonlyMap<string, CertificateConfig>;
+  /**
+   * A delta: the hosts whose certificate changed (null: the host has none now). Not the
+   * whole map: at 10,000 certificates that shipped every PEM on each renewal, and the
+   * worker's TLS layer hashed them all again (new objects).
+   */
+  readonly certificateChanges?: readonly (readonly [string, CertificateConfig | null])[];
 }
 
 export type ToWorker =
@@ -87,6 +93,14 @@ function changedGroups(now: ReadonlyMap<string, readonly RouteConfig[]>, before:
   return out;
 }
 
+/** The hosts whose certificate is not the very object shipped before, and those that lost theirs. */
+function certificateChanges(now: ReadonlyMap<string, CertificateConfig>, before: ReadonlyMap<string, CertificateConfig>): [string, CertificateConfig | null][] {
+  const out: [string, CertificateConfig | null][] = [];
+  for (const [host, certificate] of now) if (before.get(host) !== certificate) out.push([host, certificate]);
+  for (const host of before.keys()) if (!now.has(host)) out.push([host, null]);
+  return out;
+}
+
 /** The primary's side: what to send for `config`, given the one the worker has. */
 export function configMessage(config: RoutingConfig, shipped: RoutingConfig | undefined): ConfigMessage {
   const serial = config.serial ?? 0;
@@ -111,7 +125,7 @@ export function configMessage(config: RoutingConfig, shipped: RoutingConfig | un
         : {}),
       // The same object ships once, so workers keep its compiled route.
       ...(config.defaultBackend !== shipped.defaultBackend ? { defaultBackend: config.defaultBackend ?? null } : {}),
-      ...(config.certificates !== shipped.certificates ? { certificates: config.certificates } : {}),
+      ...(config.certificates !== shipped.certificates ? { certificateChanges: certificateChanges(config.certificates, shipped.certificates) } : {}),
     };
   }
   const hosts = new Map<string, RouteConfig[]>();
@@ -180,6 +194,15 @@ export class ConfigReplica {
       this.listeners = message.gateway.listeners;
     }
     if (message.certificates !== undefined) this.certificates = message.certificates;
+    if (message.certificateChanges !== undefined) {
+      // The hosts not named keep their objects, so the TLS layer knows them (CertificateStore).
+      const certificates = new Map(this.certificates);
+      for (const [host, certificate] of message.certificateChanges) {
+        if (certificate === null) certificates.delete(host);
+        else certificates.set(host, certificate);
+      }
+      this.certificates = certificates;
+    }
     if (message.defaultBackend !== undefined) this.defaultBackend = message.defaultBackend ?? undefined;
     const previous = this.serial;
     this.serial = message.serial;

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { cgroupCpuLimit } from '../../../src/workers/cpus.ts';
 import { ConfigReplica, configMessage } from '../../../src/workers/protocol.ts';
 import { createTranslator } from '../../../src/translate/index.ts';
-import { OPTIONS, ingress, ingressClass, service, simpleIngress, slice, snapshotOf, svcBackend } from '../translate/fixtures.ts';
+import { OPTIONS, ingress, ingressClass, service, simpleIngress, slice, snapshotOf, svcBackend, testCerts, tlsSecret } from '../translate/fixtures.ts';
 import type { KubeObject } from '../../../src/model/k8s.ts';
 import type { RoutingConfig } from '../../../src/model/config.ts';
 import { gateway, gatewayClass, grpcRoute, http, httpRoute, toService } from '../translate/gateway-fixtures.ts';
@@ -45,6 +45,44 @@ describe('shipping configs to workers', () => {
 
     // A delta on a config the replica does not have is refused (the worker then asks for a whole one).
     assert.equal(new ConfigReplica().apply(structuredClone(delta)), undefined);
+  });
+
+  test('a changed certificate ships alone; the replica keeps the other hosts\' certificate objects', async () => {
+    const certs = await testCerts();
+    const translate = createTranslator();
+    const tlsIngress = (name: string, host: string) => ingress(name, { tls: [{ hosts: [host], secretName: `${name}-tls` }], rules: [{ host, http: { paths: [{ path: '/', pathType: 'Prefix', backend: svcBackend('a') }] } }] });
+    const objects: KubeObject[] = [
+      ingressClass('portico'),
+      service('a'),
+      slice('a-1', 'a', [{ ip: '10.0.0.1' }]),
+      tlsIngress('one', 'one.example.com'),
+      tlsSecret('one-tls', certs.foo.cert, certs.foo.key),
+      tlsIngress('two', 'two.example.com'),
+      tlsSecret('two-tls', certs.bar.cert, certs.bar.key),
+    ];
+    const first = translate(snapshotOf(objects), OPTIONS);
+    assert.deepEqual([...first.certificates.keys()].sort(), ['one.example.com', 'two.example.com']);
+    const replica = new ConfigReplica();
+    const r1 = replica.apply(structuredClone(configMessage(first, undefined)))!;
+
+    // The Secret of one host renewed: the delta carries that host's certificate, not the map.
+    objects[4] = tlsSecret('one-tls', certs.wildcard.cert, certs.wildcard.key);
+    const second = translate(snapshotOf(objects), OPTIONS, [{ type: 'updated', kind: 'Secret', key: 'default/one-tls' }]);
+    const delta = configMessage(second, first);
+    assert.equal(delta.base, first.serial);
+    assert.equal(delta.certificates, undefined);
+    assert.deepEqual(delta.certificateChanges?.map(([host]) => host), ['one.example.com']);
+    const r2 = replica.apply(structuredClone(delta))!;
+    assert.deepEqual(r2.certificates, second.certificates);
+    assert.equal(r2.certificates.get('one.example.com')?.cert, certs.wildcard.cert);
+    assert.equal(r2.certificates.get('two.example.com'), r1.certificates.get('two.example.com'), 'the unchanged host keeps its object');
+
+    // The TLS section removed from one Ingress: its host leaves the map in the replica too.
+    objects[3] = simpleIngress('one', 'one.example.com', [['/', 'a']]);
+    const third = translate(snapshotOf(objects), OPTIONS, [{ type: 'updated', kind: 'Ingress', key: 'default/one' }]);
+    const r3 = replica.apply(structuredClone(configMessage(third, second)))!;
+    assert.deepEqual([...r3.certificates.keys()], ['two.example.com']);
+    assert.deepEqual(r3.certificates, third.certificates);
   });
 
   test('a changed HTTPRoute ships alone; the replica keeps the other HTTPRoutes\' objects', () => {
