@@ -4,8 +4,9 @@
 // controller's steady state), and prints heap used. With a second argument, that many
 // HTTPRoutes too, over 5 Gateways (issue 9: the figures must hold with Gateway API on top).
 // Last, the cost of shipping a config to the workers: the message the primary sends (whole,
-// and the delta of one changed Ingress) through v8's serializer, as node:cluster's
-// 'advanced' IPC does, and the worker's side (deserialize, then rebuild its replica).
+// the delta of one changed Ingress, and that of one renewed TLS Secret) through v8's
+// serializer, as node:cluster's 'advanced' IPC does, and the worker's side (deserialize,
+// then rebuild its replica; for the Secret, then its TLS layer's update).
 //   node_modules/.bin/node bench/translate.ts [ingresses] [httproutes]
 import { deserialize, serialize, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -15,6 +16,7 @@ import { SERVICE_NAME_LABEL, type EndpointSlice, type Gateway, type GatewayClass
 import { createTranslator } from '../src/translate/index.ts';
 import { buildRouteTable } from '../src/routing/table.ts';
 import { ConfigReplica, configMessage, type ConfigMessage } from '../src/workers/protocol.ts';
+import { CertificateStore } from '../src/tls/certificates.ts';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
@@ -307,6 +309,31 @@ for (let r = 0; r < RUNS; r++) {
   deltaBytes.push(bytes!.length);
   deltaReceive.push(time(() => replica.apply(deserialize(bytes!) as ConfigMessage)));
 }
+// One TLS Secret renewed (a new certificate object for its hosts): what ships, and what the
+// worker's TLS layer then does with the replica's certificates (CertificateStore.update).
+const certificateStore = await CertificateStore.create(undefined, undefined, undefined, { cert: pems.cert, key: pems.private });
+const secretKeys = [...store.secrets.keys()];
+const renewBytes: number[] = [];
+const renewReceive: number[] = [];
+const renewTls: number[] = [];
+if (secretKeys.length > 0) {
+  let current = replica.apply(deserialize(serialize(configMessage(config, undefined))) as ConfigMessage)!;
+  certificateStore.update(current.certificates);
+  for (let r = 0; r < RUNS; r++) {
+    const shipped = config;
+    const key = secretKeys[(r * 37) % secretKeys.length]!;
+    const secret = store.secrets.get(key)!;
+    store.secrets.set(key, { ...secret, metadata: { ...secret.metadata, resourceVersion: String(r + 1) }, stringData: { 'tls.crt': pems.cert, 'tls.key': pems.private } });
+    config = translate(snapshot, options, [{ type: 'updated', kind: 'Secret', key }]);
+    const bytes = serialize(configMessage(config, shipped));
+    renewBytes.push(bytes.length);
+    renewReceive.push(time(() => (current = replica.apply(deserialize(bytes) as ConfigMessage)!)));
+    renewTls.push(time(() => certificateStore.update(current.certificates)));
+  }
+}
 console.log(`shipping to a worker (v8 serializer, as cluster's 'advanced' IPC)`);
 console.log(`  whole config   ${mb(median(wholeBytes))}, serialize ${median(wholeSerialize).toFixed(1)} ms, deserialize + apply ${median(wholeReceive).toFixed(1)} ms`);
 console.log(`  one Ingress    ${(median(deltaBytes) / 1024).toFixed(1)} KB, serialize ${median(deltaSerialize).toFixed(2)} ms, deserialize + apply ${median(deltaReceive).toFixed(2)} ms`);
+if (renewBytes.length > 0) {
+  console.log(`  one Secret     ${(median(renewBytes) / 1024).toFixed(1)} KB, deserialize + apply ${median(renewReceive).toFixed(2)} ms, then the worker's TLS layer ${median(renewTls).toFixed(2)} ms (${config.certificates.size} TLS hosts)`);
+}
