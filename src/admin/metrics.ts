@@ -215,8 +215,12 @@ function countHosts(table: RouteTable): number {
 function countProblems(problems: readonly Problem[]): Map<string, number> {
   const counts = new Map<string, number>();
   for (const p of problems) {
-    const key = `${p.object.kind}\0${p.reason}\0${p.severity}`;
+    let key = seriesKeys.get(p);
+    if (key === undefined) seriesKeys.set(p, (key = `${p.object.kind}\0${p.reason}\0${p.severity}`));
     counts.set(key, (counts.get(key) ?? 0) + 1);
   }
   return counts;
 }
+
+/** The series of each Problem object: a new config keeps the problem objects of what it did not translate again (see problemKey). */
+const seriesKeys = new WeakMap<Problem, string>();
