@@ -8,6 +8,8 @@
 // every log line and sample window there. BENCH_DEBUG=1 runs
 // portico at debug level, so the slow samples are matched to V8's long GC pauses too.
 // BENCH_NODE_ARGS="--flag ..." starts portico with those Node flags (an A/B: --max-opt=999 keeps the compilers on from the start).
+// BENCH_TLS=1: every one of the N Ingresses has TLS, with a Secret of its own (one PEM for all,
+// so what is timed is the per-host work of a change, not OpenSSL building contexts).
 // The echo pod runs in a process of its own (bench/lib/out-of-process.ts); IN_PROCESS=1
 // runs it in the bench's process, beside the client that times the samples, as before.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -16,7 +18,8 @@ import { join } from 'node:path';
 import { startEchoServer } from '../examples/echo-server.ts';
 import { startEchoProcess } from './lib/out-of-process.ts';
 import { startPortico, type PorticoProcess } from '../test/support/portico-process.ts';
-import { ingress, ingressClass, serviceWithEndpoints, toYaml } from '../test/support/objects.ts';
+import { generate } from 'selfsigned';
+import { ingress, ingressClass, serviceWithEndpoints, tlsSecret, toYaml } from '../test/support/objects.ts';
 import { get } from '../test/support/http.ts';
 import { freePort, gateway, gatewayClass, httpRoute } from '../test/support/gateway-objects.ts';
 import { untilServed } from './lib/until-served.ts';
@@ -34,8 +37,18 @@ const echo = inProcess ? await startEchoServer({ name: 'web' }) : await startEch
 let portico: PorticoProcess | undefined;
 try {
   writeFileSync(join(dir, 'base.yaml'), toYaml([ingressClass('portico'), ...serviceWithEndpoints('web', [echo.port])]));
+  // A wildcard must cover two labels at least, so the TLS hosts are one level further down.
+  const pems =
+    process.env.BENCH_TLS === '1'
+      ? await generate([{ name: 'commonName', value: '*.tls.bench' }], { keyType: 'ec', curve: 'P-256', extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: '*.tls.bench' }] }] })
+      : undefined;
   for (let i = 0; i < existing; i++) {
-    writeFileSync(join(dir, `pre-${i}.yaml`), toYaml([ingress(`pre-${i}`, { rules: [{ host: `pre-${i}.bench`, paths: [{ path: '/', service: 'web' }] }] })]));
+    const host = pems ? `pre-${i}.tls.bench` : `pre-${i}.bench`;
+    const rules = [{ host, paths: [{ path: '/', service: 'web' }] }];
+    const objects = pems
+      ? [ingress(`pre-${i}`, { rules, tls: [{ hosts: [host], secretName: `pre-${i}-tls` }] }), tlsSecret(`pre-${i}-tls`, pems.cert, pems.private)]
+      : [ingress(`pre-${i}`, { rules })];
+    writeFileSync(join(dir, `pre-${i}.yaml`), toYaml(objects));
   }
   const gatewayPorts: number[] = [];
   /** The Gateways' file; `extraPort`: gw0 has a second listener there. */
@@ -102,7 +115,7 @@ try {
   // BENCH_LOGS=FILE: every log line of the run (primary and workers), with the samples' windows, for a closer look at the tail.
   if (process.env.BENCH_LOGS) writeFileSync(process.env.BENCH_LOGS, [...logs, ...windows.map((w) => ({ msg: 'bench sample', ...w }))].map((l) => JSON.stringify(l)).join('\n') + '\n');
   portico = undefined;
-  console.log(`${existing} Ingress files${httpRoutes > 0 ? `, ${httpRoutes} HTTPRoutes over ${GATEWAYS} Gateways` : ''}, --workers ${workers}; echo pod ${inProcess ? 'in the bench process' : 'in a process of its own'}; process start to ready ${(startMs / 1000).toFixed(1)} s; ${load}`);
+  console.log(`${existing} Ingress files${pems ? " (each with TLS)" : ""}${httpRoutes > 0 ? `, ${httpRoutes} HTTPRoutes over ${GATEWAYS} Gateways` : ''}, --workers ${workers}; echo pod ${inProcess ? 'in the bench process' : 'in a process of its own'}; process start to ready ${(startMs / 1000).toFixed(1)} s; ${load}`);
   console.log(`new Ingress file -> first 200: ${summary(ingresses)}`);
   // What a request costs the probe on a route that needs no change (a new connection, a request, the pod's answer).
   console.log(`the probe's floor (one request to a host served all along, after each sample): ${summary(floor)}`);
