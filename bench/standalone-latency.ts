@@ -115,7 +115,7 @@ try {
   // BENCH_LOGS=FILE: every log line of the run (primary and workers), with the samples' windows, for a closer look at the tail.
   if (process.env.BENCH_LOGS) writeFileSync(process.env.BENCH_LOGS, [...logs, ...windows.map((w) => ({ msg: 'bench sample', ...w }))].map((l) => JSON.stringify(l)).join('\n') + '\n');
   portico = undefined;
-  console.log(`${existing} Ingress files${pems ? " (each with TLS)" : ""}${httpRoutes > 0 ? `, ${httpRoutes} HTTPRoutes over ${GATEWAYS} Gateways` : ''}, --workers ${workers}; echo pod ${inProcess ? 'in the bench process' : 'in a process of its own'}; process start to ready ${(startMs / 1000).toFixed(1)} s; ${load}`);
+  console.log(`${existing} Ingress files${pems ? ' (each with TLS)' : ''}${httpRoutes > 0 ? `, ${httpRoutes} HTTPRoutes over ${GATEWAYS} Gateways` : ''}, --workers ${workers}; echo pod ${inProcess ? 'in the bench process' : 'in a process of its own'}; process start to ready ${(startMs / 1000).toFixed(1)} s; ${load}`);
   console.log(`new Ingress file -> first 200: ${summary(ingresses)}`);
   // What a request costs the probe on a route that needs no change (a new connection, a request, the pod's answer).
   console.log(`the probe's floor (one request to a host served all along, after each sample): ${summary(floor)}`);

@@ -18,6 +18,7 @@ import { GATEWAY_KINDS, type GRPCRoute, type HTTPRoute, type Ingress } from '../
 import type { ObjectChange } from '../sources/store.ts';
 import { serviceOf } from '../sources/store.ts';
 import { deepEqual } from '../util/deep-equal.ts';
+import { changedKeys, sameItems } from '../util/changed-keys.ts';
 import { IngressAssembly } from './assembly.ts';
 import { BackendResolver } from './backends.ts';
 import { translateGatewayApi, updateGatewayApi, type GatewayApiDeps, type GatewayApiOutput } from './gateway-api/index.ts';
@@ -448,16 +449,8 @@ function certificateReadsOf(snapshot: Snapshot): Set<string> {
 
 /** The Gateway routes whose RouteConfigs are not the very objects of before (and those gone). */
 function changedSources(before: ReadonlyMap<string, readonly RouteConfig[]> | undefined, now: ReadonlyMap<string, readonly RouteConfig[]> | undefined): Set<string> {
-  const changed = new Set<string>();
   const empty: ReadonlyMap<string, readonly RouteConfig[]> = new Map();
-  const old = before ?? empty;
-  const next = now ?? empty;
-  for (const [key, list] of next) {
-    const was = old.get(key);
-    if (was !== list && (was === undefined || was.length !== list.length || list.some((r, i) => r !== was[i]))) changed.add(key);
-  }
-  for (const key of old.keys()) if (!next.has(key)) changed.add(key);
-  return changed;
+  return new Set(changedKeys(now ?? empty, before ?? empty, sameItems));
 }
 
 /**

@@ -8,6 +8,7 @@ import type { InvalidationRequest, InvalidationResult } from '../cache/invalidat
 import { gatewaySourceKey, NO_GATEWAYS, withLazyRoutes } from '../model/config.ts';
 import { PatchedMap } from '../util/patched-map.ts';
 import { insertSorted, removeSorted } from '../util/sorted.ts';
+import { changedKeys, sameItems } from '../util/changed-keys.ts';
 
 export interface ConfigMessage {
   readonly t: 'config';
@@ -82,23 +83,14 @@ function gatewayGroups(config: RoutingConfig): ReadonlyMap<string, readonly Rout
   return groups;
 }
 
-/** The routes whose RouteConfigs are not the very objects shipped before (and those gone). */
+/** The routes whose RouteConfigs are not the very objects shipped before (and those gone: an empty list). */
 function changedGroups(now: ReadonlyMap<string, readonly RouteConfig[]>, before: ReadonlyMap<string, readonly RouteConfig[]>): [string, readonly RouteConfig[]][] {
-  const out: [string, readonly RouteConfig[]][] = [];
-  for (const [key, list] of now) {
-    const old = before.get(key);
-    if (old === undefined || old.length !== list.length || list.some((r, i) => r !== old[i])) out.push([key, list]);
-  }
-  for (const key of before.keys()) if (!now.has(key)) out.push([key, []]);
-  return out;
+  return changedKeys(now, before, sameItems).map((key) => [key, now.get(key) ?? []]);
 }
 
-/** The hosts whose certificate is not the very object shipped before, and those that lost theirs. */
+/** The hosts whose certificate is not the very object shipped before, and those that lost theirs (null). */
 function certificateChanges(now: ReadonlyMap<string, CertificateConfig>, before: ReadonlyMap<string, CertificateConfig>): [string, CertificateConfig | null][] {
-  const out: [string, CertificateConfig | null][] = [];
-  for (const [host, certificate] of now) if (before.get(host) !== certificate) out.push([host, certificate]);
-  for (const host of before.keys()) if (!now.has(host)) out.push([host, null]);
-  return out;
+  return changedKeys(now, before).map((host) => [host, now.get(host) ?? null]);
 }
 
 /** The primary's side: what to send for `config`, given the one the worker has. */
