@@ -6,6 +6,7 @@
 import { generate } from 'selfsigned';
 import type { CertificateConfig } from '../src/model/config.ts';
 import { CertificateStore } from '../src/tls/certificates.ts';
+import { median } from './lib/wrk.ts';
 
 const HOSTS = Number(process.argv[2] ?? 20_000);
 const RUNS = 20;
@@ -21,7 +22,6 @@ store.update(certificates);
 console.log(`certificate store, ${HOSTS} TLS hosts`);
 console.log(`  first update             ${(performance.now() - started).toFixed(1)} ms`);
 
-const median = (xs: number[]) => xs.sort((a, b) => a - b)[xs.length >> 1]!;
 const same: number[] = [];
 for (let i = 0; i < RUNS; i++) {
   started = performance.now();
