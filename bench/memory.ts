@@ -10,7 +10,10 @@
 // objects served by the test API server (test/support/kube-apiserver, in a process of its
 // own: bench/lib/out-of-process.ts) and portico in cluster mode, measured once the leader
 // has written every Ingress's status (with AFTER_IDLE_GC=1: from the first idle collection
-// after that). The compiled
+// after that). BENCH_TLS=1 (scale and cluster): each Ingress also has TLS for its two hosts,
+// with a Secret of its own whose PEM text differs from every other (one EC key and
+// certificate, behind a distinct leading line that OpenSSL skips), so each process parses
+// and builds a context per Secret, as with 10,000 certificates from cert-manager. The compiled
 // JavaScript runs when dist/ exists and NODE_ENV=production (run `npm run build` first),
 // as in the container image; otherwise the TypeScript sources. Node flags go on node's
 // command line, as the image's ENTRYPOINT puts them, and the workers inherit them.
@@ -24,7 +27,8 @@ import { processRss, processTree } from './lib/processes.ts';
 import { startApiServerProcess, type ApiServerProcess } from './lib/out-of-process.ts';
 import { statusWritten } from './lib/latency.ts';
 import { smapsBreakdown } from './lib/smaps.ts';
-import { ingress, toYaml, type Obj } from '../test/support/objects.ts';
+import { ingress, tlsSecret, toYaml, type Obj } from '../test/support/objects.ts';
+import { generate } from 'selfsigned';
 
 const mode = process.argv[2] ?? 'idle';
 const workers = process.argv[3] ?? '1';
@@ -50,12 +54,20 @@ function service(name: string, namespace: string, addresses: string[]): Obj[] {
   ];
 }
 
-/** The i-th of the 10,000 Ingresses of the scale and cluster modes, with its Service and EndpointSlice. */
+const pems =
+  process.env.BENCH_TLS === '1'
+    ? await generate([{ name: 'commonName', value: '*.bench.test' }], { keyType: 'ec', curve: 'P-256', extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: '*.bench.test' }] }] })
+    : undefined;
+
+/** The i-th of the 10,000 Ingresses of the scale and cluster modes, with its Service and EndpointSlice (and TLS Secret). */
 function scaleObjects(i: number): Obj[] {
   const ns = `ns${i % 100}`;
   const addresses = [1, 2, 3, 4, 5].map((p) => `10.${(i >> 8) & 255}.${i & 255}.${p}`);
-  const rules = [`app${i}.bench.test`, `www${i}.bench.test`].map((host) => ({ host, paths: [{ path: '/', service: `svc${i}` }, { path: '/api', pathType: 'Exact', service: `svc${i}` }] }));
-  return [ingress(`ing${i}`, { rules }, { namespace: ns }), ...service(`svc${i}`, ns, addresses)];
+  const hosts = [`app${i}.bench.test`, `www${i}.bench.test`];
+  const rules = hosts.map((host) => ({ host, paths: [{ path: '/', service: `svc${i}` }, { path: '/api', pathType: 'Exact', service: `svc${i}` }] }));
+  if (pems === undefined) return [ingress(`ing${i}`, { rules }, { namespace: ns }), ...service(`svc${i}`, ns, addresses)];
+  const secret = tlsSecret(`ing${i}-tls`, `bench certificate ${i}\n${pems.cert}`, `bench key ${i}\n${pems.private}`, ns);
+  return [ingress(`ing${i}`, { rules, tls: [{ hosts, secretName: `ing${i}-tls` }] }, { namespace: ns }), secret, ...service(`svc${i}`, ns, addresses)];
 }
 const ingressClass: Obj = { apiVersion: 'networking.k8s.io/v1', kind: 'IngressClass', metadata: { name: 'portico' }, spec: { controller: 'portico.dev/ingress-controller' } };
 
@@ -142,7 +154,7 @@ try {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN) / 1024;
   console.log(
-    `${mode}, --workers ${workers}, ${compiled ? 'compiled (dist/)' : 'sources (type stripping)'}, node flags: ${nodeFlags.join(' ') || '(none)'}; ` +
+    `${mode}${pems ? ' with TLS (a certificate per Ingress)' : ''}, --workers ${workers}, ${compiled ? 'compiled (dist/)' : 'sources (type stripping)'}, node flags: ${nodeFlags.join(' ') || '(none)'}; ` +
       `ready in ${(readyMs / 1000).toFixed(1)} s (first table: translation ${firstTable?.translateMs ?? '?'} ms, build ${firstTable?.buildMs ?? '?'} ms); RSS after ${settleSeconds} s: ${fmt(final)} MB (primary first; peak seen ${fmt(peak)}; the primary's is ${kb('RssAnon').toFixed(1)} MB anonymous, ${kb('RssFile').toFixed(1)} MB file-backed: Node's own code); load ${loadavg()[0]!.toFixed(1)}`,
   );
   // PSS splits the pages processes share (the node binary's, mapped by the primary and

@@ -6,7 +6,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 import type { Logger } from 'pino';
 import type { Options } from './config/flags.ts';
-import { problemKey, type EndpointUpdate, type RoutingConfig } from './model/config.ts';
+import { problemKey, type EndpointUpdate, type Problem, type RoutingConfig } from './model/config.ts';
 import { buildRouteTable, emptyRoutingConfig, RouteTableHolder, type RouteTable } from './routing/table.ts';
 import { createAccessLogger, throttledLog, type AccessLogger } from './util/log.ts';
 import { handshakeFailureReason, type Metrics } from './admin/metrics.ts';
@@ -175,18 +175,24 @@ export async function startDataPlane(options: Options, log: Logger, metrics: Met
   });
 
   // ---- what a new table changes ----
+  // Translation validates Secrets; what the TLS layer still rejects is logged once, at
+  // the change that brings it, or at the first handshake that needs it (see CertificateStore).
   let reportedTlsProblems = new Set<string>();
+  const logTlsProblem = (p: Problem): void => {
+    const key = problemKey(p);
+    if (reportedTlsProblems.has(key)) return;
+    reportedTlsProblems.add(key);
+    log.warn({ object: p.object, reason: p.reason }, `Secret ${p.object.namespace ?? ''}/${p.object.name}: ${p.message}`);
+  };
+  certificates.onRejected = logTlsProblem;
   holder.onSwap((table) => {
     // Series and policy state of routes that left the table go with the swap.
     routes.retain(table.config);
-    // Translation validates Secrets; what the TLS layer still rejects is logged once.
-    const tlsProblems = new Set<string>();
-    for (const p of certificates.update(table.config.certificates)) {
-      const key = problemKey(p);
-      tlsProblems.add(key);
-      if (!reportedTlsProblems.has(key)) log.warn({ object: p.object, reason: p.reason }, `Secret ${p.object.namespace ?? ''}/${p.object.name}: ${p.message}`);
-    }
-    reportedTlsProblems = tlsProblems;
+    const problems = certificates.update(table.config.certificates);
+    // A refused certificate no longer served may be logged again if it comes back.
+    const current = new Set(problems.map(problemKey));
+    for (const key of reportedTlsProblems) if (!current.has(key)) reportedTlsProblems.delete(key);
+    for (const p of problems) logTlsProblem(p);
     upstreams.retain(table.config);
     upstreams.registry.sweep();
   });

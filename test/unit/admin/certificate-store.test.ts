@@ -136,4 +136,78 @@ describe('certificate store', () => {
     assert.notEqual(store.contextFor('foo.example.com'), store.contextFor('unknown.test'));
     assert.equal(store.hosts, 1);
   });
+
+  /** `n` hosts, each with a certificate of its own (the same one behind a distinct first line, which OpenSSL skips). */
+  function distinct(n: number, broken: Set<number> = new Set()): Map<string, CertificateConfig> {
+    return certificates(
+      Array.from({ length: n }, (_, i): [string, CertificateConfig] => [
+        `h${i}.example.com`,
+        { secret: `ns/h${i}`, cert: `host ${i}\n${wild.cert}`, key: broken.has(i) ? foo.key : `host ${i}\n${wild.key}` },
+      ]),
+    );
+  }
+
+  test('a start-up with many certificates builds each context at its first handshake, and reports a refused one then', async () => {
+    const store = await CertificateStore.create(undefined, undefined, undefined, undefined, { eagerBuilds: 2 });
+    const rejected: string[] = [];
+    store.onRejected = (p) => rejected.push(`${p.object.namespace}/${p.object.name} ${p.reason}`);
+    const map = distinct(5, new Set([3]));
+    assert.deepEqual(store.update(map), [], 'nothing is built yet, so nothing is refused yet');
+    assert.equal(store.builtContexts, 0);
+    const fallback = store.contextFor('unknown.test');
+    const first = store.contextFor('h0.example.com');
+    assert.notEqual(first, fallback);
+    assert.equal(store.builtContexts, 1);
+    assert.equal(store.contextFor('H0.example.com'), first, 'built once');
+    assert.equal(store.contextFor('h3.example.com'), fallback, 'a refused certificate: the default one');
+    assert.deepEqual(rejected, ['ns/h3 InvalidCertificate']);
+    assert.equal(store.contextFor('h3.example.com'), fallback);
+    assert.equal(rejected.length, 1, 'reported once, not at every handshake');
+    const again = store.update(map);
+    assert.deepEqual(
+      again.map((p) => p.object.name),
+      ['h3'],
+      'an update with the same map reports what the handshake found',
+    );
+    assert.equal(store.update(new Map(map)).length, 1, 'so does one with a new map');
+  });
+
+  test('a routine change builds its few new certificates at once', async () => {
+    const store = await CertificateStore.create(undefined, undefined, undefined, undefined, { eagerBuilds: 2 });
+    store.update(distinct(5));
+    const map = new Map(distinct(5));
+    map.set('new.example.com', { secret: 'ns/new', cert: foo.cert, key: wild.key });
+    const problems = store.update(map);
+    assert.deepEqual(
+      problems.map((p) => p.object.name),
+      ['new'],
+      'the broken new Secret is reported with the change',
+    );
+  });
+
+  test('keeps only the most recently used contexts built; one let go is built again when asked for', async () => {
+    const store = await CertificateStore.create(undefined, undefined, undefined, undefined, { maxContexts: 2, eagerBuilds: 0 });
+    store.update(distinct(4));
+    const fallback = store.contextFor('unknown.test');
+    const h0 = store.contextFor('h0.example.com');
+    store.contextFor('h1.example.com');
+    store.contextFor('h0.example.com'); // h0 used last: h1 goes first
+    store.contextFor('h2.example.com');
+    assert.equal(store.builtContexts, 2);
+    assert.equal(store.contextFor('h0.example.com'), h0, 'the recently used one was kept');
+    const h1 = store.contextFor('h1.example.com');
+    assert.notEqual(h1, fallback, 'the one let go gets its own certificate again');
+    assert.equal(store.builtContexts, 2);
+  });
+
+  test('lets go of the context of a certificate no longer served', async () => {
+    const store = await CertificateStore.create(undefined, undefined, undefined, undefined, { eagerBuilds: 0 });
+    const map = distinct(3);
+    store.update(map);
+    for (const host of map.keys()) store.contextFor(host);
+    assert.equal(store.builtContexts, 3);
+    map.delete('h1.example.com');
+    store.update(new Map(map));
+    assert.equal(store.builtContexts, 2);
+  });
 });
