@@ -122,4 +122,16 @@ describe('HTTPS with the certificate store', () => {
     assert.match((await handshake('foo.example.com')).subject, /CN=foo\.example\.com/);
     assert.match((await handshake('broken.test', false)).subject, new RegExp(`CN=${DEFAULT_CERTIFICATE_CN}`));
   });
+
+  test('a start-up with more certificates than it builds at once serves each host its own at the first handshake', async () => {
+    const names = Array.from({ length: 24 }, (_, i) => `site${i}.example.org`);
+    const issued = await Promise.all(names.map((name) => pki.issue(name)));
+    install(names.map((name, i): [string, CertificateConfig] => [name, { secret: `ns/site${i}`, ...issued[i]! }]));
+    assert.equal(store.builtContexts, 0, 'none built before a handshake needs it');
+    for (const i of [23, 0, 11]) {
+      const peer = await handshake(names[i]!);
+      assert.match(peer.subject, new RegExp(`CN=site${i}\\.example\\.org`));
+    }
+    assert.equal(store.builtContexts, 3);
+  });
 });
