@@ -66,6 +66,7 @@ export async function startDataPlane(options: Options, log: Logger, metrics: Met
     options.defaultKey,
     { minVersion: options.tlsMinVersion, ciphers: options.tlsCiphers ?? DEFAULT_TLS_CIPHERS },
     extra.defaultPems,
+    { maxContexts: options.tlsContexts },
   );
   configureClientIp({ trustedProxies: options.trustedProxies, log });
   configureEndpointLimit(options.maxRequestsPerEndpoint);

@@ -41,6 +41,8 @@ export interface Options {
   hstsPreload: boolean;
   /** undefined: DEFAULT_TLS_CIPHERS (src/tls/certificates.ts) */
   tlsCiphers: string | undefined;
+  /** TLS contexts kept built per process (CertificateStore) */
+  tlsContexts: number;
   shutdownGrace: number;
   defaultCertificate: string | undefined;
   defaultKey: string | undefined;
@@ -99,6 +101,7 @@ const FLAGS: FlagSpec[] = [
   { flag: 'tls-handshake-timeout', key: 'tlsHandshakeTimeout', kind: 'duration', default: '10s', help: 'time a client has to complete the TLS handshake; then its connection is closed' },
   { flag: 'tls-min-version', key: 'tlsMinVersion', kind: 'tls-version', default: 'TLSv1.2', help: 'oldest TLS version clients may use: TLSv1.2 or TLSv1.3' },
   { flag: 'tls-ciphers', key: 'tlsCiphers', kind: 'ciphers', default: undefined, help: 'OpenSSL cipher list for TLS 1.2 (TLS 1.3 suites, TLS_..., may be listed too) (default: forward-secret AES-GCM and ChaCha20 suites only: no CBC, no SHA-1, no RSA key exchange)' },
+  { flag: 'tls-contexts', key: 'tlsContexts', kind: 'int', default: '1000', help: 'TLS contexts (a certificate and key made ready for handshakes, about 37 KB each) kept per process; one is built at the first handshake that needs it, and the least recently used past this are let go and built again when needed (about 0.4 ms); at least 1' },
   { flag: 'max-body-size', key: 'maxBodySize', kind: 'size', default: '1m', help: 'largest request body, unless an Ingress sets portico.dev/max-body-size (0: no limit; as nginx client_max_body_size)' },
   { flag: 'max-requests-per-endpoint', key: 'maxRequestsPerEndpoint', kind: 'int', default: '1000', help: 'requests in flight to one pod, per process; past it another pod is chosen, or 503 with Retry-After when all are that busy (0: no limit)' },
   { flag: 'max-client-connections', key: 'maxClientConnections', kind: 'int', default: '16384', help: 'client connections each proxy listener accepts at once; more are closed at once, and logged (0: no limit)' },
