@@ -146,6 +146,35 @@ test('external problems (manifest files) are reported once, go with the table, a
   h.controller.stop();
 });
 
+test('a problem two sources report at once is known while either does', async () => {
+  const h = harness();
+  h.controller.start();
+  const [translated] = h.table().config.problems;
+  // The same problem (same object, reason and message) from outside translation too: not new.
+  h.setExternal([{ ...translated! }]);
+  await settle();
+  assert.deepEqual(h.fresh, ['broken ServiceNotFound']);
+  // One source stops reporting it: the other still does, so it is not new when the first reports it again.
+  h.store.upsert(simpleIngress('broken', 'broken.example.com', [['/', 'a']]));
+  await settle();
+  h.store.upsert(simpleIngress('broken', 'broken.example.com', [['/', 'missing']]));
+  await settle();
+  assert.deepEqual(h.fresh, ['broken ServiceNotFound']);
+  // Both stop: gone; back: new.
+  h.store.upsert(simpleIngress('broken', 'broken.example.com', [['/', 'a']]));
+  h.setExternal([]);
+  await settle();
+  assert.deepEqual(h.counts.at(-1), 0);
+  h.setExternal([{ ...translated! }]);
+  await settle();
+  assert.deepEqual(h.fresh, ['broken ServiceNotFound', 'broken ServiceNotFound']);
+  assert.equal(h.logged.length, 2);
+  assert.ok(h.handed.slice(1).every((p) => !Array.isArray(p)), 'every change after the first build handed a delta');
+  const { byDelta, recount } = await h.gauges();
+  assert.deepEqual(byDelta, recount);
+  h.controller.stop();
+});
+
 test('a change the controller does not track (a full re-check) compares every problem, and reports none twice', async () => {
   const h = harness();
   h.controller.start();
