@@ -11,7 +11,9 @@
 // only the hosts those touch are settled again; an IngressClass change looks again at
 // the Ingresses naming the classes it moved (class-index.ts). Without the changes (or
 // after an option change) everything is re-checked, memoized by object identity (the
-// store replaces objects on change, never mutates them).
+// store replaces objects on change, never mutates them). Problems are kept per source
+// (Ingress, host, classes, Gateway route) and each config says which appeared and which
+// went since the previous one (delta.problems); the sorted list is made only when read.
 import type { EndpointUpdate, IgnoredIngress, Problem, ProblemDelta, RouteConfig, RoutingConfig, Snapshot, TranslateOptions, UpstreamAddress } from '../model/config.ts';
 import { diffProblems, NO_GATEWAYS, NO_PROBLEM_CHANGES, withLazyRoutes } from '../model/config.ts';
 import { PatchedMap } from '../util/patched-map.ts';
@@ -309,6 +311,8 @@ export function createTranslator(): IncrementalTranslator {
       return last;
     }
 
+    // Read when the route list is (a getter that makes every Gateway route).
+    const gatewayOutput = gateway?.output;
     // The whole sorted list is made when someone reads it (/routes, a full report), from
     // this config's own versions of the per-source lists; a change passes on its delta.
     const classProblems = classes.problems;
@@ -323,9 +327,6 @@ export function createTranslator(): IncrementalTranslator {
       return list.sort(compareProblemObjects);
     };
     const delta: ProblemDelta = problemDelta.added.length === 0 && problemDelta.removed.length === 0 ? NO_PROBLEM_CHANGES : problemDelta;
-
-    // Read when the route list is (a getter that makes every Gateway route).
-    const gatewayOutput = gateway?.output;
     const config: RoutingConfig = withLazyRoutes({
       routeCount: assembled.routeCount + (gateway?.output.routeCount ?? 0),
       ...(assembled.defaultBackend ? { defaultBackend: assembled.defaultBackend } : {}),
