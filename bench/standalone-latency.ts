@@ -10,6 +10,9 @@
 // BENCH_NODE_ARGS="--flag ..." starts portico with those Node flags (an A/B: --max-opt=999 keeps the compilers on from the start).
 // BENCH_TLS=1: every one of the N Ingresses has TLS, with a Secret of its own (one PEM for all,
 // so what is timed is the per-host work of a change, not OpenSSL building contexts).
+// BENCH_TLS_MISMATCH=1 (with BENCH_TLS=1): that certificate covers no host of theirs (it is
+// for *.elsewhere.bench), so each of the N Ingresses carries a problem (a
+// CertificateHostMismatch warning): what a change costs when the config has N problems.
 // The echo pod runs in a process of its own (bench/lib/out-of-process.ts); IN_PROCESS=1
 // runs it in the bench's process, beside the client that times the samples, as before.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -38,9 +41,11 @@ let portico: PorticoProcess | undefined;
 try {
   writeFileSync(join(dir, 'base.yaml'), toYaml([ingressClass('portico'), ...serviceWithEndpoints('web', [echo.port])]));
   // A wildcard must cover two labels at least, so the TLS hosts are one level further down.
+  const mismatch = process.env.BENCH_TLS_MISMATCH === '1';
+  const certificateName = mismatch ? '*.elsewhere.bench' : '*.tls.bench';
   const pems =
     process.env.BENCH_TLS === '1'
-      ? await generate([{ name: 'commonName', value: '*.tls.bench' }], { keyType: 'ec', curve: 'P-256', extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: '*.tls.bench' }] }] })
+      ? await generate([{ name: 'commonName', value: certificateName }], { keyType: 'ec', curve: 'P-256', extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: certificateName }] }] })
       : undefined;
   for (let i = 0; i < existing; i++) {
     const host = pems ? `pre-${i}.tls.bench` : `pre-${i}.bench`;
@@ -115,7 +120,7 @@ try {
   // BENCH_LOGS=FILE: every log line of the run (primary and workers), with the samples' windows, for a closer look at the tail.
   if (process.env.BENCH_LOGS) writeFileSync(process.env.BENCH_LOGS, [...logs, ...windows.map((w) => ({ msg: 'bench sample', ...w }))].map((l) => JSON.stringify(l)).join('\n') + '\n');
   portico = undefined;
-  console.log(`${existing} Ingress files${pems ? ' (each with TLS)' : ''}${httpRoutes > 0 ? `, ${httpRoutes} HTTPRoutes over ${GATEWAYS} Gateways` : ''}, --workers ${workers}; echo pod ${inProcess ? 'in the bench process' : 'in a process of its own'}; process start to ready ${(startMs / 1000).toFixed(1)} s; ${load}`);
+  console.log(`${existing} Ingress files${pems ? (mismatch ? ' (each with TLS, and a problem: the certificate does not cover its host)' : ' (each with TLS)') : ''}${httpRoutes > 0 ? `, ${httpRoutes} HTTPRoutes over ${GATEWAYS} Gateways` : ''}, --workers ${workers}; echo pod ${inProcess ? 'in the bench process' : 'in a process of its own'}; process start to ready ${(startMs / 1000).toFixed(1)} s; ${load}`);
   console.log(`new Ingress file -> first 200: ${summary(ingresses)}`);
   // What a request costs the probe on a route that needs no change (a new connection, a request, the pod's answer).
   console.log(`the probe's floor (one request to a host served all along, after each sample): ${summary(floor)}`);

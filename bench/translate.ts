@@ -7,6 +7,8 @@
 // the delta of one changed Ingress, and that of one renewed TLS Secret) through v8's
 // serializer, as node:cluster's 'advanced' IPC does, and the worker's side (deserialize,
 // then rebuild its replica; for the Secret, then its TLS layer's update).
+// BENCH_PROBLEMS=1: each Ingress' "/" path has no pathType, so every Ingress carries a
+// problem (a MissingPathType warning): what a change costs when the config has many.
 //   node_modules/.bin/node bench/translate.ts [ingresses] [httproutes]
 import { deserialize, serialize, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -25,6 +27,7 @@ const COUNT = Number(process.argv[2] ?? 10_000);
 const ROUTES = Number(process.argv[3] ?? 0);
 const GATEWAYS = 5;
 const RUNS = 7;
+const PROBLEMS = process.env.BENCH_PROBLEMS === '1';
 const options: TranslateOptions = { ingressClass: 'portico', controllerName: CONTROLLER_NAME, allowExternalName: false };
 
 const pems = await generate([{ name: 'commonName', value: '*.bench.test' }], {
@@ -45,7 +48,7 @@ function makeIngress(i: number, version = 0): Ingress {
       ...(i % 10 === 0 ? { tls: [{ hosts, secretName: `tls${i}` }] } : {}),
       rules: hosts.map((host) => ({
         host,
-        http: { paths: [{ path: '/', pathType: 'Prefix' as const, backend }, { path: `/api/v${version}`, pathType: 'Exact' as const, backend }] },
+        http: { paths: [{ path: '/', ...(PROBLEMS ? {} : { pathType: 'Prefix' as const }), backend }, { path: `/api/v${version}`, pathType: 'Exact' as const, backend }] },
       })),
     },
   };

@@ -1,7 +1,7 @@
 // The loop between sources and the proxy: when the object store changes, wait for
 // the burst to settle, translate the objects, build a new route table and swap it in.
 import type { Logger } from 'pino';
-import { problemKey, withProblems, type EndpointUpdate, type Problem, type RoutingConfig, type TranslateOptions, type UpstreamAddress } from './model/config.ts';
+import { diffProblems, problemKey, withProblems, NO_PROBLEM_CHANGES, type EndpointUpdate, type Problem, type ProblemDelta, type RoutingConfig, type TranslateOptions, type UpstreamAddress } from './model/config.ts';
 import type { ObjectChange, ObjectStore, StoreChangeEvent } from './sources/store.ts';
 import { createTranslator } from './translate/index.ts';
 import type { RouteTable } from './routing/table.ts';
@@ -25,9 +25,13 @@ export interface ControllerDeps {
   debounceMs: number;
   /** Problems that do not come from translation (unparsable manifest files...). */
   externalProblems?: () => readonly Problem[];
-  /** Called after each swap, with the time translation took. */
-  /** `changes`: the store changes this rebuild translated; undefined when everything was checked. */
-  onRebuilt?: (table: RouteTable, translateMs: number, problems: readonly Problem[], changes: readonly ObjectChange[] | undefined) => void;
+  /**
+   * Called after each swap, with the time translation took. `problems`: how they changed
+   * since the previous swap (a ProblemDelta), or all of them (an array: the first build, a
+   * full re-check). `changes`: the store changes this rebuild translated; undefined when
+   * everything was checked.
+   */
+  onRebuilt?: (table: RouteTable, translateMs: number, problems: readonly Problem[] | ProblemDelta, changes: readonly ObjectChange[] | undefined) => void;
   /** After each translation: how many Ingresses it translated (built again from their object). */
   onIngressesTranslated?: (count: number) => void;
   /** After each translation: how many HTTPRoutes and GRPCRoutes it attached again. */
@@ -42,7 +46,11 @@ export class Controller {
   private readonly deps: ControllerDeps;
   private readonly translate = createTranslator();
   private timer: NodeJS.Timeout | NodeJS.Immediate | undefined;
-  private knownProblems = new Set<string>();
+  /** The problems of the table in service, by problemKey, with how many times each is there. */
+  private knownProblems = new Map<string, number>();
+  private problemCount = 0;
+  /** The translated config and the external problems knownProblems was made from: a delta must follow them. */
+  private problemsOf: { readonly config: RoutingConfig; readonly external: readonly Problem[] } | undefined = undefined;
   /** "ns/name|reason" of the ignored Ingresses already logged (at debug level). */
   private knownIgnored = new Set<string>();
   /** performance.now() of the first change not yet served; for the change-to-serve figure. */
@@ -172,11 +180,16 @@ export class Controller {
     }
     this.lastTranslated = config;
     this.lastExternal = external;
-    if (external.length > 0) config = withProblems(config, [...external, ...config.problems]);
-    const problems = config.problems;
+    const translated = config;
+    // How the problems changed since the table in service: the translator's delta, and the
+    // external lists compared (a few); everything when there is no delta to follow.
+    const delta = this.problemChange(translated, external);
+    if (external.length > 0) config = withProblems(translated, () => [...external, ...translated.problems]);
     const table = deps.install(config);
 
+    const problems = delta ?? config.problems;
     this.reportProblems(problems);
+    this.problemsOf = { config: translated, external };
     this.reportIgnored(config);
     const changeToServeMs = this.pendingSince === undefined ? undefined : performance.now() - this.pendingSince;
     this.pendingSince = undefined;
@@ -187,7 +200,7 @@ export class Controller {
         ingresses: config.servedIngresses.length,
         ingressesTranslated,
         ...(gatewayRoutesTranslated > 0 ? { gatewayRoutesTranslated } : {}),
-        problems: problems.length,
+        problems: this.problemCount,
         translateMs: round(translateMs),
         buildMs: round(table.buildMillis),
         ...(changeToServeMs === undefined ? {} : { changeToServeMs: round(changeToServeMs) }),
@@ -198,19 +211,57 @@ export class Controller {
     return table;
   }
 
-  private reportProblems(problems: readonly Problem[]): void {
-    const next = new Set<string>();
+  /**
+   * `translated`'s problems and `external` against those of the table in service: a delta
+   * when the translator's follows the config reported last; else undefined (compare every problem).
+   */
+  private problemChange(translated: RoutingConfig, external: readonly Problem[]): ProblemDelta | undefined {
+    const before = this.problemsOf;
+    if (before === undefined) return undefined;
+    let delta: ProblemDelta;
+    if (translated === before.config) delta = NO_PROBLEM_CHANGES;
+    else if (translated.delta?.problems !== undefined && translated.delta.base === before.config.serial) delta = translated.delta.problems;
+    else return undefined;
+    if (external === before.external) return delta;
+    const out = { added: [...delta.added], removed: [...delta.removed] };
+    diffProblems(before.external, external, out);
+    return out;
+  }
+
+  /** Logs the problems that appeared (once each, until they go), and hands them to onNewProblems. */
+  private reportProblems(change: readonly Problem[] | ProblemDelta): void {
     const fresh: Problem[] = [];
-    for (const p of problems) {
-      const key = problemKey(p);
-      next.add(key);
-      if (!this.knownProblems.has(key)) fresh.push(p);
+    const known = this.knownProblems;
+    if (Array.isArray(change)) {
+      const all = change as readonly Problem[];
+      const next = new Map<string, number>();
+      for (const p of all) {
+        const key = problemKey(p);
+        next.set(key, (next.get(key) ?? 0) + 1);
+        if (!known.has(key)) fresh.push(p);
+      }
+      this.knownProblems = next;
+      this.problemCount = all.length;
+    } else {
+      const { added, removed } = change as ProblemDelta;
+      // New: not there before this change (a problem found again in a new object is known).
+      for (const p of added) if (!known.has(problemKey(p))) fresh.push(p);
+      for (const p of removed) {
+        const key = problemKey(p);
+        const n = known.get(key);
+        if (n === undefined || n <= 1) known.delete(key);
+        else known.set(key, n - 1);
+      }
+      for (const p of added) {
+        const key = problemKey(p);
+        known.set(key, (known.get(key) ?? 0) + 1);
+      }
+      this.problemCount += added.length - removed.length;
     }
     for (const p of fresh) {
       const where = `${p.object.kind} ${p.object.namespace ? p.object.namespace + '/' : ''}${p.object.name}`;
       this.deps.log[p.severity === 'error' ? 'error' : 'warn']({ object: p.object, reason: p.reason }, `${where}: ${p.message}`);
     }
-    this.knownProblems = next;
     if (fresh.length) this.deps.onNewProblems?.(fresh);
   }
 

@@ -1,13 +1,17 @@
 // Controller metrics and the registry /metrics serves. The proxy registers its
 // request metrics on the same registry (src/proxy/metrics.ts takes it as a parameter).
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from '../util/prom.ts';
-import type { Problem } from '../model/config.ts';
+import type { Problem, ProblemDelta } from '../model/config.ts';
 import type { RouteTable } from '../routing/table.ts';
 
 export interface Metrics {
   readonly registry: Registry;
-  /** After each rebuild: table size, timing, version and the current problems. */
-  recordRebuild(table: RouteTable, translateMs: number, problems: readonly Problem[]): void;
+  /**
+   * After each rebuild: table size, timing, version and the problems: all of them (an
+   * array: the gauge is counted again), or how they changed since the previous rebuild
+   * (a ProblemDelta: only the series it names move).
+   */
+  recordRebuild(table: RouteTable, translateMs: number, problems: readonly Problem[] | ProblemDelta): void;
   /** Cluster mode: whether the watch on the Kubernetes API is up. */
   setApiConnected(connected: boolean): void;
   /** Sets portico_ready explicitly (a rebuild sets it to 1 unless trackReadiness was called). */
@@ -83,6 +87,8 @@ export function createMetrics(): Metrics {
     labelNames: ['kind', 'reason', 'severity'] as const,
     registers,
   });
+  /** The gauge's values, by series key (kind, reason and severity joined by NUL). */
+  const problemCounts = new Map<string, number>();
   const apiConnected = new Gauge({
     name: 'portico_kubernetes_api_connected',
     help: '1 while the watch on the Kubernetes API is connected (cluster mode)',
@@ -165,11 +171,25 @@ export function createMetrics(): Metrics {
       rebuildSeconds.observe((translateMs + table.buildMillis) / 1000);
       version.set(table.version);
       lastRebuild.set(Date.now() / 1000);
-      // Reset first: a problem that was fixed must disappear, not stay at its old count.
-      problemsGauge.reset();
-      for (const [key, count] of countProblems(problems)) {
-        const [kind, reason, severity] = key.split('\0');
-        problemsGauge.set({ kind, reason, severity }, count);
+      if (Array.isArray(problems)) {
+        // Reset first: a problem that was fixed must disappear, not stay at its old count.
+        problemsGauge.reset();
+        problemCounts.clear();
+        for (const p of problems as readonly Problem[]) countProblem(problemCounts, p, 1);
+        for (const [key, count] of problemCounts) problemsGauge.set(labelsOf(key), count);
+      } else {
+        // Only the series the change names; one whose last problem went disappears, as after a reset.
+        const { added, removed } = problems as ProblemDelta;
+        if (added.length > 0 || removed.length > 0) {
+          const moved = new Set<string>();
+          for (const p of removed) moved.add(countProblem(problemCounts, p, -1));
+          for (const p of added) moved.add(countProblem(problemCounts, p, 1));
+          for (const key of moved) {
+            const count = problemCounts.get(key);
+            if (count === undefined) problemsGauge.remove(labelsOf(key));
+            else problemsGauge.set(labelsOf(key), count);
+          }
+        }
       }
       if (!readiness) ready.set(1);
     },
@@ -212,14 +232,19 @@ function countHosts(table: RouteTable): number {
   return seen.size;
 }
 
-function countProblems(problems: readonly Problem[]): Map<string, number> {
-  const counts = new Map<string, number>();
-  for (const p of problems) {
-    let key = seriesKeys.get(p);
-    if (key === undefined) seriesKeys.set(p, (key = `${p.object.kind}\0${p.reason}\0${p.severity}`));
-    counts.set(key, (counts.get(key) ?? 0) + 1);
-  }
-  return counts;
+/** Adds `by` to the count of p's series (deleting it at 0); returns the series key. */
+function countProblem(counts: Map<string, number>, p: Problem, by: 1 | -1): string {
+  let key = seriesKeys.get(p);
+  if (key === undefined) seriesKeys.set(p, (key = `${p.object.kind}\0${p.reason}\0${p.severity}`));
+  const count = (counts.get(key) ?? 0) + by;
+  if (count > 0) counts.set(key, count);
+  else counts.delete(key);
+  return key;
+}
+
+function labelsOf(key: string): { kind: string; reason: string; severity: string } {
+  const [kind, reason, severity] = key.split('\0') as [string, string, string];
+  return { kind, reason, severity };
 }
 
 /** The series of each Problem object: a new config keeps the problem objects of what it did not translate again (see problemKey). */

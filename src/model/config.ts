@@ -80,6 +80,57 @@ export function problemKey(p: Problem): string {
  */
 const problemKeys = new WeakMap<Problem, string>();
 
+/**
+ * What changed in the problems from one config to the next: those that appeared and those
+ * that went, compared by problemKey and severity (a problem found again, in a new object,
+ * is in neither). Made in proportion to what was translated again, not to every problem.
+ */
+export interface ProblemDelta {
+  readonly added: readonly Problem[];
+  readonly removed: readonly Problem[];
+}
+
+export const NO_PROBLEM_CHANGES: ProblemDelta = Object.freeze({ added: Object.freeze([]), removed: Object.freeze([]) });
+
+/**
+ * Adds to `into` what differs from `before` to `after` (two lists of one source: an
+ * Ingress' problems, a host's conflicts...), as multisets of problemKey and severity:
+ * costs the two lists, and nothing when they are the same array.
+ */
+export function diffProblems(before: readonly Problem[], after: readonly Problem[], into: { added: Problem[]; removed: Problem[] }): void {
+  if (before === after) return;
+  if (before.length === 0 || after.length === 0) {
+    for (const p of after) into.added.push(p);
+    for (const p of before) into.removed.push(p);
+    return;
+  }
+  const left = new Map<string, number>();
+  for (const p of before) {
+    const key = deltaKey(p);
+    left.set(key, (left.get(key) ?? 0) + 1);
+  }
+  for (const p of after) {
+    const key = deltaKey(p);
+    const n = left.get(key);
+    if (n === undefined) into.added.push(p);
+    else if (n === 1) left.delete(key);
+    else left.set(key, n - 1);
+  }
+  if (left.size === 0) return;
+  for (const p of before) {
+    const key = deltaKey(p);
+    const n = left.get(key);
+    if (n === undefined) continue;
+    into.removed.push(p);
+    if (n === 1) left.delete(key);
+    else left.set(key, n - 1);
+  }
+}
+
+function deltaKey(p: Problem): string {
+  return `${problemKey(p)}|${p.severity}`;
+}
+
 export interface UpstreamAddress {
   /** IP address (or DNS name, for ExternalName Services when allowed). */
   readonly host: string;
@@ -257,6 +308,7 @@ export interface RoutingConfig {
   readonly servedIngresses: readonly string[];
   /** Ingresses portico does not serve, as "ns/name", with why (a class of another controller, a typo...). */
   readonly ignoredIngresses: readonly IgnoredIngress[];
+  /** Sorted by object (kind, namespace, name). May be made on first use (withLazyRoutes): a change passes on `delta.problems`. */
   readonly problems: readonly Problem[];
   /** Gateway listeners, by port. */
   readonly listeners: ReadonlyMap<number, ListenerConfig>;
@@ -270,9 +322,17 @@ export interface RoutingConfig {
   /**
    * What changed since the config numbered `base`: the Ingress hosts whose routes differ,
    * whether Gateway API output did, and then (when known) which Gateway routes' RouteConfigs
-   * differ (gatewaySourceKey; a key without routes now: removed).
+   * differ (gatewaySourceKey; a key without routes now: removed). `problems`, when known:
+   * how `problems` differs from the config numbered `base`'s (absent after a full re-check:
+   * compare the whole lists).
    */
-  readonly delta?: { readonly base: number; readonly hosts: ReadonlySet<string>; readonly gateway: boolean; readonly gatewayRoutes?: ReadonlySet<string> };
+  readonly delta?: {
+    readonly base: number;
+    readonly hosts: ReadonlySet<string>;
+    readonly gateway: boolean;
+    readonly gatewayRoutes?: ReadonlySet<string>;
+    readonly problems?: ProblemDelta;
+  };
 }
 
 /** "<kind>/<ns>/<name>" of a Gateway route's source: an HTTPRoute and a GRPCRoute of one name stay apart. */
@@ -297,12 +357,26 @@ export const NO_GATEWAYS: Pick<RoutingConfig, 'listeners' | 'gatewayStatus'> = O
  * the whole list (30,000 routes at 10,000 Ingresses) is only made if someone reads it
  * (/routes, a worker's first config). The property stays enumerable: a spread makes it.
  */
-export function withLazyRoutes(config: Omit<RoutingConfig, 'routes'>, routes: () => readonly RouteConfig[]): RoutingConfig {
+export function withLazyRoutes(
+  config: Omit<RoutingConfig, 'routes' | 'problems'> & { readonly problems?: readonly Problem[] },
+  routes: () => readonly RouteConfig[],
+  /** The sorted problem list, made on first use too (a change passes on delta.problems; /routes and a full report read the list). */
+  problems?: () => readonly Problem[],
+): RoutingConfig {
   let made: readonly RouteConfig[] | undefined;
-  return Object.defineProperty(config, 'routes', { enumerable: true, get: () => (made ??= routes()) }) as RoutingConfig;
+  Object.defineProperty(config, 'routes', { enumerable: true, get: () => (made ??= routes()) });
+  if (problems !== undefined) Object.defineProperty(config, 'problems', lazyProblems(problems));
+  return config as RoutingConfig;
 }
 
-/** `config` with other problems, keeping a lazy `routes` lazy. */
-export function withProblems(config: RoutingConfig, problems: readonly Problem[]): RoutingConfig {
-  return Object.defineProperties({}, { ...Object.getOwnPropertyDescriptors(config), problems: { value: problems, enumerable: true } }) as RoutingConfig;
+/** `config` with other problems (a list, or a function that makes it on first use), keeping a lazy `routes` and a lazy `problems` lazy. */
+export function withProblems(config: RoutingConfig, problems: readonly Problem[] | (() => readonly Problem[])): RoutingConfig {
+  const descriptors = Object.getOwnPropertyDescriptors(config) as PropertyDescriptorMap;
+  descriptors['problems'] = typeof problems === 'function' ? lazyProblems(problems) : { value: problems, enumerable: true };
+  return Object.defineProperties({}, descriptors) as RoutingConfig;
+}
+
+function lazyProblems(problems: () => readonly Problem[]): PropertyDescriptor {
+  let made: readonly Problem[] | undefined;
+  return { enumerable: true, get: () => (made ??= problems()) };
 }

@@ -3,7 +3,7 @@
 // touches: what several Ingresses claim at once (the same path, a host's certificate,
 // the default backend) goes to the oldest (conflicts.ts), a host with a certificate is
 // HTTPS for every path on it, and the output keeps each unchanged host's routes.
-import type { CertificateConfig, Problem, RouteConfig } from '../model/config.ts';
+import { diffProblems, NO_PROBLEM_CHANGES, type CertificateConfig, type Problem, type ProblemDelta, type RouteConfig } from '../model/config.ts';
 import { compareEntries, precedence } from './conflicts.ts';
 import { wildcardParent } from './hosts.ts';
 import type { IngressEntry, TlsClaim } from './ingress.ts';
@@ -17,7 +17,14 @@ interface HostState {
   /** The claim that won the host's certificate. */
   certificate: { readonly entry: IngressEntry; readonly claim: TlsClaim } | undefined;
   /** Conflicts settled on this host, with the losing entry's key and an order within it. */
-  conflicts: { readonly key: string; readonly seq: number; readonly problem: Problem }[];
+  conflicts: Conflict[];
+}
+
+/** A conflict problem, with the key of the Ingress it is reported on and its order there. */
+export interface Conflict {
+  readonly key: string;
+  readonly seq: number;
+  readonly problem: Problem;
 }
 
 export interface AssemblyResult {
@@ -28,8 +35,10 @@ export interface AssemblyResult {
   readonly byHost: ReadonlyMap<string, readonly RouteConfig[]>;
   readonly defaultBackend: RouteConfig | undefined;
   readonly certificates: ReadonlyMap<string, CertificateConfig>;
-  /** Conflict problems, each with the key of the Ingress it is reported on and its order there. */
-  readonly conflicts: readonly { readonly key: string; readonly seq: number; readonly problem: Problem }[];
+  /** Conflict problems, each with the key of the Ingress it is reported on and its order there: made on first use. */
+  conflicts(): readonly Conflict[];
+  /** How the conflict problems differ from the previous result's (the hosts settled again and the default backend's). */
+  readonly conflictDelta: ProblemDelta;
   /** Hosts whose routes changed since the previous result; undefined after a full build. */
   readonly changedHosts: ReadonlySet<string> | undefined;
 }
@@ -52,6 +61,7 @@ function hostsOf(entry: IngressEntry): Set<string> {
 
 const CONFLICT_SEQ_TLS = 1_000_000;
 const NO_HOSTS: ReadonlySet<string> = new Set();
+const NO_CONFLICTS: readonly Conflict[] = [];
 
 export class IngressAssembly {
   private readonly entries = new Map<string, IngressEntry>();
@@ -65,12 +75,12 @@ export class IngressAssembly {
   /** The routes of each host with routes, as last given out (each result keeps its own version). */
   private byHost = PatchedMap.of<string, readonly RouteConfig[]>();
   private routeCount = 0;
-  /** Hosts with conflicts, so that collecting them costs what they are. */
-  private readonly conflictHosts = new Set<string>();
+  /** The conflicts of the hosts that have some, as last given out (each result keeps its own version). */
+  private conflictsByHost = PatchedMap.of<string, readonly Conflict[]>();
   private certificates: ReadonlyMap<string, CertificateConfig> = new Map();
   private readonly withDefault = new Set<string>();
   private defaultBackend: RouteConfig | undefined;
-  private defaultConflicts: { key: string; seq: number; problem: Problem }[] = [];
+  private defaultConflicts: readonly Conflict[] = [];
   /** A route with its tls flag set by its host, by the route as its Ingress made it (identity kept across rebuilds). */
   private readonly tlsVariants = new WeakMap<RouteConfig, RouteConfig>();
   private last: AssemblyResult | undefined;
@@ -130,7 +140,9 @@ export class IngressAssembly {
     }
     if (dirty.size === 0 && !defaultsChanged && this.last !== undefined) {
       // Nothing of the Ingress side changed: the same output, saying so (an empty delta).
-      if (!full && this.last.changedHosts?.size !== 0) this.last = { ...this.last, changedHosts: NO_HOSTS };
+      if ((!full && this.last.changedHosts?.size !== 0) || this.last.conflictDelta !== NO_PROBLEM_CHANGES) {
+        this.last = { ...this.last, ...(full ? {} : { changedHosts: NO_HOSTS }), conflictDelta: NO_PROBLEM_CHANGES };
+      }
       return this.last;
     }
 
@@ -158,6 +170,8 @@ export class IngressAssembly {
     }
     const changedHosts = new Set<string>();
     const hostChanges: [string, readonly RouteConfig[] | undefined][] = [];
+    const conflictChanges: [string, readonly Conflict[] | undefined][] = [];
+    const conflictDelta = { added: [] as Problem[], removed: [] as Problem[] };
     for (const [host, state] of settled) {
       state.routes = state.routes.map((r) => this.withTls(r));
       const before = this.hosts.get(host);
@@ -168,22 +182,31 @@ export class IngressAssembly {
         else if (state.routes.length === 0) this.unindexRoutes(host);
         this.hosts.set(host, state);
       }
-      if (state.conflicts.length > 0 && this.hosts.has(host)) this.conflictHosts.add(host);
-      else this.conflictHosts.delete(host);
+      const conflictsBefore = before?.conflicts ?? NO_CONFLICTS;
+      const conflictsNow = this.hosts.has(host) ? state.conflicts : NO_CONFLICTS;
+      if (conflictsBefore.length > 0 || conflictsNow.length > 0) {
+        diffProblems(conflictsBefore.map((c) => c.problem), conflictsNow.map((c) => c.problem), conflictDelta);
+        conflictChanges.push([host, conflictsNow.length > 0 ? conflictsNow : undefined]);
+      }
       if (!sameRoutes(before?.routes, state.routes)) {
         changedHosts.add(host);
         hostChanges.push([host, state.routes.length > 0 ? state.routes : undefined]);
         this.routeCount += state.routes.length - (before?.routes.length ?? 0);
       }
     }
-    if (defaultsChanged) this.settleDefault();
+    if (defaultsChanged) {
+      const before = this.defaultConflicts;
+      this.settleDefault();
+      if (before.length > 0 || this.defaultConflicts.length > 0) diffProblems(before.map((c) => c.problem), this.defaultConflicts.map((c) => c.problem), conflictDelta);
+    }
 
     const byHost = (this.byHost = this.byHost.with(hostChanges));
+    const conflictsByHost = conflictChanges.length === 0 ? this.conflictsByHost : (this.conflictsByHost = this.conflictsByHost.with(conflictChanges));
+    const defaultConflicts = this.defaultConflicts;
+    let conflicts: Conflict[] | undefined;
     // The host order of this result (the array is copied, the routes are read when asked for).
     const hostOrder = this.sortedHosts.slice();
     let routes: RouteConfig[] | undefined;
-    const conflicts = [...this.defaultConflicts];
-    for (const host of this.conflictHosts) for (const c of this.hosts.get(host)!.conflicts) conflicts.push(c);
     this.last = {
       routes: () => {
         if (routes === undefined) {
@@ -196,7 +219,14 @@ export class IngressAssembly {
       byHost,
       defaultBackend: this.defaultBackend,
       certificates: this.certificates,
-      conflicts,
+      conflicts: () => {
+        if (conflicts === undefined) {
+          conflicts = [...defaultConflicts];
+          for (const list of conflictsByHost.values()) for (const c of list) conflicts.push(c);
+        }
+        return conflicts;
+      },
+      conflictDelta: conflictDelta.added.length === 0 && conflictDelta.removed.length === 0 ? NO_PROBLEM_CHANGES : conflictDelta,
       changedHosts: full ? undefined : changedHosts,
     };
     return this.last;

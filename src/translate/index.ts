@@ -11,9 +11,12 @@
 // only the hosts those touch are settled again; an IngressClass change looks again at
 // the Ingresses naming the classes it moved (class-index.ts). Without the changes (or
 // after an option change) everything is re-checked, memoized by object identity (the
-// store replaces objects on change, never mutates them).
-import type { EndpointUpdate, IgnoredIngress, Problem, RouteConfig, RoutingConfig, Snapshot, TranslateOptions, UpstreamAddress } from '../model/config.ts';
-import { NO_GATEWAYS, withLazyRoutes } from '../model/config.ts';
+// store replaces objects on change, never mutates them). Problems are kept per source
+// (Ingress, host, classes, Gateway route) and each config says which appeared and which
+// went since the previous one (delta.problems); the sorted list is made only when read.
+import type { EndpointUpdate, IgnoredIngress, Problem, ProblemDelta, RouteConfig, RoutingConfig, Snapshot, TranslateOptions, UpstreamAddress } from '../model/config.ts';
+import { diffProblems, NO_GATEWAYS, NO_PROBLEM_CHANGES, withLazyRoutes } from '../model/config.ts';
+import { PatchedMap } from '../util/patched-map.ts';
 import { GATEWAY_KINDS, type GRPCRoute, type HTTPRoute, type Ingress } from '../model/k8s.ts';
 import type { ObjectChange } from '../sources/store.ts';
 import { serviceOf } from '../sources/store.ts';
@@ -88,8 +91,11 @@ interface TranslatorState {
   ignoredList: readonly IgnoredIngress[];
   /** "ns/name" of the served Ingresses, sorted. */
   served: string[];
-  /** The served Ingresses whose entry has problems (collecting problems costs what they are). */
-  readonly withProblems: Set<string>;
+  /**
+   * The problems of each served Ingress that has some, as last given out (each config keeps
+   * its own version, from which its problem list is made on first use).
+   */
+  ingressProblems: PatchedMap<string, readonly Problem[]>;
   /** Reverse dependencies: Service key / Secret key -> the Ingresses whose entry read it. */
   readonly readers: KeySets;
   /** EndpointSlice key -> "ns/service" it belongs to (for slices that are gone by the time their change is seen). */
@@ -146,7 +152,7 @@ export function createTranslator(): IncrementalTranslator {
         ignored: new Map(),
         ignoredList: [],
         served: [],
-        withProblems: new Set(),
+        ingressProblems: PatchedMap.of(),
         readers: new KeySets(),
         sliceService: new Map(),
         ignoredReasons: new WeakMap(),
@@ -221,6 +227,15 @@ export function createTranslator(): IncrementalTranslator {
 
     // Translate those Ingresses (entries are reused while what they read is the same).
     const updates = new Map<string, IngressEntry | undefined>();
+    // What the problems of this config add and remove, source by source (an Ingress, a
+    // host's conflicts, the classes, a Gateway route): in proportion to what was looked at.
+    const problemDelta = { added: [] as Problem[], removed: [] as Problem[] };
+    const problemChanges: [string, readonly Problem[] | undefined][] = [];
+    const ingressProblems = (key: string, before: readonly Problem[], now: readonly Problem[]) => {
+      if (before === now || (before.length === 0 && now.length === 0)) return;
+      diffProblems(before, now, problemDelta);
+      problemChanges.push([key, now.length > 0 ? now : undefined]);
+    };
     let ignoredChanged = false;
     for (const key of dirty) {
       const ingress = snapshot.ingresses.get(key);
@@ -235,8 +250,7 @@ export function createTranslator(): IncrementalTranslator {
           indexReads(s, key, entry);
           updates.set(key, entry);
         }
-        if (entry.problems.length > 0) s.withProblems.add(key);
-        else s.withProblems.delete(key);
+        ingressProblems(key, previous?.problems ?? NO_PROBLEMS, entry.problems);
         if (previous === undefined) insertSorted(s.served, key);
         if (s.ignored.delete(key)) ignoredChanged = true;
       } else {
@@ -244,8 +258,8 @@ export function createTranslator(): IncrementalTranslator {
           unindexReads(s, key, previous);
           updates.set(key, undefined);
           removeSorted(s.served, key);
+          ingressProblems(key, previous.problems, NO_PROBLEMS);
         }
-        s.withProblems.delete(key);
         if (ingress === undefined) {
           if (s.ignored.delete(key)) ignoredChanged = true;
         } else {
@@ -259,6 +273,9 @@ export function createTranslator(): IncrementalTranslator {
     }
     if (full) s.backends.prune();
     const assembled = s.assembly.apply(updates, fresh);
+    if (problemChanges.length > 0) s.ingressProblems = s.ingressProblems.with(problemChanges);
+    addDelta(problemDelta, assembled.conflictDelta);
+    if (previousClasses === undefined || classProblemsChanged) diffProblems(previousClasses?.problems ?? NO_PROBLEMS, classes.problems, problemDelta);
     if (ignoredChanged || full) s.ignoredList = [...s.ignored.values()].sort((a, b) => compareStrings(a.ingress, b.ingress));
 
     // Gateway API: translated again when one of its objects, or something it read, changed;
@@ -284,6 +301,7 @@ export function createTranslator(): IncrementalTranslator {
       if (gateway !== s.gateway) gatewayRoutesTranslated += gateway.output.translated;
     }
     const gatewayChanged = gateway !== s.gateway;
+    if (gatewayChanged) gatewayProblemDelta(s.gateway?.output, gateway?.output, problemDelta);
     const changedGatewayRoutes = gatewayChanged ? (gateway?.output.changedSources ?? changedSources(s.gateway?.output.routesBySource, gateway?.output.routesBySource)) : undefined;
     s.gateway = gateway;
     refreshTracked(s, full ? undefined : touched);
@@ -293,31 +311,45 @@ export function createTranslator(): IncrementalTranslator {
       return last;
     }
 
-    const problems: Problem[] = [...classes.problems];
-    for (const key of s.withProblems) for (const p of s.assembly.entry(key)!.problems) problems.push(p);
-    const conflicts = [...assembled.conflicts].sort((a, b) => compareStrings(a.key, b.key) || a.seq - b.seq);
-    for (const c of conflicts) problems.push(c.problem);
-    if (gateway !== undefined) for (const p of gateway.output.problems) problems.push(p);
-    // Stable: an object's problems stay in the order they were found (spec order, then conflicts).
-    problems.sort(compareProblemObjects);
-
     // Read when the route list is (a getter that makes every Gateway route).
     const gatewayOutput = gateway?.output;
+    // The whole sorted list is made when someone reads it (/routes, a full report), from
+    // this config's own versions of the per-source lists; a change passes on its delta.
+    const classProblems = classes.problems;
+    const byIngress = s.ingressProblems;
+    const problems = (): readonly Problem[] => {
+      const list: Problem[] = [...classProblems];
+      for (const entryProblems of byIngress.values()) for (const p of entryProblems) list.push(p);
+      const conflicts = [...assembled.conflicts()].sort((a, b) => compareStrings(a.key, b.key) || a.seq - b.seq);
+      for (const c of conflicts) list.push(c.problem);
+      if (gatewayOutput !== undefined) for (const p of gatewayOutput.problems) list.push(p);
+      // Stable: an object's problems stay in the order they were found (spec order, then conflicts).
+      return list.sort(compareProblemObjects);
+    };
+    const delta: ProblemDelta = problemDelta.added.length === 0 && problemDelta.removed.length === 0 ? NO_PROBLEM_CHANGES : problemDelta;
     const config: RoutingConfig = withLazyRoutes({
       routeCount: assembled.routeCount + (gateway?.output.routeCount ?? 0),
       ...(assembled.defaultBackend ? { defaultBackend: assembled.defaultBackend } : {}),
       certificates: assembled.certificates,
       servedIngresses: s.served.slice(),
       ignoredIngresses: s.ignoredList,
-      problems,
       ...(gateway !== undefined ? { listeners: gateway.output.listeners, gatewayStatus: gateway.output.status } : NO_GATEWAYS),
       ingressHosts: assembled.byHost,
       ...(gateway !== undefined ? { gatewayRoutes: gateway.output.routesBySource } : {}),
       serial: ++s.serial,
       ...(last?.serial !== undefined && assembled.changedHosts !== undefined && !fresh
-        ? { delta: { base: last.serial, hosts: assembled.changedHosts, gateway: gatewayChanged, ...(changedGatewayRoutes !== undefined ? { gatewayRoutes: changedGatewayRoutes } : {}) } }
+        ? {
+            delta: {
+              base: last.serial,
+              hosts: assembled.changedHosts,
+              gateway: gatewayChanged,
+              ...(changedGatewayRoutes !== undefined ? { gatewayRoutes: changedGatewayRoutes } : {}),
+              // After a full re-check, the whole lists are compared (it cost every object already).
+              ...(full ? {} : { problems: delta }),
+            },
+          }
         : {}),
-    }, () => (gatewayOutput === undefined ? assembled.routes() : [...assembled.routes(), ...gatewayOutput.routes]));
+    }, () => (gatewayOutput === undefined ? assembled.routes() : [...assembled.routes(), ...gatewayOutput.routes]), problems);
     s.last = config;
     return config;
   };
@@ -499,6 +531,30 @@ function sameSet(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
 
 function compareStrings(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
+}
+
+const NO_PROBLEMS: readonly Problem[] = [];
+
+function addDelta(into: { added: Problem[]; removed: Problem[] }, delta: ProblemDelta): void {
+  for (const p of delta.added) into.added.push(p);
+  for (const p of delta.removed) into.removed.push(p);
+}
+
+/**
+ * How the Gateway API problems differ from `before` to `now`: the Gateways' pass (a few
+ * objects) and the routes the update named; every problem when the output was made anew.
+ */
+function gatewayProblemDelta(before: GatewayApiOutput | undefined, now: GatewayApiOutput | undefined, into: { added: Problem[]; removed: Problem[] }): void {
+  if (before !== undefined && now?.changedSources !== undefined) {
+    diffProblems(before.state.passProblems, now.state.passProblems, into);
+    for (const sourceKey of now.changedSources) {
+      // "HTTPRoute/ns/name" -> "HTTPRoute:ns/name", the key of its fragment
+      const fragmentKey = sourceKey.replace('/', ':');
+      diffProblems(before.state.routeProblems.get(fragmentKey) ?? NO_PROBLEMS, now.state.routeProblems.get(fragmentKey) ?? NO_PROBLEMS, into);
+    }
+    return;
+  }
+  diffProblems(before?.problems ?? NO_PROBLEMS, now?.problems ?? NO_PROBLEMS, into);
 }
 
 function compareProblemObjects(a: Problem, b: Problem): number {

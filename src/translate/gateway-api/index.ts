@@ -372,17 +372,23 @@ function assemble(
     (f) => (f.routes.length > 0 ? [f.sourceKey, f.routes] : undefined),
   );
   const routeCount = state.routes;
-  const problems: Problem[] = [...state.passProblems];
-  for (const list of state.routeProblems.values()) for (const p of list) problems.push(p);
   let routes: readonly RouteConfig[] | undefined;
+  // Made on first use too: a route change passes on the problems of the routes it names (see changedSources).
+  let problems: Problem[] | undefined;
   return {
     get routes() {
       return (routes ??= [...routesBySource.values()].flat());
     },
+    get problems() {
+      if (problems === undefined) {
+        problems = [...state.passProblems];
+        for (const list of state.routeProblems.values()) for (const p of list) problems.push(p);
+      }
+      return problems;
+    },
     routeCount,
     listeners: listenerConfigs,
     status: { gatewayClasses: pass.classes, gateways, httpRoutes: statusOf('HTTPRoute'), grpcRoutes: statusOf('GRPCRoute') },
-    problems,
     fragments,
     routesBySource,
     ...(changedSources !== undefined ? { changedSources } : {}),

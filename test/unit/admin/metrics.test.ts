@@ -84,6 +84,37 @@ describe('controller metrics', () => {
     assert.equal(sample(text, 'portico_route_table_rebuild_seconds_count'), 2);
   });
 
+  test('a rebuild given a delta moves the problems gauge to what a recount gives, and a fixed series disappears', async () => {
+    const byDelta = createMetrics();
+    const recounted = createMetrics();
+    const table = buildRouteTable(1, sampleConfig(), compileForTest, scanMatcher);
+    const problemLines = async (m: ReturnType<typeof createMetrics>) => (await m.registry.metrics()).split('\n').filter((l) => l.startsWith('portico_config_problems{')).sort();
+    const warning2: Problem = { ...sampleProblem, object: { kind: 'Ingress', namespace: 'a', name: 'b' } };
+    const error: Problem = { ...sampleProblem, severity: 'error', reason: 'InvalidAnnotation' };
+    const route: Problem = { object: { kind: 'HTTPRoute', namespace: 'a', name: 'r' }, severity: 'error', reason: 'BackendNotFound', message: 'x' };
+    // [problems after the step, the delta from the previous step]
+    const steps: [Problem[], { added: Problem[]; removed: Problem[] }][] = [
+      [[sampleProblem, warning2, error, route], { added: [warning2, error, route], removed: [] }],
+      [[warning2, error, route], { added: [], removed: [sampleProblem] }],
+      // The last problem of a series goes: the series disappears, as after a recount.
+      [[warning2, route], { added: [], removed: [error] }],
+      // A problem found again in a new object: removed and added at once.
+      [[{ ...warning2 }, route], { added: [{ ...warning2 }], removed: [warning2] }],
+      [[route, error], { added: [error], removed: [warning2] }],
+      [[route, error], { added: [], removed: [] }],
+    ];
+    byDelta.recordRebuild(table, 1, [sampleProblem]);
+    for (const [all, delta] of steps) {
+      byDelta.recordRebuild(table, 1, delta);
+      recounted.recordRebuild(table, 1, all);
+      assert.deepEqual(await problemLines(byDelta), await problemLines(recounted), JSON.stringify(all.map((p) => p.reason)));
+    }
+    assert.deepEqual(await problemLines(byDelta), [
+      'portico_config_problems{kind="HTTPRoute",reason="BackendNotFound",severity="error"} 1',
+      'portico_config_problems{kind="Ingress",reason="InvalidAnnotation",severity="error"} 1',
+    ]);
+  });
+
   test('API connection state follows setApiConnected', async () => {
     const metrics = createMetrics();
     metrics.setApiConnected(true);
