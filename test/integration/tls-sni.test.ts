@@ -135,3 +135,50 @@ describe('HTTPS with the certificate store', () => {
     assert.equal(store.builtContexts, 3);
   });
 });
+
+describe('HTTPS with fewer TLS contexts kept than hosts', () => {
+  test('a client resumes its session on a host whose context was let go and built again', async () => {
+    const pki = await createTestPki();
+    const [a, b] = await Promise.all([pki.issue('a.example.com'), pki.issue('b.example.com')]);
+    const store = await CertificateStore.create(undefined, undefined, undefined, undefined, { maxContexts: 1, eagerBuilds: 0 });
+    store.update(
+      new Map([
+        ['a.example.com', { secret: 'ns/a', ...a }],
+        ['b.example.com', { secret: 'ns/b', ...b }],
+      ]),
+    );
+    const server = https.createServer(store.httpsServerOptions(), (_req, res) => res.end('ok'));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as AddressInfo).port;
+    /** One request over a new connection; what the client saw of the handshake. */
+    const connect = (servername: string, session?: Buffer, maxVersion?: tls.SecureVersion) =>
+      new Promise<{ reused: boolean; subject: string | undefined; session: Buffer | undefined }>((resolve, reject) => {
+        let ticket: Buffer | undefined;
+        const socket = tls.connect({ host: '127.0.0.1', port, servername, ca: pki.ca, session, maxVersion }, () => {
+          const subject = socket.getPeerX509Certificate()?.subject;
+          socket.on('data', () => {});
+          socket.on('end', () => resolve({ reused: socket.isSessionReused(), subject, session: ticket ?? socket.getSession() }));
+          socket.write(`GET / HTTP/1.1\r\nhost: ${servername}\r\nconnection: close\r\n\r\n`);
+        });
+        socket.on('session', (s: Buffer) => (ticket = s));
+        socket.on('error', reject);
+      });
+    try {
+      for (const version of ['TLSv1.2', 'TLSv1.3'] as const) {
+        const first = await connect('a.example.com', undefined, version);
+        assert.match(first.subject ?? '', /CN=a\.example\.com/);
+        assert.equal(first.reused, false);
+        const other = await connect('b.example.com', undefined, version);
+        assert.match(other.subject ?? '', /CN=b\.example\.com/);
+        assert.equal(store.builtContexts, 1, "b's context took the place of a's");
+        const again = await connect('a.example.com', first.session, version);
+        assert.equal(again.reused, true, `${version}: the session is resumed`);
+        const fresh = await connect('a.example.com', undefined, version);
+        assert.match(fresh.subject ?? '', /CN=a\.example\.com/, 'a new session gets the certificate again');
+      }
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});
