@@ -10,7 +10,7 @@ import { problemKey, type EndpointUpdate, type RoutingConfig } from './model/con
 import { buildRouteTable, emptyRoutingConfig, RouteTableHolder, type RouteTable } from './routing/table.ts';
 import { createAccessLogger, throttledLog, type AccessLogger } from './util/log.ts';
 import { handshakeFailureReason, type Metrics } from './admin/metrics.ts';
-import { CertificateStore, DEFAULT_TLS_CIPHERS } from './tls/certificates.ts';
+import { CertificateStore, certificateChangesSince, DEFAULT_TLS_CIPHERS } from './tls/certificates.ts';
 import { GatewayListeners } from './proxy/gateway-listeners.ts';
 import { UpstreamPools } from './proxy/upstreams.ts';
 import { configureEndpointLimit } from './proxy/balancer.ts';
@@ -176,12 +176,17 @@ export async function startDataPlane(options: Options, log: Logger, metrics: Met
 
   // ---- what a new table changes ----
   let reportedTlsProblems = new Set<string>();
+  /** The config whose certificates the store has: a delta that follows it names the hosts to update. */
+  let certificatesOf: RoutingConfig | undefined;
   holder.onSwap((table) => {
     // Series and policy state of routes that left the table go with the swap.
     routes.retain(table.config);
     // Translation validates Secrets; what the TLS layer still rejects is logged once.
     const tlsProblems = new Set<string>();
-    for (const p of certificates.update(table.config.certificates)) {
+    // One renewed Secret costs its hosts, not every TLS host (alone and in each worker).
+    const tlsUpdate = certificates.update(table.config.certificates, certificateChangesSince(table.config, certificatesOf));
+    certificatesOf = table.config;
+    for (const p of tlsUpdate) {
       const key = problemKey(p);
       tlsProblems.add(key);
       if (!reportedTlsProblems.has(key)) log.warn({ object: p.object, reason: p.reason }, `Secret ${p.object.namespace ?? ''}/${p.object.name}: ${p.message}`);

@@ -270,9 +270,17 @@ export interface RoutingConfig {
   /**
    * What changed since the config numbered `base`: the Ingress hosts whose routes differ,
    * whether Gateway API output did, and then (when known) which Gateway routes' RouteConfigs
-   * differ (gatewaySourceKey; a key without routes now: removed).
+   * differ (gatewaySourceKey; a key without routes now: removed), and (when known) the
+   * hosts whose certificate is not the very object of base's (a host without one now:
+   * removed). Without `certificates`, compare the two maps.
    */
-  readonly delta?: { readonly base: number; readonly hosts: ReadonlySet<string>; readonly gateway: boolean; readonly gatewayRoutes?: ReadonlySet<string> };
+  readonly delta?: {
+    readonly base: number;
+    readonly hosts: ReadonlySet<string>;
+    readonly gateway: boolean;
+    readonly gatewayRoutes?: ReadonlySet<string>;
+    readonly certificates?: ReadonlySet<string>;
+  };
 }
 
 /** "<kind>/<ns>/<name>" of a Gateway route's source: an HTTPRoute and a GRPCRoute of one name stay apart. */

@@ -1,13 +1,15 @@
 // Certificates served on the HTTPS listener, chosen per connection by SNI.
 // update() swaps them live after each rebuild; an unchanged Secret reuses its
-// SecureContext, so a rebuild that touches no certificate costs a hash per host.
+// SecureContext. Told which hosts changed (the config's delta), an update costs those
+// hosts: a renewed Secret at 20,000 TLS hosts must not walk the 20,000.
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import tls from 'node:tls';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import type { CertificateConfig, Problem } from '../model/config.ts';
+import type { CertificateConfig, Problem, RoutingConfig } from '../model/config.ts';
+import { PatchedMap } from '../util/patched-map.ts';
 
 /** The protocol versions and cipher suites every certificate is served with (--tls-min-version, --tls-ciphers). */
 export interface TlsPolicy {
@@ -43,6 +45,24 @@ export const DEFAULT_CERTIFICATE_CN = 'portico default certificate';
 
 const execFileAsync = promisify(execFile);
 
+/** What changed since an earlier map (see CertificateStore.update). */
+export interface CertificateChanges {
+  /** The map the changes are relative to: they are used only if it is the map of the store's last update. */
+  readonly from: ReadonlyMap<string, CertificateConfig>;
+  /** Every host whose certificate is not the very object it was in `from` (a host gone included); more is harmless. */
+  readonly hosts: Iterable<string>;
+}
+
+/**
+ * The changes of `config` installed after `previous`: the hosts its delta names
+ * (RoutingConfig.delta.certificates), when the delta follows `previous`.
+ */
+export function certificateChangesSince(config: RoutingConfig, previous: RoutingConfig | undefined): CertificateChanges | undefined {
+  const delta = config.delta;
+  if (delta?.certificates === undefined || previous === undefined || previous.serial !== delta.base) return undefined;
+  return { from: previous.certificates, hosts: delta.certificates };
+}
+
 interface Entry {
   readonly context: tls.SecureContext | undefined;
   /** why createSecureContext refused the PEM, when it did */
@@ -55,10 +75,16 @@ export class CertificateStore {
   private readonly defaultKey: string;
   private readonly defaultCert: string;
   private readonly defaultContext: tls.SecureContext;
-  /** lowercase host or "*.suffix" -> context */
-  private byHost = new Map<string, tls.SecureContext>();
+  /** lowercase host or "*.suffix" -> context; a PatchedMap, so a change copies the hosts it names */
+  private byHost = PatchedMap.of<string, tls.SecureContext>();
   /** fingerprint of cert+key -> built context (or the error), reused across updates */
   private byPem = new Map<string, Entry>();
+  /** fingerprint -> how many hosts of the last map have it (its entry leaves byPem at 0) */
+  private uses = new Map<string, number>();
+  /** Secret -> how many hosts of the last map have a certificate of it that TLS refused, and its problem */
+  private invalid = new Map<string, { hosts: number; readonly problem: Problem }>();
+  /** Hosts of the last map that are not written as their byHost key (case, trailing dot): two may share a key, so changes are not patched. */
+  private unnormalized = 0;
   /**
    * The entry of each certificate object seen: a routing config keeps the objects of the
    * certificates it did not change, so an update hashes only the new ones.
@@ -111,36 +137,98 @@ export class CertificateStore {
   /**
    * Installs the certificates of a new routing config. Returns a problem per Secret
    * whose PEM TLS refuses; its hosts get the default certificate, others are unaffected.
+   * With `changes` relative to the map of the last update, only the hosts they name are
+   * looked at; without (a first build, a caller that does not know), the whole map is.
    */
-  update(certificates: ReadonlyMap<string, CertificateConfig>): Problem[] {
+  update(certificates: ReadonlyMap<string, CertificateConfig>, changes?: CertificateChanges): Problem[] {
     // Every routing change installs a config, and one whose certificates did not change
     // has the same map: at 20,000 TLS hosts, hashing every PEM again took 80 ms a change.
     if (certificates === this.lastCertificates) return this.lastProblems;
+    if (changes !== undefined && changes.from === this.lastCertificates && this.unnormalized === 0 && this.patch(certificates, changes.from, changes.hosts)) {
+      return this.lastProblems;
+    }
+    return this.rebuild(certificates);
+  }
+
+  /** The entry of a certificate: known by its object, else by its PEM, else built. */
+  private entryOf(certificate: CertificateConfig, byPem: ReadonlyMap<string, Entry>): Entry {
+    let entry = this.byCertificate.get(certificate);
+    if (entry === undefined) {
+      const fingerprint = pemFingerprint(certificate);
+      entry = byPem.get(fingerprint) ?? this.byPem.get(fingerprint) ?? buildEntry(certificate, fingerprint, this.policy);
+      this.byCertificate.set(certificate, entry);
+    }
+    return entry;
+  }
+
+  private rebuild(certificates: ReadonlyMap<string, CertificateConfig>): Problem[] {
     const byHost = new Map<string, tls.SecureContext>();
     const byPem = new Map<string, Entry>();
-    const problems: Problem[] = [];
-    const reported = new Set<string>();
+    const uses = new Map<string, number>();
+    const invalid = new Map<string, { hosts: number; readonly problem: Problem }>();
+    let unnormalized = 0;
     for (const [host, certificate] of certificates) {
-      let entry = this.byCertificate.get(certificate);
-      if (entry === undefined) {
-        const fingerprint = pemFingerprint(certificate);
-        entry = byPem.get(fingerprint) ?? this.byPem.get(fingerprint) ?? buildEntry(certificate, fingerprint, this.policy);
-        this.byCertificate.set(certificate, entry);
-      }
+      const entry = this.entryOf(certificate, byPem);
       byPem.set(entry.fingerprint, entry);
-      if (entry.context) {
-        byHost.set(normalizeHost(host), entry.context);
-      } else if (!reported.has(certificate.secret)) {
-        reported.add(certificate.secret);
-        problems.push(invalidCertificate(certificate.secret, entry.error ?? 'unknown error'));
-      }
+      uses.set(entry.fingerprint, (uses.get(entry.fingerprint) ?? 0) + 1);
+      const key = normalizeHost(host);
+      if (key !== host) unnormalized++;
+      if (entry.context) byHost.set(key, entry.context);
+      else countInvalid(invalid, certificate.secret, entry, 1);
     }
     // Swap whole maps: a handshake in progress sees either the old or the new set.
-    this.byHost = byHost;
+    this.byHost = PatchedMap.of(byHost);
     this.byPem = byPem;
+    this.uses = uses;
+    this.invalid = invalid;
+    this.unnormalized = unnormalized;
     this.lastCertificates = certificates;
-    this.lastProblems = problems;
-    return problems;
+    this.lastProblems = problemsOf(invalid);
+    return this.lastProblems;
+  }
+
+  /**
+   * Applies the certificates of `hosts` (changed since `from`, the last map) alone. False,
+   * having changed nothing, when a host is not written as its key (see unnormalized).
+   */
+  private patch(certificates: ReadonlyMap<string, CertificateConfig>, from: ReadonlyMap<string, CertificateConfig>, hosts: Iterable<string>): boolean {
+    const changed: [string, CertificateConfig | undefined, CertificateConfig | undefined][] = [];
+    for (const host of hosts) {
+      if (normalizeHost(host) !== host) return false;
+      const before = from.get(host);
+      const now = certificates.get(host);
+      if (before !== now) changed.push([host, before, now]);
+    }
+    const contexts: [string, tls.SecureContext | undefined][] = [];
+    let problemsChanged = false;
+    // The new certificates first: one with the PEM of a certificate it replaces reuses its context.
+    for (const [host, , now] of changed) {
+      if (now === undefined) {
+        contexts.push([host, undefined]);
+        continue;
+      }
+      const entry = this.entryOf(now, this.byPem);
+      this.byPem.set(entry.fingerprint, entry);
+      this.uses.set(entry.fingerprint, (this.uses.get(entry.fingerprint) ?? 0) + 1);
+      contexts.push([host, entry.context]);
+      if (!entry.context) problemsChanged = countInvalid(this.invalid, now.secret, entry, 1) || problemsChanged;
+    }
+    for (const [, before] of changed) {
+      if (before === undefined) continue;
+      const entry = this.entryOf(before, this.byPem);
+      const left = (this.uses.get(entry.fingerprint) ?? 1) - 1;
+      if (left > 0) this.uses.set(entry.fingerprint, left);
+      else {
+        this.uses.delete(entry.fingerprint);
+        this.byPem.delete(entry.fingerprint);
+      }
+      if (!entry.context) problemsChanged = countInvalid(this.invalid, before.secret, entry, -1) || problemsChanged;
+    }
+    // One swap: a handshake in progress sees either the old or the new set.
+    this.byHost = this.byHost.with(contexts);
+    this.lastCertificates = certificates;
+    if (problemsChanged) this.lastProblems = problemsOf(this.invalid);
+    return true;
   }
 
   /** Picks the context for a handshake: exact host, then "*.parent", then the default. */
@@ -204,6 +292,25 @@ function buildEntry(certificate: CertificateConfig, fingerprint: string, policy:
   } catch (err) {
     return { context: undefined, error: errorMessage(err), fingerprint };
   }
+}
+
+/** Counts a host of `secret` whose certificate TLS refused (`by` 1) or no longer has it (-1); true when the Secret's problem came or went. */
+function countInvalid(invalid: Map<string, { hosts: number; readonly problem: Problem }>, secret: string, entry: Entry, by: 1 | -1): boolean {
+  const known = invalid.get(secret);
+  if (known === undefined) {
+    if (by < 0) return false;
+    invalid.set(secret, { hosts: 1, problem: invalidCertificate(secret, entry.error ?? 'unknown error') });
+    return true;
+  }
+  known.hosts += by;
+  if (known.hosts > 0) return false;
+  invalid.delete(secret);
+  return true;
+}
+
+/** One problem per Secret TLS refused. */
+function problemsOf(invalid: ReadonlyMap<string, { readonly problem: Problem }>): Problem[] {
+  return Array.from(invalid.values(), (i) => i.problem);
 }
 
 function invalidCertificate(secret: string, error: string): Problem {

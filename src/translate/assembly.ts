@@ -27,11 +27,14 @@ export interface AssemblyResult {
   /** Ingress routes by host ("" for rules without host); a change copies only the hosts it touched (PatchedMap). */
   readonly byHost: ReadonlyMap<string, readonly RouteConfig[]>;
   readonly defaultBackend: RouteConfig | undefined;
+  /** Certificate per TLS host; a change copies only the hosts whose certificate changed (PatchedMap). */
   readonly certificates: ReadonlyMap<string, CertificateConfig>;
   /** Conflict problems, each with the key of the Ingress it is reported on and its order there. */
   readonly conflicts: readonly { readonly key: string; readonly seq: number; readonly problem: Problem }[];
   /** Hosts whose routes changed since the previous result; undefined after a full build. */
   readonly changedHosts: ReadonlySet<string> | undefined;
+  /** Hosts whose certificate is not the very object of the previous result (or gone); undefined after a full build. */
+  readonly changedCertificates: ReadonlySet<string> | undefined;
 }
 
 function compareStrings(a: string, b: string): number {
@@ -67,7 +70,8 @@ export class IngressAssembly {
   private routeCount = 0;
   /** Hosts with conflicts, so that collecting them costs what they are. */
   private readonly conflictHosts = new Set<string>();
-  private certificates: ReadonlyMap<string, CertificateConfig> = new Map();
+  /** A PatchedMap: a renewed Secret copies its hosts, not the 20,000 others. */
+  private certificates = PatchedMap.of<string, CertificateConfig>();
   private readonly withDefault = new Set<string>();
   private defaultBackend: RouteConfig | undefined;
   private defaultConflicts: { key: string; seq: number; problem: Problem }[] = [];
@@ -130,26 +134,22 @@ export class IngressAssembly {
     }
     if (dirty.size === 0 && !defaultsChanged && this.last !== undefined) {
       // Nothing of the Ingress side changed: the same output, saying so (an empty delta).
-      if (!full && this.last.changedHosts?.size !== 0) this.last = { ...this.last, changedHosts: NO_HOSTS };
+      if (!full && (this.last.changedHosts?.size !== 0 || this.last.changedCertificates?.size !== 0)) this.last = { ...this.last, changedHosts: NO_HOSTS, changedCertificates: NO_HOSTS };
       return this.last;
     }
 
     // Certificates first: a changed certificate changes the tls flag of the hosts it covers.
-    let certificatesChanged = false;
+    const certificateChanges: [string, CertificateConfig | undefined][] = [];
     const settled = new Map<string, HostState>();
     for (const host of dirty) {
       const state = this.settle(host);
       settled.set(host, state);
       const before = this.hosts.get(host)?.certificate?.claim.certificate;
-      if (before !== state.certificate?.claim.certificate) certificatesChanged = true;
+      const now = state.certificate?.claim.certificate;
+      if (before !== now) certificateChanges.push([host, now]);
     }
-    if (certificatesChanged) {
-      const certificates = new Map(this.certificates);
-      for (const [host, state] of settled) {
-        if (state.certificate !== undefined) certificates.set(host, state.certificate.claim.certificate);
-        else certificates.delete(host);
-      }
-      this.certificates = certificates;
+    if (certificateChanges.length > 0) {
+      this.certificates = this.certificates.with(certificateChanges);
       // Routes under a wildcard whose certificate changed get their tls flag again.
       for (const host of [...settled.keys()]) {
         if (!host.startsWith('*.')) continue;
@@ -198,6 +198,7 @@ export class IngressAssembly {
       certificates: this.certificates,
       conflicts,
       changedHosts: full ? undefined : changedHosts,
+      changedCertificates: full ? undefined : certificateChanges.length === 0 ? NO_HOSTS : new Set(certificateChanges.map(([host]) => host)),
     };
     return this.last;
   }

@@ -315,7 +315,7 @@ export function createTranslator(): IncrementalTranslator {
       ...(gateway !== undefined ? { gatewayRoutes: gateway.output.routesBySource } : {}),
       serial: ++s.serial,
       ...(last?.serial !== undefined && assembled.changedHosts !== undefined && !fresh
-        ? { delta: { base: last.serial, hosts: assembled.changedHosts, gateway: gatewayChanged, ...(changedGatewayRoutes !== undefined ? { gatewayRoutes: changedGatewayRoutes } : {}) } }
+        ? { delta: { base: last.serial, hosts: assembled.changedHosts, gateway: gatewayChanged, ...(changedGatewayRoutes !== undefined ? { gatewayRoutes: changedGatewayRoutes } : {}), ...(assembled.changedCertificates !== undefined ? { certificates: assembled.changedCertificates } : {}) } }
         : {}),
     }, () => (gatewayOutput === undefined ? assembled.routes() : [...assembled.routes(), ...gatewayOutput.routes]));
     s.last = config;
