@@ -9,13 +9,17 @@
 // portico at debug level, so the slow samples are matched to V8's long GC pauses too.
 // BENCH_NODE_ARGS="--flag ..." starts portico with those Node flags (an A/B: --max-opt=999 keeps the compilers on from the start).
 // BENCH_TLS=1: every one of the N Ingresses has TLS, with a Secret of its own (one PEM for all,
-// so what is timed is the per-host work of a change, not OpenSSL building contexts).
+// so what is timed is the per-host work of a change, not OpenSSL building contexts). Then
+// also a renewal: one Ingress file rewritten with a new certificate in its Secret -> the
+// first TLS handshake (SNI: its host) on the HTTPS port that gets the new certificate.
 // BENCH_TLS_MISMATCH=1 (with BENCH_TLS=1): that certificate covers no host of theirs (it is
 // for *.elsewhere.bench), so each of the N Ingresses carries a problem (a
 // CertificateHostMismatch warning): what a change costs when the config has N problems.
 // The echo pod runs in a process of its own (bench/lib/out-of-process.ts); IN_PROCESS=1
 // runs it in the bench's process, beside the client that times the samples, as before.
+import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import tls from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startEchoServer } from '../examples/echo-server.ts';
@@ -47,14 +51,15 @@ try {
     process.env.BENCH_TLS === '1'
       ? await generate([{ name: 'commonName', value: certificateName }], { keyType: 'ec', curve: 'P-256', extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: certificateName }] }] })
       : undefined;
-  for (let i = 0; i < existing; i++) {
-    const host = pems ? `pre-${i}.tls.bench` : `pre-${i}.bench`;
+  /** Ingress i's file (with TLS: the Ingress and its Secret, with these PEMs). */
+  const preFile = (i: number, certificate = pems) => {
+    const host = certificate ? `pre-${i}.tls.bench` : `pre-${i}.bench`;
     const rules = [{ host, paths: [{ path: '/', service: 'web' }] }];
-    const objects = pems
-      ? [ingress(`pre-${i}`, { rules, tls: [{ hosts: [host], secretName: `pre-${i}-tls` }] }), tlsSecret(`pre-${i}-tls`, pems.cert, pems.private)]
+    return certificate
+      ? [ingress(`pre-${i}`, { rules, tls: [{ hosts: [host], secretName: `pre-${i}-tls` }] }), tlsSecret(`pre-${i}-tls`, certificate.cert, certificate.private)]
       : [ingress(`pre-${i}`, { rules })];
-    writeFileSync(join(dir, `pre-${i}.yaml`), toYaml(objects));
-  }
+  };
+  for (let i = 0; i < existing; i++) writeFileSync(join(dir, `pre-${i}.yaml`), toYaml(preFile(i)));
   const gatewayPorts: number[] = [];
   /** The Gateways' file; `extraPort`: gw0 has a second listener there. */
   const gatewayFile = (extraPort?: number) => [
@@ -73,25 +78,25 @@ try {
   // A fixed port, as in production: workers bind it themselves (SO_REUSEPORT). Port 0
   // makes node:cluster's primary accept every connection and hand it over, so each probe
   // waited for the primary, the process that has just translated and shipped the change.
-  portico = await startPortico(['--manifests', dir, '--http-port', String(await freePort()), '--access-log=false', ...(process.env.BENCH_DEBUG ? ['--log-level', 'debug'] : []), '--workers', workers], profileDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}, 120_000, process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean));
+  portico = await startPortico(['--manifests', dir, '--http-port', String(await freePort()), ...(pems ? ['--https-port', String(await freePort())] : []), '--access-log=false', ...(process.env.BENCH_DEBUG ? ['--log-level', 'debug'] : []), '--workers', workers], profileDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}, 120_000, process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean));
   const startMs = performance.now() - started;
 
   /** Writes `file` and times until `host` answers 200 on `port`. */
   const windows: SampleWindow[] = [];
   const floor: number[] = [];
   const waits = cpuWaits(portico.child.pid!);
-  const measure = async (port: number, host: string, file: string, objects: Parameters<typeof toYaml>[0]) => {
+  const measure = async (port: number, host: string, file: string, objects: Parameters<typeof toYaml>[0], served?: () => Promise<boolean>) => {
     const waited0 = waits();
     const from = Date.now();
     const t0 = performance.now();
     writeFileSync(join(dir, file), toYaml(objects));
-    await untilServed(async () => (await get(port, host, '/').catch(() => ({ status: 0 }))).status === 200);
+    await untilServed(served ?? (async () => (await get(port, host, '/').catch(() => ({ status: 0 }))).status === 200));
     const ms = performance.now() - t0;
     windows.push({ name: file, from, to: Date.now(), storeChange: `${(objects[0] as { kind: string }).kind} default/${(objects[0] as { metadata: { name: string } }).metadata.name}`, waited: waitedBetween(waited0, waits()) });
     await new Promise((r) => setTimeout(r, 100));
     // The probe's floor: one request to a host served all along, between the samples.
     const f0 = performance.now();
-    await get(port, 'pre-0.bench', '/').catch(() => undefined);
+    await get(port === portico!.https ? portico!.http : port, 'pre-0.bench', '/').catch(() => undefined);
     floor.push(performance.now() - f0);
     return ms;
   };
@@ -114,6 +119,28 @@ try {
     const port = await freePort();
     listeners.push(await measure(port, 'r0.gw.bench', 'gateways.yaml', gatewayFile(port)));
   }
+  // Renewals: one Ingress file rewritten with a new certificate in its Secret (a certificate of its own
+  // each, made beforehand) -> the first handshake for its host that gets it.
+  const renewals: number[] = [];
+  if (pems !== undefined) {
+    const renewed = [];
+    for (let s = 0; s < samples; s++) renewed.push(await generate([{ name: 'commonName', value: '*.tls.bench' }], { keyType: 'ec', curve: 'P-256', extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: '*.tls.bench' }] }] }));
+    /** The SHA-256 fingerprint of the certificate served for `servername` ('' when the handshake failed). */
+    const served = (servername: string) =>
+      new Promise<string>((resolve) => {
+        const socket = tls.connect({ port: portico!.https, host: '127.0.0.1', servername, rejectUnauthorized: false }, () => {
+          resolve(socket.getPeerCertificate().fingerprint256);
+          socket.destroy();
+        });
+        socket.on('error', () => resolve(''));
+      });
+    for (let s = 0; s < samples; s++) {
+      const i = (s * 97 + 1) % existing;
+      const fingerprint = new X509Certificate(renewed[s]!.cert).fingerprint256;
+      const host = `pre-${i}.tls.bench`;
+      renewals.push(await measure(portico.https, host, `pre-${i}.yaml`, preFile(i, renewed[s]).reverse(), async () => (await served(host)) === fingerprint));
+    }
+  }
   const load = machineLoad();
   const logs = portico.logs;
   await portico.stop();
@@ -127,6 +154,7 @@ try {
   // The controller's part: from the store change (file read and parsed) to the table swapped.
   const serve = logs.filter((l) => l.msg === 'route table updated' && typeof l.changeToServeMs === 'number').map((l) => l.changeToServeMs as number);
   if (serve.length > 0) console.log(`controller change -> table swapped (changeToServeMs, every update): ${summary(serve)}`);
+  if (renewals.length > 0) console.log(`a Secret renewed (its Ingress file rewritten) -> first handshake with the new certificate: ${summary(renewals)}`);
   if (routes.length > 0) console.log(`new HTTPRoute file -> first 200: ${summary(routes)}`);
   if (listeners.length > 0) console.log(`listener added to 1 of ${GATEWAYS} Gateways (${Math.ceil(httpRoutes / GATEWAYS)} routes name it) -> first 200 on its port: ${summary(listeners)}`);
   reportTail(windows, logs);

@@ -9,6 +9,7 @@
 // then rebuild its replica; for the Secret, then its TLS layer's update).
 // BENCH_PROBLEMS=1: each Ingress' "/" path has no pathType, so every Ingress carries a
 // problem (a MissingPathType warning): what a change costs when the config has many.
+// BENCH_TLS=1: TLS (a Secret of its own) on every Ingress, not every tenth.
 //   node_modules/.bin/node bench/translate.ts [ingresses] [httproutes]
 import { deserialize, serialize, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -28,6 +29,7 @@ const ROUTES = Number(process.argv[3] ?? 0);
 const GATEWAYS = 5;
 const RUNS = 7;
 const PROBLEMS = process.env.BENCH_PROBLEMS === '1';
+const TLS_EVERY = process.env.BENCH_TLS === '1' ? 1 : 10;
 const options: TranslateOptions = { ingressClass: 'portico', controllerName: CONTROLLER_NAME, allowExternalName: false };
 
 const pems = await generate([{ name: 'commonName', value: '*.bench.test' }], {
@@ -45,7 +47,7 @@ function makeIngress(i: number, version = 0): Ingress {
     metadata: { name: `ing${i}`, namespace: `ns${i % 100}`, creationTimestamp: new Date(Date.UTC(2024, 0, 1) + i * 1000).toISOString(), resourceVersion: String(version) },
     spec: {
       ingressClassName: 'portico',
-      ...(i % 10 === 0 ? { tls: [{ hosts, secretName: `tls${i}` }] } : {}),
+      ...(i % TLS_EVERY === 0 ? { tls: [{ hosts, secretName: `tls${i}` }] } : {}),
       rules: hosts.map((host) => ({
         host,
         http: { paths: [{ path: '/', ...(PROBLEMS ? {} : { pathType: 'Prefix' as const }), backend }, { path: `/api/v${version}`, pathType: 'Exact' as const, backend }] },
@@ -130,7 +132,7 @@ function buildSnapshot() {
     const slice = makeSlice(i);
     endpointSlices.set(`${ns}/${slice.metadata.name}`, slice);
     endpointSlicesByService.set(`${ns}/svc${i}`, new Map([[`${ns}/${slice.metadata.name}`, slice]]));
-    if (i % 10 === 0) {
+    if (i % TLS_EVERY === 0) {
       secrets.set(`${ns}/tls${i}`, { apiVersion: 'v1', kind: 'Secret', metadata: { name: `tls${i}`, namespace: ns }, type: 'kubernetes.io/tls', stringData: { 'tls.crt': pems.cert, 'tls.key': pems.private } });
     }
   }
@@ -317,6 +319,8 @@ for (let r = 0; r < RUNS; r++) {
 const certificateStore = await CertificateStore.create(undefined, undefined, undefined, { cert: pems.cert, key: pems.private });
 const secretKeys = [...store.secrets.keys()];
 const renewBytes: number[] = [];
+const renewTranslate: number[] = [];
+const renewMessage: number[] = [];
 const renewReceive: number[] = [];
 const renewTls: number[] = [];
 if (secretKeys.length > 0) {
@@ -327,16 +331,21 @@ if (secretKeys.length > 0) {
     const key = secretKeys[(r * 37) % secretKeys.length]!;
     const secret = store.secrets.get(key)!;
     store.secrets.set(key, { ...secret, metadata: { ...secret.metadata, resourceVersion: String(r + 1) }, stringData: { 'tls.crt': pems.cert, 'tls.key': pems.private } });
-    config = translate(snapshot, options, [{ type: 'updated', kind: 'Secret', key }]);
-    const bytes = serialize(configMessage(config, shipped));
-    renewBytes.push(bytes.length);
-    renewReceive.push(time(() => (current = replica.apply(deserialize(bytes) as ConfigMessage)!)));
-    renewTls.push(time(() => certificateStore.update(current.certificates)));
+    renewTranslate.push(time(() => (config = translate(snapshot, options, [{ type: 'updated', kind: 'Secret', key }]))));
+    let bytes: Buffer | undefined;
+    renewMessage.push(time(() => (bytes = serialize(configMessage(config, shipped)))));
+    renewBytes.push(bytes!.length);
+    const before = current;
+    renewReceive.push(time(() => (current = replica.apply(deserialize(bytes!) as ConfigMessage)!)));
+    // As the data plane does (certificateChangesSince): the hosts the delta names, relative to the map installed before.
+    const hosts = current.delta?.certificates;
+    const changes = hosts !== undefined && current.delta!.base === before.serial ? { from: before.certificates, hosts } : undefined;
+    renewTls.push(time(() => certificateStore.update(current.certificates, changes)));
   }
 }
 console.log(`shipping to a worker (v8 serializer, as cluster's 'advanced' IPC)`);
 console.log(`  whole config   ${mb(median(wholeBytes))}, serialize ${median(wholeSerialize).toFixed(1)} ms, deserialize + apply ${median(wholeReceive).toFixed(1)} ms`);
 console.log(`  one Ingress    ${(median(deltaBytes) / 1024).toFixed(1)} KB, serialize ${median(deltaSerialize).toFixed(2)} ms, deserialize + apply ${median(deltaReceive).toFixed(2)} ms`);
 if (renewBytes.length > 0) {
-  console.log(`  one Secret     ${(median(renewBytes) / 1024).toFixed(1)} KB, deserialize + apply ${median(renewReceive).toFixed(2)} ms, then the worker's TLS layer ${median(renewTls).toFixed(2)} ms (${config.certificates.size} TLS hosts)`);
+  console.log(`  one Secret     ${(median(renewBytes) / 1024).toFixed(1)} KB, translate ${median(renewTranslate).toFixed(2)} ms, message + serialize ${median(renewMessage).toFixed(2)} ms, deserialize + apply ${median(renewReceive).toFixed(2)} ms, then the worker's TLS layer ${median(renewTls).toFixed(2)} ms (${config.certificates.size} TLS hosts)`);
 }

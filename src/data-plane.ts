@@ -10,7 +10,7 @@ import { problemKey, type EndpointUpdate, type Problem, type RoutingConfig } fro
 import { buildRouteTable, emptyRoutingConfig, RouteTableHolder, type RouteTable } from './routing/table.ts';
 import { createAccessLogger, throttledLog, type AccessLogger } from './util/log.ts';
 import { handshakeFailureReason, type Metrics } from './admin/metrics.ts';
-import { CertificateStore, DEFAULT_TLS_CIPHERS } from './tls/certificates.ts';
+import { CertificateStore, certificateChangesSince, DEFAULT_TLS_CIPHERS } from './tls/certificates.ts';
 import { GatewayListeners } from './proxy/gateway-listeners.ts';
 import { UpstreamPools } from './proxy/upstreams.ts';
 import { configureEndpointLimit } from './proxy/balancer.ts';
@@ -178,7 +178,7 @@ export async function startDataPlane(options: Options, log: Logger, metrics: Met
   // ---- what a new table changes ----
   // Translation validates Secrets; what the TLS layer still rejects is logged once, at
   // the change that brings it, or at the first handshake that needs it (see CertificateStore).
-  let reportedTlsProblems = new Set<string>();
+  const reportedTlsProblems = new Set<string>();
   const logTlsProblem = (p: Problem): void => {
     const key = problemKey(p);
     if (reportedTlsProblems.has(key)) return;
@@ -186,14 +186,22 @@ export async function startDataPlane(options: Options, log: Logger, metrics: Met
     log.warn({ object: p.object, reason: p.reason }, `Secret ${p.object.namespace ?? ''}/${p.object.name}: ${p.message}`);
   };
   certificates.onRejected = logTlsProblem;
+  /** The config whose certificates the store has: a delta that follows it names the hosts to update. */
+  let certificatesOf: RoutingConfig | undefined;
+  let lastTlsProblems: readonly Problem[] = [];
   holder.onSwap((table) => {
     // Series and policy state of routes that left the table go with the swap.
     routes.retain(table.config);
-    const problems = certificates.update(table.config.certificates);
-    // A refused certificate no longer served may be logged again if it comes back.
-    const current = new Set(problems.map(problemKey));
-    for (const key of reportedTlsProblems) if (!current.has(key)) reportedTlsProblems.delete(key);
-    for (const p of problems) logTlsProblem(p);
+    // One renewed Secret costs its hosts, not every TLS host (alone and in each worker).
+    const problems = certificates.update(table.config.certificates, certificateChangesSince(table.config, certificatesOf));
+    certificatesOf = table.config;
+    if (problems !== lastTlsProblems) {
+      lastTlsProblems = problems;
+      // A refused certificate no longer served may be logged again if it comes back.
+      const current = new Set(problems.map(problemKey));
+      for (const key of reportedTlsProblems) if (!current.has(key)) reportedTlsProblems.delete(key);
+      for (const p of problems) logTlsProblem(p);
+    }
     upstreams.retain(table.config);
     upstreams.registry.sweep();
   });

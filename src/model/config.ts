@@ -322,8 +322,10 @@ export interface RoutingConfig {
   /**
    * What changed since the config numbered `base`: the Ingress hosts whose routes differ,
    * whether Gateway API output did, and then (when known) which Gateway routes' RouteConfigs
-   * differ (gatewaySourceKey; a key without routes now: removed). `problems`, when known:
-   * how `problems` differs from the config numbered `base`'s (absent after a full re-check:
+   * differ (gatewaySourceKey; a key without routes now: removed), and (when known) the
+   * hosts whose certificate is not the very object of base's (a host without one now:
+   * removed). Without `certificates`, compare the two maps. `problems`, when known: how
+   * `problems` differs from the config numbered `base`'s (absent after a full re-check:
    * compare the whole lists).
    */
   readonly delta?: {
@@ -332,6 +334,7 @@ export interface RoutingConfig {
     readonly gateway: boolean;
     readonly gatewayRoutes?: ReadonlySet<string>;
     readonly problems?: ProblemDelta;
+    readonly certificates?: ReadonlySet<string>;
   };
 }
 

@@ -34,6 +34,7 @@ export interface AssemblyResult {
   /** Ingress routes by host ("" for rules without host); a change copies only the hosts it touched (PatchedMap). */
   readonly byHost: ReadonlyMap<string, readonly RouteConfig[]>;
   readonly defaultBackend: RouteConfig | undefined;
+  /** Certificate per TLS host; a change copies only the hosts whose certificate changed (PatchedMap). */
   readonly certificates: ReadonlyMap<string, CertificateConfig>;
   /** Conflict problems, each with the key of the Ingress it is reported on and its order there: made on first use. */
   conflicts(): readonly Conflict[];
@@ -41,6 +42,8 @@ export interface AssemblyResult {
   readonly conflictDelta: ProblemDelta;
   /** Hosts whose routes changed since the previous result; undefined after a full build. */
   readonly changedHosts: ReadonlySet<string> | undefined;
+  /** Hosts whose certificate is not the very object of the previous result (or gone); undefined after a full build. */
+  readonly changedCertificates: ReadonlySet<string> | undefined;
 }
 
 function compareStrings(a: string, b: string): number {
@@ -77,7 +80,8 @@ export class IngressAssembly {
   private routeCount = 0;
   /** The conflicts of the hosts that have some, as last given out (each result keeps its own version). */
   private conflictsByHost = PatchedMap.of<string, readonly Conflict[]>();
-  private certificates: ReadonlyMap<string, CertificateConfig> = new Map();
+  /** A PatchedMap: a renewed Secret copies its hosts, not the 20,000 others. */
+  private certificates = PatchedMap.of<string, CertificateConfig>();
   private readonly withDefault = new Set<string>();
   private defaultBackend: RouteConfig | undefined;
   private defaultConflicts: readonly Conflict[] = [];
@@ -140,28 +144,24 @@ export class IngressAssembly {
     }
     if (dirty.size === 0 && !defaultsChanged && this.last !== undefined) {
       // Nothing of the Ingress side changed: the same output, saying so (an empty delta).
-      if ((!full && this.last.changedHosts?.size !== 0) || this.last.conflictDelta !== NO_PROBLEM_CHANGES) {
-        this.last = { ...this.last, ...(full ? {} : { changedHosts: NO_HOSTS }), conflictDelta: NO_PROBLEM_CHANGES };
+      if ((!full && (this.last.changedHosts?.size !== 0 || this.last.changedCertificates?.size !== 0)) || this.last.conflictDelta !== NO_PROBLEM_CHANGES) {
+        this.last = { ...this.last, ...(full ? {} : { changedHosts: NO_HOSTS, changedCertificates: NO_HOSTS }), conflictDelta: NO_PROBLEM_CHANGES };
       }
       return this.last;
     }
 
     // Certificates first: a changed certificate changes the tls flag of the hosts it covers.
-    let certificatesChanged = false;
+    const certificateChanges: [string, CertificateConfig | undefined][] = [];
     const settled = new Map<string, HostState>();
     for (const host of dirty) {
       const state = this.settle(host);
       settled.set(host, state);
       const before = this.hosts.get(host)?.certificate?.claim.certificate;
-      if (before !== state.certificate?.claim.certificate) certificatesChanged = true;
+      const now = state.certificate?.claim.certificate;
+      if (before !== now) certificateChanges.push([host, now]);
     }
-    if (certificatesChanged) {
-      const certificates = new Map(this.certificates);
-      for (const [host, state] of settled) {
-        if (state.certificate !== undefined) certificates.set(host, state.certificate.claim.certificate);
-        else certificates.delete(host);
-      }
-      this.certificates = certificates;
+    if (certificateChanges.length > 0) {
+      this.certificates = this.certificates.with(certificateChanges);
       // Routes under a wildcard whose certificate changed get their tls flag again.
       for (const host of [...settled.keys()]) {
         if (!host.startsWith('*.')) continue;
@@ -228,6 +228,7 @@ export class IngressAssembly {
       },
       conflictDelta: conflictDelta.added.length === 0 && conflictDelta.removed.length === 0 ? NO_PROBLEM_CHANGES : conflictDelta,
       changedHosts: full ? undefined : changedHosts,
+      changedCertificates: full ? undefined : certificateChanges.length === 0 ? NO_HOSTS : new Set(certificateChanges.map(([host]) => host)),
     };
     return this.last;
   }

@@ -344,6 +344,7 @@ export function createTranslator(): IncrementalTranslator {
               hosts: assembled.changedHosts,
               gateway: gatewayChanged,
               ...(changedGatewayRoutes !== undefined ? { gatewayRoutes: changedGatewayRoutes } : {}),
+              ...(assembled.changedCertificates !== undefined ? { certificates: assembled.changedCertificates } : {}),
               // After a full re-check, the whole lists are compared (it cost every object already).
               ...(full ? {} : { problems: delta }),
             },

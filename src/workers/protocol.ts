@@ -88,9 +88,18 @@ function changedGroups(now: ReadonlyMap<string, readonly RouteConfig[]>, before:
   return changedKeys(now, before, sameItems).map((key) => [key, now.get(key) ?? []]);
 }
 
-/** The hosts whose certificate is not the very object shipped before, and those that lost theirs (null). */
-function certificateChanges(now: ReadonlyMap<string, CertificateConfig>, before: ReadonlyMap<string, CertificateConfig>): [string, CertificateConfig | null][] {
-  return changedKeys(now, before).map((host) => [host, now.get(host) ?? null]);
+/**
+ * The hosts whose certificate is not the very object shipped before, and those that lost
+ * theirs (null): the hosts the translator's delta names (`changed`), or, without it, what
+ * a walk over both maps finds.
+ */
+function certificateChanges(now: ReadonlyMap<string, CertificateConfig>, before: ReadonlyMap<string, CertificateConfig>, changed: ReadonlySet<string> | undefined): [string, CertificateConfig | null][] {
+  return Array.from(changed ?? changedKeys(now, before), (host): [string, CertificateConfig | null] => [host, now.get(host) ?? null]);
+}
+
+/** A plain Map of `map` (the translator's is a PatchedMap, which the IPC serializer would not keep a map). */
+function plainMap<K, V>(map: ReadonlyMap<K, V>): ReadonlyMap<K, V> {
+  return map instanceof Map ? map : new Map(map);
 }
 
 /** The primary's side: what to send for `config`, given the one the worker has. */
@@ -117,7 +126,7 @@ export function configMessage(config: RoutingConfig, shipped: RoutingConfig | un
         : {}),
       // The same object ships once, so workers keep its compiled route.
       ...(config.defaultBackend !== shipped.defaultBackend ? { defaultBackend: config.defaultBackend ?? null } : {}),
-      ...(config.certificates !== shipped.certificates ? { certificateChanges: certificateChanges(config.certificates, shipped.certificates) } : {}),
+      ...(config.certificates !== shipped.certificates ? { certificateChanges: certificateChanges(config.certificates, shipped.certificates, delta.certificates) } : {}),
     };
   }
   const hosts = new Map<string, RouteConfig[]>();
@@ -133,7 +142,7 @@ export function configMessage(config: RoutingConfig, shipped: RoutingConfig | un
     hosts: [...hosts],
     gateway: { routes: [...gatewayGroups(config)], listeners: config.listeners },
     defaultBackend: config.defaultBackend ?? null,
-    certificates: config.certificates,
+    certificates: plainMap(config.certificates),
   };
 }
 
@@ -151,7 +160,8 @@ export class ConfigReplica {
   private gatewayRoutes = PatchedMap.of<string, readonly RouteConfig[]>();
   private gatewayCount = 0;
   private listeners: ReadonlyMap<number, ListenerConfig> = new Map();
-  private certificates: ReadonlyMap<string, CertificateConfig> = new Map();
+  /** A PatchedMap too: a renewed Secret copies its hosts, not every TLS host. */
+  private certificates = PatchedMap.of<string, CertificateConfig>();
   private defaultBackend: RouteConfig | undefined;
   serial: number | undefined;
 
@@ -185,15 +195,10 @@ export class ConfigReplica {
       this.gatewayRoutes = this.gatewayRoutes.with(message.gateway.routes.map(([key, routes]) => [key, routes.length > 0 ? routes : undefined] as const));
       this.listeners = message.gateway.listeners;
     }
-    if (message.certificates !== undefined) this.certificates = message.certificates;
+    if (message.certificates !== undefined) this.certificates = PatchedMap.of(message.certificates);
     if (message.certificateChanges !== undefined) {
       // The hosts not named keep their objects, so the TLS layer knows them (CertificateStore).
-      const certificates = new Map(this.certificates);
-      for (const [host, certificate] of message.certificateChanges) {
-        if (certificate === null) certificates.delete(host);
-        else certificates.set(host, certificate);
-      }
-      this.certificates = certificates;
+      this.certificates = this.certificates.with(message.certificateChanges.map(([host, certificate]) => [host, certificate ?? undefined] as const));
     }
     if (message.defaultBackend !== undefined) this.defaultBackend = message.defaultBackend ?? undefined;
     const previous = this.serial;
@@ -223,6 +228,8 @@ export class ConfigReplica {
                 gateway: message.gateway !== undefined,
                 // A delta message names the routes that changed (and those gone, with no routes).
                 ...(message.gateway !== undefined ? { gatewayRoutes: new Set(message.gateway.routes.map(([key]) => key)) } : {}),
+                // And the hosts whose certificate changed (the TLS layer updates those alone).
+                ...(message.certificateChanges !== undefined ? { certificates: new Set(message.certificateChanges.map(([host]) => host)) } : {}),
               },
             }
           : {}),

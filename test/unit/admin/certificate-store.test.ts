@@ -4,8 +4,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createPrivateKey, X509Certificate } from 'node:crypto';
-import { CertificateStore, DEFAULT_CERTIFICATE_CN } from '../../../src/tls/certificates.ts';
-import type { CertificateConfig } from '../../../src/model/config.ts';
+import { CertificateStore, certificateChangesSince, DEFAULT_CERTIFICATE_CN } from '../../../src/tls/certificates.ts';
+import type { CertificateConfig, RoutingConfig } from '../../../src/model/config.ts';
 import { createTestPki, type TestPki } from './fixtures.ts';
 
 describe('certificate store', () => {
@@ -209,5 +209,116 @@ describe('certificate store', () => {
     map.delete('h1.example.com');
     store.update(new Map(map));
     assert.equal(store.builtContexts, 2);
+  });
+
+  /** A map whose every read is allowed but a walk over it throws: an update told what changed must not walk it. */
+  function unwalkable(map: ReadonlyMap<string, CertificateConfig>): ReadonlyMap<string, CertificateConfig> {
+    const walk = () => {
+      throw new Error('walked the whole map');
+    };
+    return { get: (k: string) => map.get(k), has: (k: string) => map.has(k), size: map.size, entries: walk, keys: walk, values: walk, forEach: walk, [Symbol.iterator]: walk } as unknown as ReadonlyMap<string, CertificateConfig>;
+  }
+
+  /** Problems as a set of what they say, whatever their order. */
+  const problemSet = (problems: readonly { object: unknown; reason: string }[]) => new Set(problems.map((p) => JSON.stringify([p.object, p.reason])));
+
+  test('told which hosts changed, an update reads those alone: the renewed host gets a new context, the others keep theirs', async () => {
+    const store = await CertificateStore.create();
+    const hosts = Array.from({ length: 50 }, (_, i) => `h${i}.example.com`);
+    const first = certificates(hosts.map((h, i) => [h, { secret: `ns/s${i}`, ...foo }]));
+    store.update(first);
+    const before = new Map(hosts.map((h) => [h, store.contextFor(h)]));
+    const fallback = store.contextFor('unknown.test');
+
+    // h3 renewed (another PEM), h7 lost its certificate, h50 is new.
+    const next = new Map(first);
+    next.set('h3.example.com', { secret: 'ns/s3', ...wild });
+    next.delete('h7.example.com');
+    next.set('h50.example.com', { secret: 'ns/s50', ...wild });
+    const installed = unwalkable(next);
+    const problems = store.update(installed, { from: first, hosts: ['h3.example.com', 'h7.example.com', 'h50.example.com'] });
+    assert.deepEqual(problems, []);
+    assert.notEqual(store.contextFor('h3.example.com'), before.get('h3.example.com'));
+    assert.notEqual(store.contextFor('h3.example.com'), fallback);
+    assert.equal(store.contextFor('h7.example.com'), fallback, 'a removed host falls back to the default');
+    assert.equal(store.contextFor('h50.example.com'), store.contextFor('h3.example.com'), 'one context per PEM');
+    for (const h of hosts) if (h !== 'h3.example.com' && h !== 'h7.example.com') assert.equal(store.contextFor(h), before.get(h), `${h} keeps its context`);
+    assert.equal(store.hosts, 50);
+
+    // The same map again still costs nothing (it is not walked either), with or without changes.
+    assert.deepEqual(store.update(installed), []);
+    assert.deepEqual(store.update(installed, { from: installed, hosts: [] }), []);
+    // Changes that name nothing: a new map, nothing read.
+    const same = unwalkable(next);
+    assert.deepEqual(store.update(same, { from: installed, hosts: [] }), []);
+    assert.equal(store.contextFor('h3.example.com'), store.contextFor('h50.example.com'));
+  });
+
+  test('changes relative to a map other than the last are not trusted: the whole map is read', async () => {
+    const store = await CertificateStore.create();
+    const first = certificates([['a.example.com', { secret: 'ns/a', ...foo }]]);
+    store.update(first);
+    const other = certificates([['b.example.com', { secret: 'ns/b', ...foo }]]);
+    // Says "b changed" relative to `other`, but the store has `first`: a is gone too.
+    store.update(certificates([['b.example.com', { secret: 'ns/b', ...wild }]]), { from: other, hosts: ['b.example.com'] });
+    assert.equal(store.contextFor('a.example.com'), store.contextFor('unknown.test'));
+    assert.notEqual(store.contextFor('b.example.com'), store.contextFor('unknown.test'));
+    assert.equal(store.hosts, 1);
+  });
+
+  test('a broken Secret renewed in a patch is reported, and no longer once each of its hosts is fixed; as a whole update would say', async () => {
+    const store = await CertificateStore.create();
+    const broken = { cert: foo.cert, key: wild.key };
+    const first = certificates([
+      ['a.example.com', { secret: 'ns/a', ...foo }],
+      ['b.example.com', { secret: 'ns/shared', ...foo }],
+      ['c.example.com', { secret: 'ns/shared', ...foo }],
+    ]);
+    store.update(first);
+    const second = new Map(first);
+    second.set('b.example.com', { secret: 'ns/shared', ...broken });
+    second.set('c.example.com', { secret: 'ns/shared', ...broken });
+    const secondInstalled = unwalkable(second);
+    const problems = store.update(secondInstalled, { from: first, hosts: ['b.example.com', 'c.example.com'] });
+    assert.equal(problems.length, 1);
+    assert.deepEqual(problems[0]!.object, { kind: 'Secret', namespace: 'ns', name: 'shared' });
+    assert.deepEqual(problemSet(problems), problemSet((await CertificateStore.create()).update(second)));
+    assert.equal(store.contextFor('b.example.com'), store.contextFor('unknown.test'));
+    assert.notEqual(store.contextFor('a.example.com'), store.contextFor('unknown.test'));
+
+    // One of its two hosts fixed: still reported; both: gone.
+    const third = new Map(second);
+    third.set('b.example.com', { secret: 'ns/shared', ...wild });
+    const thirdInstalled = unwalkable(third);
+    assert.equal(store.update(thirdInstalled, { from: secondInstalled, hosts: ['b.example.com'] }).length, 1);
+    assert.notEqual(store.contextFor('b.example.com'), store.contextFor('unknown.test'));
+    const fourth = new Map(third);
+    fourth.delete('c.example.com');
+    assert.deepEqual(store.update(unwalkable(fourth), { from: thirdInstalled, hosts: ['c.example.com'] }), []);
+    assert.equal(store.hosts, 2);
+  });
+
+  test('a changed host not written as its key (case, trailing dot) is not patched: the whole map is read', async () => {
+    const store = await CertificateStore.create();
+    const first = certificates([['foo.example.com', { secret: 'ns/foo', ...foo }]]);
+    store.update(first);
+    const next = certificates([...first, ['Bar.Example.com', { secret: 'ns/bar', ...wild }]]);
+    store.update(next, { from: first, hosts: ['Bar.Example.com'] });
+    assert.notEqual(store.contextFor('bar.example.com'), store.contextFor('unknown.test'));
+    // Now the last map has such a host, so later patches read the whole map too (two hosts may share a key).
+    const last = certificates([['foo.example.com', { secret: 'ns/foo', ...foo }]]);
+    store.update(last, { from: next, hosts: ['foo.example.com'] });
+    assert.equal(store.contextFor('bar.example.com'), store.contextFor('unknown.test'));
+  });
+
+  test('certificateChangesSince: the delta\'s hosts when it follows the config the store has, else nothing', () => {
+    const map = new Map<string, CertificateConfig>();
+    const previous = { serial: 4, certificates: map } as unknown as RoutingConfig;
+    const hosts = new Set(['a.example.com']);
+    const config = { serial: 5, certificates: new Map(), delta: { base: 4, hosts: new Set(), gateway: false, certificates: hosts } } as unknown as RoutingConfig;
+    assert.deepEqual(certificateChangesSince(config, previous), { from: map, hosts });
+    assert.equal(certificateChangesSince(config, undefined), undefined);
+    assert.equal(certificateChangesSince(config, { ...previous, serial: 3 }), undefined);
+    assert.equal(certificateChangesSince({ ...config, delta: { base: 4, hosts: new Set(), gateway: false } }, previous), undefined);
   });
 });

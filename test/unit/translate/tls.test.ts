@@ -1,7 +1,9 @@
 import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { KubeObject } from '../../../src/model/k8s.ts';
-import { ingress, ingressClass, problemLines, run, service, slice, svcBackend, testCerts, tlsSecret, type TestCerts } from './fixtures.ts';
+import { OPTIONS, ingress, ingressClass, problemLines, run, service, slice, snapshotOf, svcBackend, testCerts, tlsSecret, type TestCerts } from './fixtures.ts';
+import { createTranslator } from '../../../src/translate/index.ts';
+import type { ObjectChange } from '../../../src/sources/store.ts';
 
 const base: KubeObject[] = [ingressClass('portico'), service('web'), slice('web-1', 'web', [{ ip: '10.0.0.1' }])];
 const rule = (host: string) => ({ host, http: { paths: [{ path: '/', pathType: 'Prefix' as const, backend: svcBackend('web') }] } });
@@ -179,5 +181,42 @@ describe('TLS', () => {
     assert.deepEqual(problemLines(config), [
       'Ingress default/site error TLSConflict: spec.tls[1].hosts[0]: host "foo.example.com" already has a certificate from Secret default/foo-tls (spec.tls[0].hosts[0] of this Ingress); Secret default/wild is not used for it',
     ]);
+  });
+
+  test('a config\'s delta names the hosts whose certificate changed, and only those; the map is what a fresh translation makes', () => {
+    const translate = createTranslator();
+    const site = (name: string, host: string, secretName: string | undefined, created = '2024-05-01T00:00:00Z', path = '/') =>
+      ingress(name, { ...(secretName !== undefined ? { tls: [{ hosts: [host], secretName }] } : {}), rules: [{ host, http: { paths: [{ path, pathType: 'Prefix' as const, backend: svcBackend('web') }] } }] }, { created });
+    const objects: KubeObject[] = [
+      ...base,
+      tlsSecret('foo-tls', certs.foo.cert, certs.foo.key),
+      tlsSecret('bar-tls', certs.bar.cert, certs.bar.key),
+      tlsSecret('wild', certs.wildcard.cert, certs.wildcard.key),
+      site('a', 'foo.example.com', 'foo-tls'),
+      site('b', 'bar.example.com', 'bar-tls'),
+    ];
+    let previous = translate(snapshotOf(objects), OPTIONS);
+    const step = (changes: ObjectChange[], named: string[]) => {
+      const config = translate(snapshotOf(objects), OPTIONS, changes);
+      assert.equal(config.delta?.base, previous.serial);
+      assert.deepEqual(config.delta?.certificates, new Set(named));
+      assert.deepEqual(new Map(config.certificates), new Map(run(objects).certificates), 'as a fresh translation');
+      for (const [host, certificate] of config.certificates) if (!named.includes(host)) assert.equal(certificate, previous.certificates.get(host), `${host} keeps its object`);
+      if (named.length === 0) assert.equal(config.certificates, previous.certificates, 'no certificate changed: the same map');
+      previous = config;
+    };
+    // A route changed on a TLS host: no certificate changed.
+    objects[7] = site('b', 'bar.example.com', 'bar-tls', undefined, '/v2');
+    step([{ type: 'updated', kind: 'Ingress', key: 'default/b' }], []);
+    // The Secret of foo renewed.
+    objects[3] = tlsSecret('foo-tls', certs.wildcard.cert, certs.wildcard.key);
+    step([{ type: 'updated', kind: 'Secret', key: 'default/foo-tls' }], ['foo.example.com']);
+    // An older Ingress takes foo's certificate over with another Secret.
+    objects.push(site('older', 'foo.example.com', 'wild', '2024-01-01T00:00:00Z', '/older'));
+    step([{ type: 'added', kind: 'Ingress', key: 'default/older' }], ['foo.example.com']);
+    // TLS removed from b: its host is named, and leaves the map.
+    objects[7] = site('b', 'bar.example.com', undefined, undefined, '/v2');
+    step([{ type: 'updated', kind: 'Ingress', key: 'default/b' }], ['bar.example.com']);
+    assert.equal(previous.certificates.has('bar.example.com'), false);
   });
 });

@@ -72,8 +72,11 @@ describe('shipping configs to workers', () => {
     assert.equal(delta.base, first.serial);
     assert.equal(delta.certificates, undefined);
     assert.deepEqual(delta.certificateChanges?.map(([host]) => host), ['one.example.com']);
+    assert.deepEqual(second.delta?.certificates, new Set(['one.example.com']), 'the translator names the host whose certificate changed');
     const r2 = replica.apply(structuredClone(delta))!;
-    assert.deepEqual(r2.certificates, second.certificates);
+    // Content, not class: the replica's map is patched (a PatchedMap), not a copy.
+    assert.deepEqual(new Map(r2.certificates), new Map(second.certificates));
+    assert.deepEqual(r2.delta?.certificates, new Set(['one.example.com']), 'the replica\'s config names it for the TLS layer');
     assert.equal(r2.certificates.get('one.example.com')?.cert, certs.wildcard.cert);
     assert.equal(r2.certificates.get('two.example.com'), r1.certificates.get('two.example.com'), 'the unchanged host keeps its object');
 
@@ -82,7 +85,53 @@ describe('shipping configs to workers', () => {
     const third = translate(snapshotOf(objects), OPTIONS, [{ type: 'updated', kind: 'Ingress', key: 'default/one' }]);
     const r3 = replica.apply(structuredClone(configMessage(third, second)))!;
     assert.deepEqual([...r3.certificates.keys()], ['two.example.com']);
-    assert.deepEqual(r3.certificates, third.certificates);
+    assert.deepEqual(new Map(r3.certificates), new Map(third.certificates));
+    assert.equal(r3.certificates.get('one.example.com'), undefined);
+    assert.equal(r3.certificates.size, 1);
+  });
+
+  test('a renewed Secret: the primary ships its hosts without walking the certificate maps, and the replica patches them in', async () => {
+    const certs = await testCerts();
+    const translate = createTranslator();
+    const tlsIngress = (name: string, host: string, secret: string) => ingress(name, { tls: [{ hosts: [host], secretName: secret }], rules: [{ host, http: { paths: [{ path: '/', pathType: 'Prefix', backend: svcBackend('a') }] } }] });
+    const objects: KubeObject[] = [ingressClass('portico'), service('a'), slice('a-1', 'a', [{ ip: '10.0.0.1' }]), tlsSecret('shared-tls', certs.foo.cert, certs.foo.key)];
+    for (let i = 0; i < 40; i++) {
+      objects.push(tlsIngress(`app${i}`, `app${i}.example.com`, `app${i}-tls`), tlsSecret(`app${i}-tls`, certs.foo.cert, certs.foo.key));
+    }
+    // Two Ingresses share one Secret: its renewal changes both hosts.
+    objects.push(tlsIngress('s1', 's1.example.com', 'shared-tls'), tlsIngress('s2', 's2.example.com', 'shared-tls'));
+    const first = translate(snapshotOf(objects), OPTIONS);
+    const replica = new ConfigReplica();
+    const r1 = replica.apply(structuredClone(configMessage(first, undefined)))!;
+    assert.equal(r1.certificates.size, 42);
+
+    objects[3] = tlsSecret('shared-tls', certs.wildcard.cert, certs.wildcard.key);
+    const second = translate(snapshotOf(objects), OPTIONS, [{ type: 'updated', kind: 'Secret', key: 'default/shared-tls' }]);
+    // The maps may be read host by host, never walked.
+    const walk = () => {
+      throw new Error('walked a certificate map');
+    };
+    const unwalkable = (config: RoutingConfig): RoutingConfig => {
+      const map = config.certificates;
+      const certificates = { get: (k: string) => map.get(k), has: (k: string) => map.has(k), size: map.size, entries: walk, keys: walk, values: walk, forEach: walk, [Symbol.iterator]: walk };
+      return Object.create(config, { certificates: { value: certificates } }) as RoutingConfig;
+    };
+    const delta = configMessage(unwalkable(second), unwalkable(first));
+    assert.deepEqual(delta.certificateChanges?.map(([host, c]) => [host, c?.cert]).sort(), [['s1.example.com', certs.wildcard.cert], ['s2.example.com', certs.wildcard.cert]]);
+    const r2 = replica.apply(structuredClone(delta))!;
+    assert.deepEqual(new Map(r2.certificates), new Map(second.certificates));
+    assert.deepEqual(r2.delta?.certificates, new Set(['s1.example.com', 's2.example.com']));
+    for (let i = 0; i < 40; i++) assert.equal(r2.certificates.get(`app${i}.example.com`), r1.certificates.get(`app${i}.example.com`));
+
+    // Without the translator's names (another producer of configs), the maps are compared, as before.
+    const { delta: translated, ...rest } = second;
+    const plain = { ...rest, routes: second.routes, delta: { ...translated!, certificates: undefined } } as RoutingConfig;
+    assert.deepEqual(configMessage(plain, first).certificateChanges?.map(([host]) => host).sort(), ['s1.example.com', 's2.example.com']);
+
+    // A whole config ships a plain Map (v8's serializer keeps Maps, not other classes).
+    const whole = configMessage(second, undefined);
+    assert.ok(whole.certificates instanceof Map);
+    assert.deepEqual(new Map(new ConfigReplica().apply(structuredClone(whole))!.certificates), new Map(second.certificates));
   });
 
   test('a changed HTTPRoute ships alone; the replica keeps the other HTTPRoutes\' objects', () => {
