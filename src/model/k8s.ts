@@ -95,9 +95,9 @@ export interface Service extends KubeObject {
 export interface Secret extends KubeObject {
   kind: 'Secret';
   type?: string;
-  /** base64-encoded values, as on the wire */
+  /** base64-encoded values, as on the wire (a sanitized Secret has none: see stringData) */
   data?: Record<string, string>;
-  /** plain-text values; manifests may use it, the API server folds it into data */
+  /** plain-text values; manifests may use it, the API server folds it into data. A sanitized Secret keeps its TLS values here, decoded (src/sources/sanitize.ts). */
   stringData?: Record<string, string>;
 }
 

@@ -291,17 +291,24 @@ function base64Value(v: unknown, field: string): string | undefined {
   return clean;
 }
 
+/**
+ * A TLS Secret's values, decoded (PEM text), in stringData: the certificate config and the
+ * TLS layer use these very strings, where keeping the wire's base64 as well held each PEM
+ * twice (10 MB at 10,000 certificates). wireData (translate/tls.ts) encodes them again
+ * for what reads a Secret as the API serves it.
+ */
 function sanitizeSecret(o: Json, metadata: ObjectMeta): Secret {
   const data = optObject(o.data, 'data');
   const stringData = optObject(o.stringData, 'stringData');
   const kept: Record<string, string> = {};
   for (const key of TLS_KEYS) {
-    const plain = optString(stringData?.[key], `stringData[${JSON.stringify(key)}]`);
     // stringData wins over data, as when the API server merges them on write.
-    const encoded = plain !== undefined ? Buffer.from(plain, 'utf8').toString('base64') : base64Value(data?.[key], `data[${JSON.stringify(key)}]`);
-    if (encoded !== undefined) kept[key] = encoded;
+    const plain = optString(stringData?.[key], `stringData[${JSON.stringify(key)}]`);
+    const encoded = plain === undefined ? base64Value(data?.[key], `data[${JSON.stringify(key)}]`) : undefined;
+    const value = plain ?? (encoded === undefined ? undefined : Buffer.from(encoded, 'base64').toString('utf8'));
+    if (value !== undefined) kept[key] = value;
   }
-  return { apiVersion: ROUTING_API_VERSIONS.Secret, kind: 'Secret', metadata, type: TLS_SECRET_TYPE, data: kept };
+  return { apiVersion: ROUTING_API_VERSIONS.Secret, kind: 'Secret', metadata, type: TLS_SECRET_TYPE, stringData: kept };
 }
 
 // ---- discovery.k8s.io/v1 ----

@@ -116,7 +116,7 @@ describe('parseManifestFile: YAML', () => {
     const parsed = parseManifestFile('list.yml', text);
     assert.deepEqual(names(parsed.objects), ['Secret default/cert']);
     assert.deepEqual(parsed.lines, [4]);
-    assert.equal((parsed.objects[0] as Secret).data!['tls.key'], Buffer.from('KEY').toString('base64'));
+    assert.equal((parsed.objects[0] as Secret).stringData!['tls.key'], 'KEY');
     assert.deepEqual(parsed.errors.map((e) => [e.line, e.message]), [[9, 'metadata.name: is required']]);
   });
 

@@ -1,6 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { sanitize } from '../../../src/sources/sanitize.ts';
+import { wireData } from '../../../src/translate/tls.ts';
 import type { EndpointSlice, Ingress, IngressClass, Secret, Service } from '../../../src/model/k8s.ts';
 
 const ingressRaw = () => ({
@@ -114,22 +115,23 @@ describe('sanitize: recognized kinds', () => {
 describe('sanitize: Secrets', () => {
   const tls = (extra: Record<string, unknown>) => ({ apiVersion: 'v1', kind: 'Secret', type: 'kubernetes.io/tls', metadata: { name: 'cert', namespace: 'shop' }, ...extra });
 
-  test('stringData is folded into base64 data, and only tls.crt, tls.key and ca.crt are kept', () => {
+  test('values are kept decoded (stringData as given, data from base64), and only tls.crt, tls.key and ca.crt', () => {
     const { object } = sanitize(tls({ stringData: { 'tls.crt': 'CERT PEM', 'ca.crt': 'CA' }, data: { 'tls.key': Buffer.from('KEY PEM').toString('base64'), other: 'eA==' } }));
     const secret = object as Secret;
-    assert.deepEqual(secret.data, { 'tls.crt': Buffer.from('CERT PEM').toString('base64'), 'tls.key': Buffer.from('KEY PEM').toString('base64'), 'ca.crt': Buffer.from('CA').toString('base64') });
-    assert.equal(secret.stringData, undefined);
+    assert.deepEqual(secret.stringData, { 'tls.crt': 'CERT PEM', 'tls.key': 'KEY PEM', 'ca.crt': 'CA' });
+    assert.equal(secret.data, undefined, 'the wire form is not kept beside them');
     assert.equal(secret.type, 'kubernetes.io/tls');
+    assert.deepEqual(wireData(secret), { 'tls.crt': Buffer.from('CERT PEM').toString('base64'), 'tls.key': Buffer.from('KEY PEM').toString('base64'), 'ca.crt': Buffer.from('CA').toString('base64') }, 'and read as the API serves it');
   });
 
   test('stringData wins over data for the same key', () => {
     const { object } = sanitize(tls({ stringData: { 'tls.crt': 'new' }, data: { 'tls.crt': Buffer.from('old').toString('base64') } }));
-    assert.equal(Buffer.from((object as Secret).data!['tls.crt']!, 'base64').toString(), 'new');
+    assert.equal((object as Secret).stringData!['tls.crt'], 'new');
   });
 
   test('base64 data wrapped over several lines is accepted; invalid base64 is an error', () => {
     const wrapped = sanitize(tls({ data: { 'tls.crt': 'Q0VS\nVA==' } }));
-    assert.equal((wrapped.object as Secret).data!['tls.crt'], 'Q0VSVA==');
+    assert.equal((wrapped.object as Secret).stringData!['tls.crt'], 'CERT');
     const bad = sanitize(tls({ data: { 'tls.crt': 'not base64!' } }));
     assert.equal(bad.object, undefined);
     assert.match(bad.error!, /data\["tls\.crt"\]: must be base64/);
