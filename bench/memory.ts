@@ -59,15 +59,27 @@ const pems =
     ? await generate([{ name: 'commonName', value: '*.bench.test' }], { keyType: 'ec', curve: 'P-256', extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: '*.bench.test' }] }] })
     : undefined;
 
+/** BENCH_POLICIES: "1" (all) or some of rate,cors,body,ip,nginx. */
+const POLICY_ANNOTATIONS = (i: number): [string, string, string][] => [
+  ['rate', 'portico.dev/rate-limit', '20'],
+  ['cors', 'portico.dev/cors-allow-origins', `https://app${i}.bench.test`],
+  ['body', 'portico.dev/max-body-size', '8m'],
+  ['ip', 'portico.dev/ip-allow', '10.0.0.0/8, 192.168.0.0/16'],
+  ['nginx', 'nginx.ingress.kubernetes.io/proxy-body-size', '8m'],
+  ['nginx', 'nginx.ingress.kubernetes.io/ssl-redirect', 'false'],
+];
+const policies = new Set(process.env.BENCH_POLICIES === '1' ? ['rate', 'cors', 'body', 'ip', 'nginx'] : (process.env.BENCH_POLICIES ?? '').split(',').filter(Boolean));
+
 /** The i-th of the 10,000 Ingresses of the scale and cluster modes, with its Service and EndpointSlice (and TLS Secret). */
 function scaleObjects(i: number): Obj[] {
   const ns = `ns${i % 100}`;
   const addresses = [1, 2, 3, 4, 5].map((p) => `10.${(i >> 8) & 255}.${i & 255}.${p}`);
   const hosts = [`app${i}.bench.test`, `www${i}.bench.test`];
   const rules = hosts.map((host) => ({ host, paths: [{ path: '/', service: `svc${i}` }, { path: '/api', pathType: 'Exact', service: `svc${i}` }] }));
-  if (pems === undefined) return [ingress(`ing${i}`, { rules }, { namespace: ns }), ...service(`svc${i}`, ns, addresses)];
+  const annotations = policies.size === 0 ? undefined : Object.fromEntries(POLICY_ANNOTATIONS(i).filter(([kind]) => policies.has(kind)).map(([, name, value]) => [name, value]));
+  if (pems === undefined) return [ingress(`ing${i}`, { rules }, { namespace: ns, annotations }), ...service(`svc${i}`, ns, addresses)];
   const secret = tlsSecret(`ing${i}-tls`, `bench certificate ${i}\n${pems.cert}`, `bench key ${i}\n${pems.private}`, ns);
-  return [ingress(`ing${i}`, { rules, tls: [{ hosts, secretName: `ing${i}-tls` }] }, { namespace: ns }), secret, ...service(`svc${i}`, ns, addresses)];
+  return [ingress(`ing${i}`, { rules, tls: [{ hosts, secretName: `ing${i}-tls` }] }, { namespace: ns, annotations }), secret, ...service(`svc${i}`, ns, addresses)];
 }
 const ingressClass: Obj = { apiVersion: 'networking.k8s.io/v1', kind: 'IngressClass', metadata: { name: 'portico' }, spec: { controller: 'portico.dev/ingress-controller' } };
 
@@ -154,7 +166,7 @@ try {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN) / 1024;
   console.log(
-    `${mode}${pems ? ' with TLS (a certificate per Ingress)' : ''}, --workers ${workers}, ${compiled ? 'compiled (dist/)' : 'sources (type stripping)'}, node flags: ${nodeFlags.join(' ') || '(none)'}; ` +
+    `${mode}${pems ? ' with TLS (a certificate per Ingress)' : ''}${policies.size > 0 ? ` with policies (${[...policies].join(',')})` : ''}, --workers ${workers}, ${compiled ? 'compiled (dist/)' : 'sources (type stripping)'}, node flags: ${nodeFlags.join(' ') || '(none)'}; ` +
       `ready in ${(readyMs / 1000).toFixed(1)} s (first table: translation ${firstTable?.translateMs ?? '?'} ms, build ${firstTable?.buildMs ?? '?'} ms); RSS after ${settleSeconds} s: ${fmt(final)} MB (primary first; peak seen ${fmt(peak)}; the primary's is ${kb('RssAnon').toFixed(1)} MB anonymous, ${kb('RssFile').toFixed(1)} MB file-backed: Node's own code); load ${loadavg()[0]!.toFixed(1)}`,
   );
   // PSS splits the pages processes share (the node binary's, mapped by the primary and

@@ -10,7 +10,7 @@
 import { sendError } from '../proxy/errors.ts';
 import type { Handler, RequestContext } from '../proxy/context.ts';
 import { annotation, reportInvalid } from './annotations.ts';
-import { CidrSet, parseCidrList } from './cidr.ts';
+import { parseCidrList, sharedCidrSet } from './cidr.ts';
 import type { Middleware, PolicyDefinition, PolicyParseInput } from './types.ts';
 
 export const IP_ALLOW = 'portico.dev/ip-allow';
@@ -61,7 +61,7 @@ export const ipDenyPolicy: PolicyDefinition<IpFilterConfig> = {
   parse: (input) => parseFilter(input, IP_DENY, 'ip-deny'),
   create(config): Middleware {
     if (config.refuseAll) return refuseEveryone();
-    const denied = new CidrSet(config.cidrs);
+    const denied = sharedCidrSet(config.cidrs);
     return (next: Handler): Handler => (ctx) => {
       if (denied.has(ctx.clientIp)) forbidden(ctx);
       else next(ctx);
@@ -76,7 +76,7 @@ export const ipAllowPolicy: PolicyDefinition<IpFilterConfig> = {
   parse: (input) => parseFilter(input, IP_ALLOW, 'ip-allow'),
   create(config): Middleware {
     if (config.refuseAll) return refuseEveryone();
-    const allowed = new CidrSet(config.cidrs);
+    const allowed = sharedCidrSet(config.cidrs);
     return (next: Handler): Handler => (ctx) => {
       if (allowed.has(ctx.clientIp)) next(ctx);
       else forbidden(ctx);

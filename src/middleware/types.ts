@@ -58,9 +58,10 @@ export interface PolicyDefinition<C = unknown> {
    */
   create(config: C, shared: SharedState, key: string, route?: RouteConfig): Middleware;
   /**
-   * Its SharedState must outlive a change of the Ingress (rate-limit buckets): routes that
-   * use it are compiled with the table, so the new routes hold the state before the old
-   * ones let go of it. Other routes are compiled at their first request (src/proxy/compile.ts).
+   * Its SharedState must outlive a change of the Ingress (rate-limit buckets): once a
+   * compiled route of an Ingress holds some, that Ingress' new routes are compiled with the
+   * table, so they hold the state before the old ones let go of it. Other routes are
+   * compiled at their first request (src/proxy/compile.ts).
    */
   readonly keepsState?: boolean;
   /**

@@ -298,6 +298,21 @@ describe('proxy: a route is compiled at its first request', () => {
     assert.doesNotMatch(await proxy.registry.metrics(), /ingress="(quiet|used)"/);
   });
 
+  test('a rate-limited Ingress that served nothing holds no state; once it did, a change of it keeps its buckets', async () => {
+    const limited = () => ingressRoute('fresh', 'fresh.test', 'web', web.port, { policies: [{ name: 'rate-limit', config: { rate: 1, burst: 1 } }] });
+    proxy.install(routing([limited()]));
+    assert.equal(proxy.shared.has('rate-limit|default/fresh'), false, 'not compiled with the table: nothing to keep yet');
+    proxy.install(routing([limited()]));
+    assert.equal(proxy.shared.has('rate-limit|default/fresh'), false, 'nor when its Ingress changes before any request');
+    assert.equal((await get(proxy.port, 'fresh.test', '/')).status, 200);
+    assert.equal((await get(proxy.port, 'fresh.test', '/')).status, 429);
+    proxy.install(routing([limited()]));
+    assert.ok(proxy.shared.has('rate-limit|default/fresh'));
+    assert.equal((await get(proxy.port, 'fresh.test', '/')).status, 429, 'the new route took the buckets over');
+    proxy.install(routing([]));
+    assert.equal(proxy.shared.has('rate-limit|default/fresh'), false);
+  });
+
   test("a route's first request after its pods moved (no new translation) goes to the new pods", async () => {
     const r = ingressRoute('mover', 'mover.test', 'mover-svc', deadPort);
     proxy.install(routing([r]));

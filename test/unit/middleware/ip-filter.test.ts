@@ -2,6 +2,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Http1Request } from '../../../src/http1/request.ts';
 import { ipAllowPolicy, ipDenyPolicy } from '../../../src/middleware/ip-filter.ts';
+import { sharedCidrSet } from '../../../src/middleware/cidr.ts';
 import { compose, parseWith, request, routeConfig, serve, type TestServer } from './support.ts';
 
 /** The test sets the client address with a header, standing in for the socket peer. */
@@ -113,5 +114,18 @@ describe('ip filters at runtime', () => {
   test('an all-invalid ip-allow refuses everyone', async () => {
     assert.equal((await request(closed, '/', as('10.2.3.4'))).status, 403);
     assert.equal((await request(closed, '/')).status, 403);
+  });
+});
+
+describe('CIDR sets shared between routes', () => {
+  test('routes naming the same list share one set; another list gets its own, and each matches its own ranges', () => {
+    const a = sharedCidrSet(['10.0.0.0/8', '192.168.0.0/16']);
+    const b = sharedCidrSet(['10.0.0.0/8', '192.168.0.0/16']);
+    const c = sharedCidrSet(['10.0.0.0/8']);
+    assert.equal(a, b);
+    assert.notEqual(a, c);
+    assert.equal(a.has('192.168.3.4'), true);
+    assert.equal(c.has('192.168.3.4'), false);
+    assert.equal(c.has('10.1.2.3'), true);
   });
 });
