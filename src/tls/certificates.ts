@@ -294,19 +294,17 @@ export class CertificateStore {
   /** The context a handshake for servername gets (exported for tests and diagnostics). */
   contextFor(servername: string): tls.SecureContext {
     const host = normalizeHost(servername);
-    const entry = this.entryFor(host);
-    return (entry !== undefined ? this.contextOf(entry) : undefined) ?? this.defaultContext;
-  }
-
-  private entryFor(host: string): Entry | undefined {
+    // A certificate TLS refuses is passed over, as if its host had none.
     const exact = this.byHost.get(host);
-    if (exact) return exact;
+    let context = exact !== undefined ? this.contextOf(exact) : undefined;
+    if (context !== undefined) return context;
     for (let dot = host.indexOf('.'); dot > 0 && dot < host.length - 1; dot = host.indexOf('.', dot + 1)) {
       const wildcard = this.byHost.get(`*${host.slice(dot)}`);
-      if (wildcard) return wildcard;
+      if (wildcard !== undefined && (context = this.contextOf(wildcard)) !== undefined) return context;
       if (!this.gateway) break;
     }
-    return this.gateway ? this.byHost.get('') : undefined;
+    const fallback = this.gateway ? this.byHost.get('') : undefined;
+    return (fallback !== undefined ? this.contextOf(fallback) : undefined) ?? this.defaultContext;
   }
 
   /** The entry's context, built now if it is not; undefined when TLS refuses it. */

@@ -119,6 +119,22 @@ describe('certificate store', () => {
     assert.equal(store.contextFor('foo.example.com'), fallback);
   });
 
+  test('a host whose certificate TLS refuses gets the wildcard that covers it, found at the update or at a handshake', async () => {
+    for (const eagerBuilds of [16, 0]) {
+      const store = await CertificateStore.create(undefined, undefined, undefined, undefined, { eagerBuilds });
+      store.update(
+        certificates([
+          ['foo.example.com', { secret: 'ns/broken', cert: foo.cert, key: wild.key }],
+          ['*.example.com', { secret: 'ns/wild', ...wild }],
+        ]),
+      );
+      const wildcard = store.contextFor('bar.example.com');
+      assert.notEqual(wildcard, store.contextFor('unknown.test'));
+      assert.equal(store.contextFor('foo.example.com'), wildcard, `eagerBuilds ${eagerBuilds}: the wildcard, not the default`);
+      assert.equal(store.contextFor('foo.example.com'), wildcard, 'again');
+    }
+  });
+
   test('skips a broken Secret with a problem and keeps the others', async () => {
     const store = await CertificateStore.create();
     const problems = store.update(
