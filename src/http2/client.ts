@@ -617,7 +617,8 @@ function requestHead(options: Http2DispatchOptions, pool: Http2Pool): HeaderBloc
   }
   if (authority === '') authority = pool.authority;
   else if (!isCleanValue(authority)) throw new Error('invalid value for header host');
-  const head = new HeaderBlock().add(':method', method).add(':path', path).add(':scheme', pool.tls === undefined ? 'http' : 'https').add(':authority', authority);
+  // The 4 pseudo-headers and at most one field per header (Host goes as :authority).
+  const head = new HeaderBlock(4 + (raw === undefined || raw === null ? 0 : raw.length >> 1)).add(':method', method).add(':path', path).add(':scheme', pool.tls === undefined ? 'http' : 'https').add(':authority', authority);
   if (raw !== undefined && raw !== null) {
     for (let i = 0; i < raw.length; i += 2) {
       const name = raw[i]!.toLowerCase();

@@ -103,10 +103,11 @@ export class Http2Response extends ShapedEmitter implements OutboundSink {
 
   /** The HEADERS frame's fields: lowercase names, repeated names as separate fields, connection-specific ones dropped. */
   private h2Headers(endLength: number): HeaderBlock {
-    const out = new HeaderBlock().status(this.statusCode);
     const list = this.headerList;
     const check = !this.headersChecked;
     let hasLength = false;
+    // :status, content-length, and the fields (a name with several values may need more: the block grows).
+    const out = new HeaderBlock(2 + (list === undefined ? 0 : Array.isArray(list) ? list.length >> 1 : 8)).status(this.statusCode);
     if (list !== undefined) {
       const flat = Array.isArray(list);
       const names = flat ? undefined : Object.keys(list);
