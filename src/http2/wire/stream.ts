@@ -67,8 +67,8 @@ export class H2Stream {
   /** The declared request body length (-1: none), and the DATA bytes so far. */
   expectedLength = -1;
   receivedLength = 0;
-  /** DATA waiting for window or for the socket, and what ends the stream after it. */
-  pending: Buffer[] = [];
+  /** DATA waiting for window or for the socket (made when some first waits: most streams never wait), and what ends the stream after it. */
+  pending: Buffer[] | undefined = undefined;
   pendingBytes = 0;
   pendingEnd = false;
   pendingTrailers: HeaderBlock | undefined = undefined;
@@ -130,7 +130,7 @@ export class H2Stream {
       return true;
     }
     if (chunk.length > 0) {
-      this.pending.push(chunk);
+      (this.pending ??= []).push(chunk);
       this.pendingBytes += chunk.length;
     }
     if (end) this.pendingEnd = true;
@@ -161,10 +161,12 @@ export class H2Stream {
     while (this.pendingBytes > 0) {
       const room = Math.min(this.sendWindow, this.conn.sendRoom());
       if (room <= 0) return false;
-      const head = this.pending[0]!;
+      // pendingBytes > 0: some DATA was queued, so the list exists.
+      const pending = this.pending!;
+      const head = pending[0]!;
       const part = head.length <= room ? head : head.subarray(0, room);
-      if (part === head) this.pending.shift();
-      else this.pending[0] = head.subarray(room);
+      if (part === head) pending.shift();
+      else pending[0] = head.subarray(room);
       this.pendingBytes -= part.length;
       this.sendWindow -= part.length;
       endWritten = this.pendingBytes === 0 && this.pendingEnd && this.pendingTrailers === undefined;
