@@ -119,13 +119,8 @@ export class UpstreamRequestHead {
  */
 export function buildRequestHeaders(ctx: RequestContext, head: UpstreamRequestHead, upgrade = ''): void {
   const raw = ctx.req.rawHeaders;
+  const out: string[] = [];
   const extra = ctx.requestHeaders;
-  // Made at its largest (each raw field at most once, the 9 the proxy adds, the policies'),
-  // filled by index, cut to length at the end: grown by push it was about twice the size
-  // it needed, held as long as the request (retried on another pod), and the smaller
-  // arrays it grew out of were garbage (heap snapshot under h2load).
-  const out: string[] = new Array<string>(raw.length + 18 + (extra === undefined ? 0 : 2 * extra.length));
-  let n = 0;
   let listed: string[] | undefined;
   let forwardedFor = '';
   let requestId = '';
@@ -154,10 +149,7 @@ export function buildRequestHeaders(ctx: RequestContext, head: UpstreamRequestHe
           if (hasHost) continue;
           hasHost = true;
           host = authority === '' ? value : authority;
-          if (extra === undefined || !hasName(extra, lower)) {
-            out[n++] = name;
-            out[n++] = host;
-          }
+          if (extra === undefined || !hasName(extra, lower)) out.push(name, host);
           continue;
         case TE:
           // Hop-by-hop, except "trailers" to an HTTP/2 pod: gRPC servers expect it (RFC 9113 section 8.2.2).
@@ -195,68 +187,45 @@ export function buildRequestHeaders(ctx: RequestContext, head: UpstreamRequestHe
       }
     }
     if (extra !== undefined && hasName(extra, lower)) continue;
-    out[n++] = name;
-    out[n++] = value;
+    out.push(name, value);
   }
 
   // Headers named by Connection are hop-by-hop too (rare: filtered after the fact).
   if (listed !== undefined) {
     let w = 0;
-    for (let r = 0; r < n; r += 2) {
+    for (let r = 0; r < out.length; r += 2) {
       const lower = out[r]!.toLowerCase();
       if (lower !== 'host' && listed.includes(lower)) continue;
       out[w++] = out[r]!;
       out[w++] = out[r + 1]!;
     }
-    n = w;
+    out.length = w;
   }
 
   if (!hasHost && authority !== '' && (extra === undefined || !hasName(extra, 'host'))) {
     // An HTTP/1.0 absolute-form request without Host: the pod still learns the name.
     host = authority;
-    out[n++] = 'host';
-    out[n++] = authority;
+    out.push('host', authority);
   }
-  if (upgradeValue !== '') {
-    out[n++] = 'connection';
-    out[n++] = 'upgrade';
-    out[n++] = 'upgrade';
-    out[n++] = upgradeValue;
-  }
+  if (upgradeValue !== '') out.push('connection', 'upgrade', 'upgrade', upgradeValue);
   // From a trusted proxy, the client address is already the last X-Forwarded-For entry it sent, or its peer.
-  out[n++] = 'x-forwarded-for';
-  out[n++] = forwardedFor === '' ? ctx.clientIp : `${forwardedFor}, ${peerAddress(ctx)}`;
-  out[n++] = 'x-real-ip';
-  out[n++] = ctx.clientIp;
-  out[n++] = 'x-forwarded-proto';
-  out[n++] = proto !== '' ? proto : ctx.secure ? 'https' : 'http';
-  if (forwardedHost !== '') {
-    out[n++] = 'x-forwarded-host';
-    out[n++] = forwardedHost;
-  } else if (host !== '') {
-    out[n++] = 'x-forwarded-host';
-    out[n++] = host;
-  }
+  out.push('x-forwarded-for', forwardedFor === '' ? ctx.clientIp : `${forwardedFor}, ${peerAddress(ctx)}`);
+  out.push('x-real-ip', ctx.clientIp);
+  out.push('x-forwarded-proto', proto !== '' ? proto : ctx.secure ? 'https' : 'http');
+  if (forwardedHost !== '') out.push('x-forwarded-host', forwardedHost);
+  else if (host !== '') out.push('x-forwarded-host', host);
   const port = forwardedPort !== '' ? forwardedPort : portText(ctx.req.socket.localPort);
-  if (port !== '') {
-    out[n++] = 'x-forwarded-port';
-    out[n++] = port;
-  }
+  if (port !== '') out.push('x-forwarded-port', port);
   if (requestId === '') requestId = nextRequestId();
   ctx.requestId = requestId;
-  out[n++] = 'x-request-id';
-  out[n++] = requestId;
+  out.push('x-request-id', requestId);
   if (extra !== undefined) {
     for (let i = 0; i < extra.length; i++) {
       const entry = extra[i]!;
-      if (entry[2] !== 'remove') {
-        out[n++] = entry[0];
-        out[n++] = entry[1];
-      }
+      if (entry[2] !== 'remove') out.push(entry[0], entry[1]);
     }
   }
 
-  out.length = n;
   head.headers = out;
   head.contentLength = contentLength;
   head.chunked = chunked;
