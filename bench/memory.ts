@@ -18,6 +18,7 @@
 // as in the container image; otherwise the TypeScript sources. Node flags go on node's
 // command line, as the image's ENTRYPOINT puts them, and the workers inherit them.
 import { spawn } from 'node:child_process';
+import http from 'node:http';
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -81,6 +82,34 @@ function scaleObjects(i: number): Obj[] {
   const secret = tlsSecret(`ing${i}-tls`, `bench certificate ${i}\n${pems.cert}`, `bench key ${i}\n${pems.private}`, ns);
   return [ingress(`ing${i}`, { rules, tls: [{ hosts, secretName: `ing${i}-tls` }] }, { namespace: ns, annotations }), secret, ...service(`svc${i}`, ns, addresses)];
 }
+/** GET / on each host of the scale objects, 50 at a time, over keep-alive; the statuses counted. */
+async function touchEveryHost(port: number): Promise<Record<string, number>> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 50 });
+  const counts: Record<string, number> = {};
+  const hosts = Array.from({ length: 10_000 }, (_, i) => [`app${i}.bench.test`, `www${i}.bench.test`]).flat();
+  let next = 0;
+  const one = (host: string) =>
+    new Promise<void>((resolve) => {
+      const req = http.get({ host: '127.0.0.1', port, path: '/', headers: { host }, agent, timeout: 10_000 }, (res) => {
+        res.resume();
+        res.on('end', () => {
+          counts[res.statusCode!] = (counts[res.statusCode!] ?? 0) + 1;
+          resolve();
+        });
+      });
+      req.on('timeout', () => req.destroy(new Error('timeout')));
+      req.on('error', (err) => {
+        counts[err.message] = (counts[err.message] ?? 0) + 1;
+        resolve();
+      });
+    });
+  await Promise.all(Array.from({ length: 50 }, async () => {
+    while (next < hosts.length) await one(hosts[next++]!);
+  }));
+  agent.destroy();
+  return counts;
+}
+
 const ingressClass: Obj = { apiVersion: 'networking.k8s.io/v1', kind: 'IngressClass', metadata: { name: 'portico' }, spec: { controller: 'portico.dev/ingress-controller' } };
 
 const dir = mkdtempSync(join(tmpdir(), 'portico-bench-memory-'));
@@ -117,6 +146,7 @@ try {
   const idleGc = new Promise<void>((resolve) => (idleGcSeen = resolve));
   /** The first table's translation and build, from the controller's log line. */
   let firstTable: { translateMs: number; buildMs: number } | undefined;
+  let httpPort = 0;
   const args = [...nodeFlags, ...(snapshotDir ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${snapshotDir}`] : []), process.env.PORTICO_BIN ?? join(ROOT, 'bin/portico.js'), ...source, '--workers', workers, '--http-port', '0', '--https-port', '0', '--admin-port', '0', '--bind', '127.0.0.1', '--access-log=false', ...(afterIdleGc ? ['--log-level', 'debug'] : []), ...(process.env.PORTICO_ARGS?.split(' ').filter(Boolean) ?? [])];
   const t0 = performance.now();
   const child = spawn(join(ROOT, 'node_modules/.bin/node'), args, { stdio: ['ignore', 'pipe', 'inherit'], env: process.env });
@@ -134,11 +164,19 @@ try {
       if (line.includes('"portico ready')) {
         ready = true;
         clearTimeout(timer);
-        resolve((JSON.parse(line) as { admin: number }).admin);
+        const readyLine = JSON.parse(line) as { admin: number; http: number };
+        httpPort = readyLine.http;
+        resolve(readyLine.admin);
       }
     });
   });
   const readyMs = performance.now() - t0;
+  // BENCH_TOUCH=1 (scale, cluster): one request to "/" of each of the 20,000 hosts before the
+  // settle time, so every one of those routes is compiled, as a crawler would make them.
+  if (process.env.BENCH_TOUCH === '1' && mode !== 'idle') {
+    const touched = await touchEveryHost(httpPort);
+    console.log(`touched 20,000 hosts: ${Object.entries(touched).map(([status, n]) => `${n} × ${status}`).join(', ')}`);
+  }
   // Cluster mode: the leader's first status write to every Ingress (10,000 PATCHes, each
   // coming back as a watch event) is part of reaching the steady state.
   if (api) {
