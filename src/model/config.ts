@@ -92,12 +92,27 @@ export interface ProblemDelta {
 
 export const NO_PROBLEM_CHANGES: ProblemDelta = Object.freeze({ added: Object.freeze([]), removed: Object.freeze([]) });
 
+/** A ProblemDelta being gathered, source by source (diffProblems adds to it). */
+export interface ProblemChanges {
+  readonly added: Problem[];
+  readonly removed: Problem[];
+}
+
+export function problemChanges(): ProblemChanges {
+  return { added: [], removed: [] };
+}
+
+/** The delta `changes` gathered: NO_PROBLEM_CHANGES when nothing appeared or went (so a caller can compare by identity). */
+export function problemDelta(changes: ProblemChanges): ProblemDelta {
+  return changes.added.length === 0 && changes.removed.length === 0 ? NO_PROBLEM_CHANGES : changes;
+}
+
 /**
  * Adds to `into` what differs from `before` to `after` (two lists of one source: an
  * Ingress' problems, a host's conflicts...), as multisets of problemKey and severity:
  * costs the two lists, and nothing when they are the same array.
  */
-export function diffProblems(before: readonly Problem[], after: readonly Problem[], into: { added: Problem[]; removed: Problem[] }): void {
+export function diffProblems(before: readonly Problem[], after: readonly Problem[], into: ProblemChanges): void {
   if (before === after) return;
   if (before.length === 0 || after.length === 0) {
     for (const p of after) into.added.push(p);

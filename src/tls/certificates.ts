@@ -85,8 +85,8 @@ export interface CertificateStoreLimits {
   readonly eagerBuilds?: number;
 }
 
-/** Contexts kept: the hosts of a busy edge handshaking within a few minutes; 37 MB. */
-export const DEFAULT_MAX_CONTEXTS = 1000;
+/** Contexts kept when not told (--tls-contexts has the same default): the hosts of a busy edge handshaking within a few minutes; 37 MB. */
+const DEFAULT_MAX_CONTEXTS = 1000;
 /** A routine change (a renewal, a new Ingress) is built and checked with the change; a start-up or a mass change is not. */
 const DEFAULT_EAGER_BUILDS = 16;
 
@@ -166,8 +166,9 @@ export class CertificateStore {
    * Installs the certificates of a new routing config. Returns a problem per Secret
    * whose PEM TLS refused (when it was built: at once for the few new certificates of a
    * routine change, otherwise at first use, which onRejected hears); its hosts get the
-   * default certificate, others are unaffected. With `changes` relative to the map of the last update, only the hosts they name are
-   * looked at; without (a first build, a caller that does not know), the whole map is.
+   * default certificate, others are unaffected. With `changes` relative to the map of the
+   * last update, only the hosts they name are looked at; without (a first build, a caller
+   * that does not know), the whole map is.
    */
   update(certificates: ReadonlyMap<string, CertificateConfig>, changes?: CertificateChanges): Problem[] {
     // Every routing change installs a config, and one whose certificates did not change
@@ -250,6 +251,7 @@ export class CertificateStore {
       if (before !== now) changed.push([host, before, now]);
     }
     const entries: [string, Entry | undefined][] = [];
+    const added: [CertificateConfig, Entry][] = [];
     const fresh: Entry[] = [];
     // The new certificates first: one with the PEM of a certificate it replaces reuses its entry.
     for (const [host, , now] of changed) {
@@ -261,11 +263,13 @@ export class CertificateStore {
       this.byPem.set(entry.fingerprint, entry);
       this.uses.set(entry.fingerprint, (this.uses.get(entry.fingerprint) ?? 0) + 1);
       entries.push([host, entry]);
+      added.push([now, entry]);
     }
+    // Built now if few, so a refused one is counted with this change.
     this.buildFew(fresh);
     let problemsChanged = false;
-    for (const [, , now] of changed) {
-      if (now !== undefined && this.byCertificate.get(now)!.error !== undefined) problemsChanged = countInvalid(this.invalid, now.secret, this.byCertificate.get(now)!, 1) || problemsChanged;
+    for (const [now, entry] of added) {
+      if (entry.error !== undefined) problemsChanged = countInvalid(this.invalid, now.secret, entry, 1) || problemsChanged;
     }
     for (const [, before] of changed) {
       if (before === undefined) continue;

@@ -3,7 +3,7 @@
 // touches: what several Ingresses claim at once (the same path, a host's certificate,
 // the default backend) goes to the oldest (conflicts.ts), a host with a certificate is
 // HTTPS for every path on it, and the output keeps each unchanged host's routes.
-import { diffProblems, NO_PROBLEM_CHANGES, type CertificateConfig, type Problem, type ProblemDelta, type RouteConfig } from '../model/config.ts';
+import { diffProblems, NO_PROBLEM_CHANGES, problemChanges, problemDelta, type CertificateConfig, type Problem, type ProblemDelta, type RouteConfig } from '../model/config.ts';
 import { compareEntries, precedence } from './conflicts.ts';
 import { wildcardParent } from './hosts.ts';
 import type { IngressEntry, TlsClaim } from './ingress.ts';
@@ -171,7 +171,7 @@ export class IngressAssembly {
     const changedHosts = new Set<string>();
     const hostChanges: [string, readonly RouteConfig[] | undefined][] = [];
     const conflictChanges: [string, readonly Conflict[] | undefined][] = [];
-    const conflictDelta = { added: [] as Problem[], removed: [] as Problem[] };
+    const conflictDelta = problemChanges();
     for (const [host, state] of settled) {
       state.routes = state.routes.map((r) => this.withTls(r));
       const before = this.hosts.get(host);
@@ -226,7 +226,7 @@ export class IngressAssembly {
         }
         return conflicts;
       },
-      conflictDelta: conflictDelta.added.length === 0 && conflictDelta.removed.length === 0 ? NO_PROBLEM_CHANGES : conflictDelta,
+      conflictDelta: problemDelta(conflictDelta),
       changedHosts: full ? undefined : changedHosts,
       changedCertificates: full ? undefined : certificateChanges.length === 0 ? NO_HOSTS : new Set(certificateChanges.map(([host]) => host)),
     };

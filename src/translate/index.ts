@@ -15,7 +15,7 @@
 // (Ingress, host, classes, Gateway route) and each config says which appeared and which
 // went since the previous one (delta.problems); the sorted list is made only when read.
 import type { EndpointUpdate, IgnoredIngress, Problem, ProblemDelta, RouteConfig, RoutingConfig, Snapshot, TranslateOptions, UpstreamAddress } from '../model/config.ts';
-import { diffProblems, NO_GATEWAYS, NO_PROBLEM_CHANGES, withLazyRoutes } from '../model/config.ts';
+import { diffProblems, NO_GATEWAYS, problemChanges, problemDelta, withLazyRoutes, type ProblemChanges } from '../model/config.ts';
 import { PatchedMap } from '../util/patched-map.ts';
 import { GATEWAY_KINDS, type GRPCRoute, type HTTPRoute, type Ingress } from '../model/k8s.ts';
 import type { ObjectChange } from '../sources/store.ts';
@@ -229,12 +229,12 @@ export function createTranslator(): IncrementalTranslator {
     const updates = new Map<string, IngressEntry | undefined>();
     // What the problems of this config add and remove, source by source (an Ingress, a
     // host's conflicts, the classes, a Gateway route): in proportion to what was looked at.
-    const problemDelta = { added: [] as Problem[], removed: [] as Problem[] };
-    const problemChanges: [string, readonly Problem[] | undefined][] = [];
+    const problemsFound = problemChanges();
+    const ingressProblemLists: [string, readonly Problem[] | undefined][] = [];
     const ingressProblems = (key: string, before: readonly Problem[], now: readonly Problem[]) => {
       if (before === now || (before.length === 0 && now.length === 0)) return;
-      diffProblems(before, now, problemDelta);
-      problemChanges.push([key, now.length > 0 ? now : undefined]);
+      diffProblems(before, now, problemsFound);
+      ingressProblemLists.push([key, now.length > 0 ? now : undefined]);
     };
     let ignoredChanged = false;
     for (const key of dirty) {
@@ -273,9 +273,9 @@ export function createTranslator(): IncrementalTranslator {
     }
     if (full) s.backends.prune();
     const assembled = s.assembly.apply(updates, fresh);
-    if (problemChanges.length > 0) s.ingressProblems = s.ingressProblems.with(problemChanges);
-    addDelta(problemDelta, assembled.conflictDelta);
-    if (previousClasses === undefined || classProblemsChanged) diffProblems(previousClasses?.problems ?? NO_PROBLEMS, classes.problems, problemDelta);
+    if (ingressProblemLists.length > 0) s.ingressProblems = s.ingressProblems.with(ingressProblemLists);
+    addDelta(problemsFound, assembled.conflictDelta);
+    if (previousClasses === undefined || classProblemsChanged) diffProblems(previousClasses?.problems ?? NO_PROBLEMS, classes.problems, problemsFound);
     if (ignoredChanged || full) s.ignoredList = [...s.ignored.values()].sort((a, b) => compareStrings(a.ingress, b.ingress));
 
     // Gateway API: translated again when one of its objects, or something it read, changed;
@@ -301,7 +301,7 @@ export function createTranslator(): IncrementalTranslator {
       if (gateway !== s.gateway) gatewayRoutesTranslated += gateway.output.translated;
     }
     const gatewayChanged = gateway !== s.gateway;
-    if (gatewayChanged) gatewayProblemDelta(s.gateway?.output, gateway?.output, problemDelta);
+    if (gatewayChanged) gatewayProblemDelta(s.gateway?.output, gateway?.output, problemsFound);
     const changedGatewayRoutes = gatewayChanged ? (gateway?.output.changedSources ?? changedSources(s.gateway?.output.routesBySource, gateway?.output.routesBySource)) : undefined;
     s.gateway = gateway;
     refreshTracked(s, full ? undefined : touched);
@@ -326,7 +326,6 @@ export function createTranslator(): IncrementalTranslator {
       // Stable: an object's problems stay in the order they were found (spec order, then conflicts).
       return list.sort(compareProblemObjects);
     };
-    const delta: ProblemDelta = problemDelta.added.length === 0 && problemDelta.removed.length === 0 ? NO_PROBLEM_CHANGES : problemDelta;
     const config: RoutingConfig = withLazyRoutes({
       routeCount: assembled.routeCount + (gateway?.output.routeCount ?? 0),
       ...(assembled.defaultBackend ? { defaultBackend: assembled.defaultBackend } : {}),
@@ -346,7 +345,7 @@ export function createTranslator(): IncrementalTranslator {
               ...(changedGatewayRoutes !== undefined ? { gatewayRoutes: changedGatewayRoutes } : {}),
               ...(assembled.changedCertificates !== undefined ? { certificates: assembled.changedCertificates } : {}),
               // After a full re-check, the whole lists are compared (it cost every object already).
-              ...(full ? {} : { problems: delta }),
+              ...(full ? {} : { problems: problemDelta(problemsFound) }),
             },
           }
         : {}),
@@ -536,7 +535,7 @@ function compareStrings(a: string, b: string): number {
 
 const NO_PROBLEMS: readonly Problem[] = [];
 
-function addDelta(into: { added: Problem[]; removed: Problem[] }, delta: ProblemDelta): void {
+function addDelta(into: ProblemChanges, delta: ProblemDelta): void {
   for (const p of delta.added) into.added.push(p);
   for (const p of delta.removed) into.removed.push(p);
 }
@@ -545,7 +544,7 @@ function addDelta(into: { added: Problem[]; removed: Problem[] }, delta: Problem
  * How the Gateway API problems differ from `before` to `now`: the Gateways' pass (a few
  * objects) and the routes the update named; every problem when the output was made anew.
  */
-function gatewayProblemDelta(before: GatewayApiOutput | undefined, now: GatewayApiOutput | undefined, into: { added: Problem[]; removed: Problem[] }): void {
+function gatewayProblemDelta(before: GatewayApiOutput | undefined, now: GatewayApiOutput | undefined, into: ProblemChanges): void {
   if (before !== undefined && now?.changedSources !== undefined) {
     diffProblems(before.state.passProblems, now.state.passProblems, into);
     for (const sourceKey of now.changedSources) {
