@@ -259,6 +259,8 @@ class Connection implements BodyFlow, ResponseOwner {
   private inputDone = false;
   /** The parser reads the socket itself (attachParser); else 'data' is fed to it. */
   private attached = false;
+  /** parser[kOnMessageComplete] is set (see callMessageComplete). */
+  private messageCompleteCalled = true;
 
   constructor(server: Http1Server, socket: net.Socket) {
     this.server = server;
@@ -317,6 +319,13 @@ class Connection implements BodyFlow, ResponseOwner {
     }
     const upgraded = this.receiving;
     if (upgraded !== null && upgraded.upgrade && (this.phase as Phase) !== DETACHED) this.handOver(upgraded, (data ?? parser.getCurrentBuffer()).subarray(result));
+  }
+
+  /** Whether llhttp calls messageComplete(): only requests with a body (and upgrades) need it. */
+  private callMessageComplete(call: boolean): void {
+    if (this.messageCompleteCalled === call) return;
+    this.messageCompleteCalled = call;
+    this.parser![kOnMessageComplete] = call ? onMessageComplete : undefined;
   }
 
   /** The first byte of a request: the header timeout starts. */
@@ -394,18 +403,30 @@ class Connection implements BodyFlow, ResponseOwner {
     }
     const req = new Http1Request(this, this.socket, methodName, url, headers, versionMajor, versionMinor, keepAlive, isUpgrade);
     const res = new Http1Response(this, req, this.socket);
-    this.receiving = req;
     if (isUpgrade) {
+      this.receiving = req;
+      this.callMessageComplete(true);
       // Dispatched once execute() returns, with the bytes after the head.
       this.pendingUpgrade = res;
       return;
     }
     req.expectsContinue = (flags & EXPECTS_CONTINUE) !== 0;
     req.refusal = refused;
-    // Without Content-Length or Transfer-Encoding a request has no body (RFC 9112 6.3):
-    // it is complete now, so a handler answering at once (inside this execute, before
-    // kOnMessageComplete) keeps the connection instead of closing it for an "unread body".
-    if ((flags & HAS_BODY) === 0) req.complete = true;
+    if ((flags & HAS_BODY) === 0) {
+      // Without Content-Length or Transfer-Encoding a request has no body (RFC 9112 6.3):
+      // it is complete with its head, so a handler answering at once keeps the connection
+      // instead of closing it for an "unread body". What messageComplete() would do is
+      // done here, and llhttp's message-complete, which follows at once, calls no JS.
+      req.complete = true;
+      this.callMessageComplete(false);
+      if (this.phase === RECEIVING) {
+        this.phase = this.active === null ? IDLE : ANSWERING;
+        this.since = this.server.now;
+      }
+    } else {
+      this.receiving = req;
+      this.callMessageComplete(true);
+    }
     if (this.active === null) {
       this.start(res);
     } else {

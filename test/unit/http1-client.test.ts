@@ -291,6 +291,50 @@ test('response framings: chunked, close-delimited, 204, 304 with a Content-Lengt
   assert.equal(s.sockets.length, 2);
 });
 
+test('framings in turn on one connection: a length body in pieces, Content-Length: 0, 103 then a length, chunked, length again', async (t) => {
+  const s = await rawServer((socket, all) => {
+    if (!all.endsWith('\r\n\r\n')) return;
+    const path = all.slice(all.lastIndexOf('GET ') + 4, all.lastIndexOf(' HTTP/1.1'));
+    switch (path) {
+      case '/pieces':
+        // The head and the body's first bytes in one read, the rest in two more.
+        socket.write('HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\nhel');
+        setTimeout(() => socket.write('lo w'), 20);
+        setTimeout(() => socket.write('orld'), 40);
+        break;
+      case '/empty':
+        socket.write('HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n');
+        break;
+      case '/hints':
+        socket.write('HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\n');
+        setTimeout(() => socket.write('HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok'), 20);
+        break;
+      case '/chunked':
+        socket.write('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n');
+        break;
+      case '/again':
+        socket.write('HTTP/1.1 201 Created\r\nContent-Length: 4\r\n\r\ndone');
+        break;
+    }
+  });
+  const pool = makePool(s.port);
+  t.after(() => pool.destroy().then(() => s.close()));
+  const pieces = await send(pool, { path: '/pieces' });
+  assert.equal(pieces.body, 'hello world');
+  assert.deepEqual(pieces.events.filter((e) => e === 'end'), ['end'], 'ended once, after its last byte');
+  const empty = await send(pool, { path: '/empty' });
+  assert.deepEqual(empty.events, ['start', 'response 200', 'end']);
+  const hints = await send(pool, { path: '/hints' });
+  assert.equal(hints.body, 'ok');
+  assert.equal(hints.events.at(-1), 'end');
+  assert.equal((await send(pool, { path: '/chunked' })).body, 'abc');
+  const again = await send(pool, { path: '/again' });
+  assert.equal(again.body, 'done');
+  assert.ok(again.events.includes('response 201'));
+  assert.equal(s.sockets.length, 1, 'every one of them left the connection reusable');
+  assert.equal(heads(s.received[0]!), 5);
+});
+
 // ---- connections ----
 
 test('keep-alive: sequential requests share one connection; concurrent ones get one each', async (t) => {

@@ -448,6 +448,23 @@ test('requestTimeout also covers the body of a pipelined request that started la
   await c.until(() => errors.length === 1, 'the handler to see it');
 });
 
+test('a slow answer to a bodiless request, first on its connection or later, is not cut by any client timeout', async (t) => {
+  const s = await serve(async (req, res) => {
+    await delay(800); // longer than every client timeout: answering has no limit
+    res.end(req.url);
+  }, TIMEOUTS);
+  t.after(() => s.close());
+  const c = await RawClient.connect(s.port);
+  t.after(() => c.destroy());
+  c.write(get('/first'));
+  assert.equal((await c.readResponse()).body.toString(), '/first');
+  c.write('POST /body HTTP/1.1\r\nHost: test\r\nContent-Length: 2\r\n\r\nab');
+  assert.equal((await c.readResponse()).body.toString(), '/body');
+  c.write(get('/after-a-body'));
+  assert.equal((await c.readResponse()).body.toString(), '/after-a-body');
+  assert.equal(c.ended || c.closed, false);
+});
+
 test('a steady body within the request timeout, and a slow handler, are not cut', async (t) => {
   const s = await serve(async (req, res) => {
     const body = await readBody(req);
