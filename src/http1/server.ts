@@ -15,7 +15,6 @@ import {
   kOnBody,
   kOnHeaders,
   kOnHeadersComplete,
-  kOnMessageBegin,
   kOnMessageComplete,
   LENIENT_NONE,
   METHODS,
@@ -180,13 +179,18 @@ function inspectHead(headers: string[], http11: boolean): number {
   return flags;
 }
 
+/** The first `length` bytes of `data` are all CR or LF (RFC 9112 2.2: a server ignores blank lines before a request). */
+function onlyLineBreaks(data: Buffer, length: number): boolean {
+  for (let i = 0; i < length && i < data.length; i++) {
+    const c = data[i];
+    if (c !== 0x0d && c !== 0x0a) return false;
+  }
+  return true;
+}
+
 /** Connection callbacks run with `this` = the parser; the parser knows its connection. */
 interface OwnedParser extends LlhttpParser {
   connection: Connection | null;
-}
-
-function onMessageBegin(this: OwnedParser): void {
-  this.connection?.messageBegin();
 }
 
 function onHeaders(this: OwnedParser, headers: string[], url: string): void {
@@ -261,6 +265,9 @@ class Connection implements BodyFlow, ResponseOwner {
   private attached = false;
   /** parser[kOnMessageComplete] is set (see callMessageComplete). */
   private messageCompleteCalled = true;
+  /** Request heads completed, and whether a request's message ended, in the read being parsed (see readLeftIdle). */
+  private headsInRead = 0;
+  private messageEndedInRead = false;
 
   constructor(server: Http1Server, socket: net.Socket) {
     this.server = server;
@@ -269,7 +276,6 @@ class Connection implements BodyFlow, ResponseOwner {
     const parser = new HTTPParser() as OwnedParser;
     parser.initialize(REQUEST, {}, 0, LENIENT_NONE);
     parser.connection = this;
-    parser[kOnMessageBegin] = onMessageBegin;
     parser[kOnHeaders] = onHeaders;
     parser[kOnHeadersComplete] = onHeadersComplete;
     parser[kOnBody] = onBody;
@@ -302,6 +308,9 @@ class Connection implements BodyFlow, ResponseOwner {
    */
   executed(result: number | ParserError, data: Buffer | null): void {
     const parser = this.parser;
+    if (this.phase === IDLE && parser !== null && typeof result === 'number') this.readLeftIdle(result, data);
+    this.headsInRead = 0;
+    this.messageEndedInRead = false;
     if (parser === null) return;
     if (this.closed) {
       this.freeParser();
@@ -328,9 +337,17 @@ class Connection implements BodyFlow, ResponseOwner {
     this.parser![kOnMessageComplete] = call ? onMessageComplete : undefined;
   }
 
-  /** The first byte of a request: the header timeout starts. */
-  messageBegin(): void {
-    if (this.phase === IDLE) {
+  /**
+   * After a read on an IDLE connection: when it brought the start of a request head, the
+   * header timeout starts. llhttp could say so itself (kOnMessageBegin), but through a
+   * native-to-JS call per request; this looks only at what the read left behind: still
+   * IDLE, no head completed and no message ended in it, and more than blank lines (which
+   * may precede a request and begin none). A read that also completed a request answered
+   * at once may hold the start of the next head unseen: that connection keeps the idle
+   * timeout, which bounds it as it bounds one that sends nothing.
+   */
+  private readLeftIdle(parsed: number, data: Buffer | null): void {
+    if (parsed > 0 && this.headsInRead === 0 && !this.messageEndedInRead && !onlyLineBreaks(data ?? this.parser!.getCurrentBuffer(), parsed)) {
       this.phase = RECEIVING;
       this.since = this.server.now;
     }
@@ -355,6 +372,7 @@ class Connection implements BodyFlow, ResponseOwner {
     upgrade: boolean,
     keepAlive: boolean,
   ): void {
+    this.headsInRead++;
     if (headers === undefined) {
       headers = this.pendingHeaders ?? [];
       this.pendingHeaders = undefined;
@@ -426,6 +444,11 @@ class Connection implements BodyFlow, ResponseOwner {
     } else {
       this.receiving = req;
       this.callMessageComplete(true);
+      if (this.phase === IDLE) {
+        // Its body is still to come, under the request timeout.
+        this.phase = RECEIVING;
+        this.since = this.server.now;
+      }
     }
     if (this.active === null) {
       this.start(res);
@@ -465,6 +488,7 @@ class Connection implements BodyFlow, ResponseOwner {
   }
 
   messageComplete(): void {
+    this.messageEndedInRead = true;
     const req = this.receiving;
     if (req === null) return;
     if (req.upgrade) return;

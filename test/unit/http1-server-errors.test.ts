@@ -448,6 +448,51 @@ test('requestTimeout also covers the body of a pipelined request that started la
   await c.until(() => errors.length === 1, 'the handler to see it');
 });
 
+test('blank lines between requests start no header timeout: the connection is closed by the idle timeout, silently', async (t) => {
+  const s = await serve(echoHandler, TIMEOUTS);
+  t.after(() => s.close());
+  const c = await RawClient.connect(s.port);
+  t.after(() => c.destroy());
+  c.write(get('/a'));
+  assert.equal((await c.readResponse()).status, 200);
+  // A stray CRLF, as old clients sent after a body (RFC 9112 2.2 lets a server ignore it).
+  c.write('\r\n');
+  await delay(350); // past the header timeout (300), within the idle timeout (400)
+  assert.equal(c.ended || c.closed, false, 'not closed by the header timeout');
+  c.write(get('/b'));
+  assert.equal((await c.readResponse()).body.toString(), 'GET /b');
+  c.write('\r\n');
+  const started = Date.now();
+  assert.ok(await c.waitEnd());
+  assert.ok(Date.now() - started >= 350, 'closed by the idle timeout');
+  assert.equal(c.pending.length, 0, 'without a 408');
+});
+
+test('a POST after a GET on a keep-alive connection: its stalled body is cut by the request timeout', async (t) => {
+  const errors: string[] = [];
+  const s = await serve(async (req, res) => {
+    if (req.method === 'GET') return void res.end('got');
+    try {
+      await readBody(req);
+      res.end('body');
+    } catch (err) {
+      errors.push((err as Error & { code: string }).code);
+    }
+  }, TIMEOUTS);
+  t.after(() => s.close());
+  const c = await RawClient.connect(s.port);
+  t.after(() => c.destroy());
+  c.socket.on('error', () => {});
+  c.write(get('/first'));
+  assert.equal((await c.readResponse()).body.toString(), 'got');
+  const started = Date.now();
+  c.write('POST /second HTTP/1.1\r\nHost: test\r\nContent-Length: 100\r\n\r\npart');
+  assert.ok(await c.waitEnd(), 'the stalled body is timed out');
+  const elapsed = Date.now() - started;
+  assert.ok(elapsed >= 500 && elapsed < 5000, `after ${elapsed} ms`);
+  await c.until(() => errors.length === 1, 'the handler to see it');
+});
+
 test('a slow answer to a bodiless request, first on its connection or later, is not cut by any client timeout', async (t) => {
   const s = await serve(async (req, res) => {
     await delay(800); // longer than every client timeout: answering has no limit
