@@ -11,11 +11,12 @@
 // credentials the request's origin is echoed, never "*" (browsers refuse "*" there).
 //
 // Invalid values: entries that are not origins (or methods, or header names) are
-// skipped with a warning. With no valid origin the policy is off: no CORS headers,
-// which is the browser's same-origin default, the closed state for CORS.
+// skipped, one warning per annotation naming them all. With no valid origin the policy
+// is off (one error): no CORS headers, which is the browser's same-origin default, the
+// closed state for CORS.
 import type { Handler, RequestContext } from '../proxy/context.ts';
 import { parseAnnotationDuration, parseBool } from '../util/units.ts';
-import { annotation, reportIgnored, reportInvalid } from './annotations.ts';
+import { annotation, reportIgnored, reportInvalid, reportInvalidEntries } from './annotations.ts';
 import { splitList } from './cidr.ts';
 import { withHeaders, type HeaderList } from './header-list.ts';
 import { rawHeader } from './raw-header.ts';
@@ -59,12 +60,28 @@ export function normalizeOrigin(entry: string): string | undefined {
   return wildcard ? url.origin.replace('wildcard-label.', '*.') : url.origin;
 }
 
-function parseList(input: PolicyParseInput, name: string, text: string, valid: (entry: string) => string | undefined, expected: string): string[] {
+/**
+ * The valid entries of a list annotation. Its invalid entries are one problem (one line):
+ * skipped with a warning while others are left, else what `whenNone` says happens.
+ */
+function parseList(
+  input: PolicyParseInput,
+  name: string,
+  text: string,
+  valid: (entry: string) => string | undefined,
+  expected: string,
+  whenNone: { readonly consequence: string; readonly severity: 'warning' | 'error' },
+): string[] {
   const out: string[] = [];
+  const invalid: string[] = [];
   for (const entry of splitList(text)) {
     const value = valid(entry);
-    if (value === undefined) reportInvalid(input, name, entry, expected, 'this entry is skipped', 'warning');
+    if (value === undefined) invalid.push(entry);
     else if (!out.includes(value)) out.push(value);
+  }
+  if (invalid.length > 0) {
+    if (out.length > 0) reportInvalidEntries(input, name, invalid, expected, `skipped; the other entries apply`, 'warning');
+    else reportInvalidEntries(input, name, invalid, expected, whenNone.consequence, whenNone.severity);
   }
   return out;
 }
@@ -80,23 +97,34 @@ export const corsPolicy: PolicyDefinition<CorsConfig> = {
       for (const name of others) if (annotation(input, name) !== undefined) reportIgnored(input, name, `has no effect without ${CORS_ALLOW_ORIGINS}`);
       return undefined;
     }
-    const origins = parseList(input, CORS_ALLOW_ORIGINS, originsText, normalizeOrigin, 'an origin such as https://app.example.com, https://*.example.com or *');
+    const corsOff = 'CORS is off (no CORS headers are sent)';
+    const origins = parseList(input, CORS_ALLOW_ORIGINS, originsText, normalizeOrigin, 'an origin such as https://app.example.com, https://*.example.com or *', {
+      consequence: `no valid origin is left: ${corsOff}`,
+      severity: 'error',
+    });
     if (origins.length === 0) {
-      input.report({ severity: 'error', reason: 'InvalidAnnotation', message: `annotation ${CORS_ALLOW_ORIGINS}: no valid origin in ${JSON.stringify(originsText)}; CORS is off (no CORS headers are sent)` });
+      // Invalid entries were reported with the consequence; an empty value is said here.
+      if (splitList(originsText).length === 0) input.report({ severity: 'error', reason: 'InvalidAnnotation', message: `annotation ${CORS_ALLOW_ORIGINS}: empty list; ${corsOff}` });
       return undefined;
     }
 
     let methods = DEFAULT_METHODS;
     const methodsText = annotation(input, CORS_ALLOW_METHODS);
     if (methodsText !== undefined) {
-      const parsed = parseList(input, CORS_ALLOW_METHODS, methodsText, (m) => (TOKEN.test(m) ? m.toUpperCase() : undefined), 'an HTTP method such as GET');
+      const parsed = parseList(input, CORS_ALLOW_METHODS, methodsText, (m) => (TOKEN.test(m) ? m.toUpperCase() : undefined), 'an HTTP method such as GET', {
+        consequence: `the default methods apply (${DEFAULT_METHODS.join(', ')})`,
+        severity: 'warning',
+      });
       if (parsed.length > 0) methods = parsed;
     }
 
     let headers = DEFAULT_HEADERS;
     const headersText = annotation(input, CORS_ALLOW_HEADERS);
     if (headersText !== undefined) {
-      const parsed = parseList(input, CORS_ALLOW_HEADERS, headersText, (h) => (h === '*' || TOKEN.test(h) ? h : undefined), 'a header name such as X-Api-Key, or *');
+      const parsed = parseList(input, CORS_ALLOW_HEADERS, headersText, (h) => (h === '*' || TOKEN.test(h) ? h : undefined), 'a header name such as X-Api-Key, or *', {
+        consequence: `the default headers apply (${DEFAULT_HEADERS.join(', ')})`,
+        severity: 'warning',
+      });
       if (parsed.length > 0) headers = parsed;
     }
 
