@@ -12,7 +12,7 @@
 import { sendError } from '../proxy/errors.ts';
 import type { Handler, RequestContext } from '../proxy/context.ts';
 import { annotation, INVALID_ANNOTATION, reportInvalidEntries } from './annotations.ts';
-import { parseCidrList, sharedCidrSet } from './cidr.ts';
+import { parseCidrList, sharedCidrSet, type CidrSet } from './cidr.ts';
 import type { Middleware, PolicyDefinition, PolicyParseInput } from './types.ts';
 
 export const IP_ALLOW = 'portico.dev/ip-allow';
@@ -51,6 +51,22 @@ function forbidden(ctx: RequestContext): void {
   sendError(ctx.res, 403, `access from ${ctx.clientIp || 'an unknown address'} is not allowed`);
 }
 
+// A route's handlers: one closure each over the set and the next handler (a closure made
+// inside create() would also keep create()'s scope: 40 more bytes a route).
+function denyListed(denied: CidrSet, next: Handler): Handler {
+  return (ctx) => {
+    if (denied.has(ctx.clientIp)) forbidden(ctx);
+    else next(ctx);
+  };
+}
+
+function allowListed(allowed: CidrSet, next: Handler): Handler {
+  return (ctx) => {
+    if (allowed.has(ctx.clientIp)) next(ctx);
+    else forbidden(ctx);
+  };
+}
+
 function refuseEveryone(): Middleware {
   return () => forbidden;
 }
@@ -63,10 +79,7 @@ export const ipDenyPolicy: PolicyDefinition<IpFilterConfig> = {
   create(config): Middleware {
     if (config.refuseAll) return refuseEveryone();
     const denied = sharedCidrSet(config.cidrs);
-    return (next: Handler): Handler => (ctx) => {
-      if (denied.has(ctx.clientIp)) forbidden(ctx);
-      else next(ctx);
-    };
+    return (next: Handler): Handler => denyListed(denied, next);
   },
 };
 
@@ -78,9 +91,6 @@ export const ipAllowPolicy: PolicyDefinition<IpFilterConfig> = {
   create(config): Middleware {
     if (config.refuseAll) return refuseEveryone();
     const allowed = sharedCidrSet(config.cidrs);
-    return (next: Handler): Handler => (ctx) => {
-      if (allowed.has(ctx.clientIp)) next(ctx);
-      else forbidden(ctx);
-    };
+    return (next: Handler): Handler => allowListed(allowed, next);
   },
 };
