@@ -392,6 +392,7 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
       renewDeadlineMs: options.renewDeadline,
       retryPeriodMs: options.retryPeriod,
       log,
+      outage: clusterSource!.outage,
       onStartedLeading: () => {
         statusWriter!.active = true;
         gatewayStatus!.active = true;
@@ -420,6 +421,7 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
       isLeader: () => leader.isLeader,
       replicasService: options.publishService,
       events,
+      outage: clusterSource!.outage,
     });
   }
 

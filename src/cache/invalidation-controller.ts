@@ -17,6 +17,7 @@
 import type { Logger } from 'pino';
 import type { KubeObject } from '../model/k8s.ts';
 import { KubeApiError, type KubeClient } from '../kube/client.ts';
+import type { ApiOutageLog } from '../kube/api-outage-log.ts';
 import { Reflector } from '../sources/kube/reflector.ts';
 import type { EventRecorder } from '../status/events.ts';
 import { CACHE_INVALIDATIONS } from '../kube/resources.ts';
@@ -56,6 +57,8 @@ export interface InvalidationControllerOptions {
   events?: EventRecorder;
   /** ms between discovery attempts while the CRD is missing (default 60 s). */
   discoveryMs?: number;
+  /** Where the watch tells failures, to be logged once per API outage (ClusterSource.outage). */
+  outage?: ApiOutageLog;
 }
 
 export class InvalidationController {
@@ -124,6 +127,7 @@ export class InvalidationController {
       log: this.o.log,
       namespace: this.o.namespace,
       resyncMs: this.o.resyncMs,
+      outage: this.o.outage,
       sanitize: (raw) => (isCacheInvalidation(raw) ? keep(raw) : undefined),
       sink: {
         replaceAll: (_kind, objects) => {

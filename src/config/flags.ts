@@ -74,7 +74,17 @@ interface FlagSpec {
   kind: Kind;
   default: string | undefined;
   help: string;
+  /**
+   * int and duration (ms): the smallest value that makes sense. Below it the flag is
+   * refused like any bad value, never clamped: 0 TLS contexts is not 1.
+   */
+  min?: number;
+  /** port: whether "off" is a value (a listener); a redirect's port cannot be off. */
+  noOff?: true;
 }
+
+/** setTimeout's limit (about 24.8 days): longer timers fire at once, so longer durations are refused. */
+const MAX_DURATION_MS = 2 ** 31 - 1;
 
 const FLAGS: FlagSpec[] = [
   { flag: 'manifests', key: 'manifests', kind: 'string', default: undefined, help: 'standalone mode: serve the Kubernetes objects in this directory (watched); without it, cluster mode' },
@@ -95,13 +105,13 @@ const FLAGS: FlagSpec[] = [
   { flag: 'upstream-response-timeout', key: 'upstreamResponseTimeout', kind: 'duration', default: '60s', help: 'time from sending a request to the response headers' },
   { flag: 'upstream-idle-timeout', key: 'upstreamIdleTimeout', kind: 'duration', default: '60s', help: 'time without data on an upstream connection mid-response' },
   { flag: 'upstream-keepalive', key: 'upstreamKeepAlive', kind: 'duration', default: '60s', help: 'how long an idle keep-alive connection to a pod is kept' },
-  { flag: 'client-header-timeout', key: 'clientHeaderTimeout', kind: 'duration', default: '10s', help: 'time a client has to send the request headers' },
+  { flag: 'client-header-timeout', key: 'clientHeaderTimeout', kind: 'duration', default: '10s', help: 'time a client has to send the request headers', min: 1 },
   { flag: 'client-request-timeout', key: 'clientRequestTimeout', kind: 'duration', default: '5m', help: 'time a client has to send the whole request, body included (0: no limit)' },
   { flag: 'client-idle-timeout', key: 'clientIdleTimeout', kind: 'duration', default: '60s', help: 'idle keep-alive time of client connections' },
-  { flag: 'tls-handshake-timeout', key: 'tlsHandshakeTimeout', kind: 'duration', default: '10s', help: 'time a client has to complete the TLS handshake; then its connection is closed' },
+  { flag: 'tls-handshake-timeout', key: 'tlsHandshakeTimeout', kind: 'duration', default: '10s', help: 'time a client has to complete the TLS handshake; then its connection is closed', min: 1 },
   { flag: 'tls-min-version', key: 'tlsMinVersion', kind: 'tls-version', default: 'TLSv1.2', help: 'oldest TLS version clients may use: TLSv1.2 or TLSv1.3' },
   { flag: 'tls-ciphers', key: 'tlsCiphers', kind: 'ciphers', default: undefined, help: 'OpenSSL cipher list for TLS 1.2 (TLS 1.3 suites, TLS_..., may be listed too) (default: forward-secret AES-GCM and ChaCha20 suites only: no CBC, no SHA-1, no RSA key exchange)' },
-  { flag: 'tls-contexts', key: 'tlsContexts', kind: 'int', default: '1000', help: 'TLS contexts (a certificate and key made ready for handshakes, about 37 KB each) kept per process; one is built at the first handshake that needs it, and the least recently used past this are let go and built again when needed (about 0.4 ms); at least 1' },
+  { flag: 'tls-contexts', key: 'tlsContexts', kind: 'int', default: '1000', help: 'TLS contexts (a certificate and key made ready for handshakes, about 37 KB each) kept per process; one is built at the first handshake that needs it, and the least recently used past this are let go and built again when needed (about 0.4 ms); at least 1', min: 1 },
   { flag: 'max-body-size', key: 'maxBodySize', kind: 'size', default: '1m', help: 'largest request body, unless an Ingress sets portico.dev/max-body-size (0: no limit; as nginx client_max_body_size)' },
   { flag: 'max-requests-per-endpoint', key: 'maxRequestsPerEndpoint', kind: 'int', default: '1000', help: 'requests in flight to one pod, per process; past it another pod is chosen, or 503 with Retry-After when all are that busy (0: no limit)' },
   { flag: 'max-client-connections', key: 'maxClientConnections', kind: 'int', default: '16384', help: 'client connections each proxy listener accepts at once; more are closed at once, and logged (0: no limit)' },
@@ -118,18 +128,18 @@ const FLAGS: FlagSpec[] = [
   { flag: 'http2', key: 'http2', kind: 'bool', default: 'true', help: 'serve HTTP/2 on HTTPS listeners to clients that offer h2 in ALPN' },
   { flag: 'h2c', key: 'h2c', kind: 'bool', default: 'true', help: 'serve HTTP/2 with prior knowledge (h2c) on plain HTTP listeners, beside HTTP/1.1' },
   { flag: 'proxy-protocol', key: 'proxyProtocol', kind: 'bool', default: 'false', help: 'expect a PROXY protocol v1/v2 header from trusted proxies' },
-  { flag: 'https-redirect-port', key: 'httpsRedirectPort', kind: 'port', default: '0', help: 'port in the Location of HTTP-to-HTTPS redirects (0: --https-port; in a cluster set the Service port, 443)' },
+  { flag: 'https-redirect-port', key: 'httpsRedirectPort', kind: 'port', default: '0', help: 'port in the Location of HTTP-to-HTTPS redirects (0: --https-port; in a cluster set the Service port, 443)', noOff: true },
   { flag: 'access-log', key: 'accessLog', kind: 'bool', default: 'true', help: 'log one JSON line per request' },
   { flag: 'log-level', key: 'logLevel', kind: 'level', default: 'info', help: 'trace, debug, info, warn, error or fatal' },
   { flag: 'debounce', key: 'debounce', kind: 'duration', default: '0ms', help: 'quiet time gathering a burst of changes into one route-table rebuild (0: rebuild at once; changes arriving during a rebuild go into the next)' },
-  { flag: 'resync', key: 'resync', kind: 'duration', default: '10m', help: 'cluster mode: full re-list period that corrects drift' },
+  { flag: 'resync', key: 'resync', kind: 'duration', default: '10m', help: 'cluster mode: full re-list period that corrects drift', min: 1000 },
   { flag: 'publish-address', key: 'publishAddress', kind: 'string', default: undefined, help: 'cluster mode: address (IP or hostname, comma-separated) written to Ingress status' },
   { flag: 'publish-service', key: 'publishService', kind: 'string', default: undefined, help: 'cluster mode: ns/name of the Service whose load-balancer address (or ClusterIP) is written to Ingress status' },
   { flag: 'lease-name', key: 'leaseName', kind: 'string', default: 'portico-leader', help: 'cluster mode: Lease used for leader election' },
   { flag: 'lease-namespace', key: 'leaseNamespace', kind: 'string', default: 'default', help: 'cluster mode: namespace of the Lease (in a pod: its own namespace)' },
-  { flag: 'lease-duration', key: 'leaseDuration', kind: 'duration', default: '15s', help: 'cluster mode: how long a lease holds without renewal' },
-  { flag: 'renew-deadline', key: 'renewDeadline', kind: 'duration', default: '10s', help: 'cluster mode: a leader that cannot renew for this long stops writing' },
-  { flag: 'retry-period', key: 'retryPeriod', kind: 'duration', default: '2s', help: 'cluster mode: how often to try to acquire or renew the lease' },
+  { flag: 'lease-duration', key: 'leaseDuration', kind: 'duration', default: '15s', help: 'cluster mode: how long a lease holds without renewal', min: 1 },
+  { flag: 'renew-deadline', key: 'renewDeadline', kind: 'duration', default: '10s', help: 'cluster mode: a leader that cannot renew for this long stops writing', min: 1 },
+  { flag: 'retry-period', key: 'retryPeriod', kind: 'duration', default: '2s', help: 'cluster mode: how often to try to acquire or renew the lease', min: 1 },
   { flag: 'cache-invalidation-ttl', key: 'cacheInvalidationTtl', kind: 'duration', default: '1h', help: 'cluster mode: how long a Complete or Failed CacheInvalidation stays before the leader deletes it (its spec.ttl wins)' },
   { flag: 'help', key: 'help', kind: 'bool', default: 'false', help: 'print this help and exit' },
 ];
@@ -153,16 +163,22 @@ function convert(spec: FlagSpec, raw: string, source: string): unknown {
     case 'string':
       return raw;
     case 'port': {
-      if (raw === 'off') return -1;
+      if (raw === 'off' && !spec.noOff) return -1;
       const n = Number(raw);
-      return /^\d+$/.test(raw) && n >= 0 && n <= 65535 ? n : fail('a port number 0-65535, or "off"');
+      return /^\d+$/.test(raw) && n >= 0 && n <= 65535 ? n : fail(spec.noOff ? 'a port number 0-65535' : 'a port number 0-65535, or "off"');
     }
     case 'int': {
       const n = Number(raw);
-      return /^\d+$/.test(raw) ? n : fail('a non-negative integer');
+      const min = spec.min ?? 0;
+      return /^\d+$/.test(raw) && Number.isSafeInteger(n) && n >= min ? n : fail(min > 0 ? `an integer of at least ${min}` : 'a non-negative integer');
     }
-    case 'duration':
-      return parseDuration(raw) ?? fail('a duration such as 500ms, 5s, 2m or 1h');
+    case 'duration': {
+      const ms = parseDuration(raw);
+      const min = spec.min ?? 0;
+      if (ms === undefined) return fail(min > 0 ? `a duration above 0 such as 500ms, 5s, 2m or 1h` : 'a duration such as 500ms, 5s, 2m or 1h');
+      if (ms < min) return fail(min === 1 ? 'a duration above 0 such as 500ms, 5s, 2m or 1h' : `a duration of at least ${min / 1000}s`);
+      return ms <= MAX_DURATION_MS ? ms : fail('a duration of at most 596h (about 24 days)');
+    }
     case 'bool':
       return parseBool(raw) ?? fail('true or false');
     case 'address':
@@ -240,6 +256,10 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv = p
   }
   if (options.renewDeadline >= options.leaseDuration) {
     throw new FlagError(`--renew-deadline (${options.renewDeadline} ms) must be shorter than --lease-duration (${options.leaseDuration} ms)`);
+  }
+  // A leader must get more than one try at renewing before its deadline (client-go refuses this too).
+  if (options.retryPeriod >= options.renewDeadline) {
+    throw new FlagError(`--retry-period (${options.retryPeriod} ms) must be shorter than --renew-deadline (${options.renewDeadline} ms)`);
   }
   return options;
 }

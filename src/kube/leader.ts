@@ -6,6 +6,7 @@
 import type { Logger } from 'pino';
 import type { Lease } from '../model/k8s.ts';
 import { KubeApiError, type KubeClient } from './client.ts';
+import { describeApiError, type ApiOutageLog } from './api-outage-log.ts';
 
 export interface LeaderElectionOptions {
   client: KubeClient;
@@ -18,7 +19,11 @@ export interface LeaderElectionOptions {
   log: Logger;
   onStartedLeading: () => void;
   onStoppedLeading: () => void;
+  /** Where failed attempts are told, to be logged once per outage (each is then a debug line). */
+  outage?: ApiOutageLog;
 }
+
+const WHO = 'leader election';
 
 const LEASE_BASE = '/apis/coordination.k8s.io/v1';
 
@@ -89,9 +94,13 @@ export class LeaderElector {
     if (this.stopped) return;
     try {
       await this.tryAcquireOrRenew();
+      this.o.outage?.succeeded(WHO);
     } catch (err) {
+      // Another replica won the race: the API works.
       const conflict = err instanceof KubeApiError && (err.status === 409 || err.status === 404);
-      this.o.log[conflict ? 'debug' : 'warn']({ err: (err as Error).message }, 'leader election attempt failed');
+      if (conflict) this.o.outage?.succeeded(WHO);
+      else this.o.outage?.failed(WHO, describeApiError(err));
+      this.o.log[conflict || this.o.outage ? 'debug' : 'warn']({ err: (err as Error).message }, 'leader election attempt failed');
     }
     if (!this.stopped) this.timer = setTimeout(() => void this.tick(), this.o.retryPeriodMs);
   }

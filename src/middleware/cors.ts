@@ -11,15 +11,17 @@
 // credentials the request's origin is echoed, never "*" (browsers refuse "*" there).
 //
 // Invalid values: entries that are not origins (or methods, or header names) are
-// skipped with a warning. With no valid origin the policy is off: no CORS headers,
-// which is the browser's same-origin default, the closed state for CORS.
+// skipped, one warning per annotation naming them all. With no valid origin the policy
+// is off (one error): no CORS headers, which is the browser's same-origin default, the
+// closed state for CORS.
 import type { Handler, RequestContext } from '../proxy/context.ts';
 import { parseAnnotationDuration, parseBool } from '../util/units.ts';
-import { annotation, reportIgnored, reportInvalid } from './annotations.ts';
+import { annotation, reportIgnored, reportInvalid, reportInvalidEntries } from './annotations.ts';
 import { splitList } from './cidr.ts';
 import { withHeaders, type HeaderList } from './header-list.ts';
 import { rawHeader } from './raw-header.ts';
 import type { Middleware, PolicyDefinition, PolicyParseInput } from './types.ts';
+import { SharedByValue } from '../util/shared-by-value.ts';
 
 export const CORS_ALLOW_ORIGINS = 'portico.dev/cors-allow-origins';
 export const CORS_ALLOW_METHODS = 'portico.dev/cors-allow-methods';
@@ -59,14 +61,117 @@ export function normalizeOrigin(entry: string): string | undefined {
   return wildcard ? url.origin.replace('wildcard-label.', '*.') : url.origin;
 }
 
-function parseList(input: PolicyParseInput, name: string, text: string, valid: (entry: string) => string | undefined, expected: string): string[] {
+/**
+ * The valid entries of a list annotation. Its invalid entries are one problem (one line):
+ * skipped with a warning while others are left, else what `whenNone` says happens.
+ */
+function parseList(
+  input: PolicyParseInput,
+  name: string,
+  text: string,
+  valid: (entry: string) => string | undefined,
+  expected: string,
+  whenNone: { readonly consequence: string; readonly severity: 'warning' | 'error' },
+): string[] {
   const out: string[] = [];
+  const invalid: string[] = [];
   for (const entry of splitList(text)) {
     const value = valid(entry);
-    if (value === undefined) reportInvalid(input, name, entry, expected, 'this entry is skipped', 'warning');
+    if (value === undefined) invalid.push(entry);
     else if (!out.includes(value)) out.push(value);
   }
+  if (invalid.length > 0) {
+    if (out.length > 0) reportInvalidEntries(input, name, invalid, expected, `skipped; the other entries apply`, 'warning');
+    else reportInvalidEntries(input, name, invalid, expected, whenNone.consequence, whenNone.severity);
+  }
   return out;
+}
+
+// Shared lists, handed to requests as they are (header-list.ts: never edited in place).
+const NO_HEADERS: HeaderList = [];
+const STAR_HEADERS: HeaderList = [['access-control-allow-origin', '*']];
+const CREDENTIALS_HEADERS: HeaderList = [['access-control-allow-credentials', 'true']];
+
+/**
+ * What a CORS config decides, made once per distinct config and shared by its routes
+ * (about 1.2 KB each when every route had its own). Immutable after construction but
+ * for the preflight headers, made at the first preflight.
+ */
+class CorsRules {
+  private readonly config: CorsConfig;
+  private readonly any: boolean;
+  /** "*" answers the same to every origin; otherwise the answer depends on Origin. */
+  readonly star: boolean;
+  /** Exact origins: a few, so an array (a Set of one costs 230 bytes). */
+  private readonly exact: readonly string[];
+  private readonly wildcards: readonly { readonly scheme: string; readonly suffix: string }[] | undefined;
+  private readonly credentials: HeaderList;
+  private preflightList: HeaderList | undefined = undefined;
+
+  constructor(config: CorsConfig) {
+    this.config = config;
+    this.any = config.origins.includes('*');
+    this.star = this.any && !config.credentials;
+    // slice(): filter() leaves room for 17 entries (152 bytes) in an array of one.
+    this.exact = config.origins.filter((o) => o !== '*' && !o.includes('://*.')).slice();
+    const wildcards = config.origins.filter((o) => o.includes('://*.')).map((o) => ({ scheme: o.slice(0, o.indexOf('*')), suffix: o.slice(o.indexOf('*') + 1) }));
+    this.wildcards = wildcards.length > 0 ? wildcards : undefined;
+    this.credentials = config.credentials ? CREDENTIALS_HEADERS : NO_HEADERS;
+  }
+
+  /** `origin` lowercased. */
+  allowed(origin: string): boolean {
+    if (this.any || this.exact.includes(origin)) return true;
+    if (this.wildcards === undefined) return false;
+    for (const w of this.wildcards) {
+      if (origin.length > w.scheme.length + w.suffix.length && origin.startsWith(w.scheme) && origin.endsWith(w.suffix)) {
+        const label = origin.slice(w.scheme.length, origin.length - w.suffix.length);
+        if (!/[/:@]/.test(label)) return true;
+      }
+    }
+    return false;
+  }
+
+  originHeaders(origin: string): HeaderList {
+    return this.star ? STAR_HEADERS : [['access-control-allow-origin', origin], ...this.credentials, ['vary', 'Origin']];
+  }
+
+  private preflightHeaders(): HeaderList {
+    return (this.preflightList ??= [
+      ['access-control-allow-methods', this.config.methods.join(', ')],
+      ['access-control-allow-headers', this.config.headers.join(', ')],
+      ['access-control-max-age', String(this.config.maxAgeSeconds)],
+    ]);
+  }
+
+  preflight(ctx: RequestContext, origin: string): void {
+    const res = ctx.res;
+    if (res.headersSent || res.destroyed) return;
+    const headers: [string, string][] = [['content-length', '0']];
+    if (this.allowed(origin.toLowerCase())) for (const h of [...this.originHeaders(origin), ...this.preflightHeaders()]) headers.push([h[0], h[1]]);
+    else if (!this.star) headers.push(['vary', 'Origin']);
+    res.writeHead(204, headers.flat());
+    res.end();
+  }
+}
+
+const sharedRules = new SharedByValue<CorsRules>();
+
+/** The per-route part: the rules and the next handler, one closure. */
+function corsHandler(rules: CorsRules, next: Handler): Handler {
+  return (ctx) => {
+    const origin = rawHeader(ctx.req, 'origin');
+    if (origin === undefined) {
+      next(ctx);
+      return;
+    }
+    if (ctx.req.method === 'OPTIONS' && rawHeader(ctx.req, 'access-control-request-method') !== undefined) {
+      rules.preflight(ctx, origin);
+      return;
+    }
+    if (rules.allowed(origin.toLowerCase())) ctx.responseHeaders = withHeaders(ctx.responseHeaders, rules.originHeaders(origin));
+    next(ctx);
+  };
 }
 
 export const corsPolicy: PolicyDefinition<CorsConfig> = {
@@ -80,23 +185,34 @@ export const corsPolicy: PolicyDefinition<CorsConfig> = {
       for (const name of others) if (annotation(input, name) !== undefined) reportIgnored(input, name, `has no effect without ${CORS_ALLOW_ORIGINS}`);
       return undefined;
     }
-    const origins = parseList(input, CORS_ALLOW_ORIGINS, originsText, normalizeOrigin, 'an origin such as https://app.example.com, https://*.example.com or *');
+    const corsOff = 'CORS is off (no CORS headers are sent)';
+    const origins = parseList(input, CORS_ALLOW_ORIGINS, originsText, normalizeOrigin, 'an origin such as https://app.example.com, https://*.example.com or *', {
+      consequence: `no valid origin is left: ${corsOff}`,
+      severity: 'error',
+    });
     if (origins.length === 0) {
-      input.report({ severity: 'error', reason: 'InvalidAnnotation', message: `annotation ${CORS_ALLOW_ORIGINS}: no valid origin in ${JSON.stringify(originsText)}; CORS is off (no CORS headers are sent)` });
+      // Invalid entries were reported with the consequence; an empty value is said here.
+      if (splitList(originsText).length === 0) input.report({ severity: 'error', reason: 'InvalidAnnotation', message: `annotation ${CORS_ALLOW_ORIGINS}: empty list; ${corsOff}` });
       return undefined;
     }
 
     let methods = DEFAULT_METHODS;
     const methodsText = annotation(input, CORS_ALLOW_METHODS);
     if (methodsText !== undefined) {
-      const parsed = parseList(input, CORS_ALLOW_METHODS, methodsText, (m) => (TOKEN.test(m) ? m.toUpperCase() : undefined), 'an HTTP method such as GET');
+      const parsed = parseList(input, CORS_ALLOW_METHODS, methodsText, (m) => (TOKEN.test(m) ? m.toUpperCase() : undefined), 'an HTTP method such as GET', {
+        consequence: `the default methods apply (${DEFAULT_METHODS.join(', ')})`,
+        severity: 'warning',
+      });
       if (parsed.length > 0) methods = parsed;
     }
 
     let headers = DEFAULT_HEADERS;
     const headersText = annotation(input, CORS_ALLOW_HEADERS);
     if (headersText !== undefined) {
-      const parsed = parseList(input, CORS_ALLOW_HEADERS, headersText, (h) => (h === '*' || TOKEN.test(h) ? h : undefined), 'a header name such as X-Api-Key, or *');
+      const parsed = parseList(input, CORS_ALLOW_HEADERS, headersText, (h) => (h === '*' || TOKEN.test(h) ? h : undefined), 'a header name such as X-Api-Key, or *', {
+        consequence: `the default headers apply (${DEFAULT_HEADERS.join(', ')})`,
+        severity: 'warning',
+      });
       if (parsed.length > 0) headers = parsed;
     }
 
@@ -125,55 +241,8 @@ export const corsPolicy: PolicyDefinition<CorsConfig> = {
     return { origins, methods, headers, credentials, maxAgeSeconds };
   },
   create(config): Middleware {
-    const any = config.origins.includes('*');
-    const exact = new Set(config.origins.filter((o) => o !== '*' && !o.includes('://*.')));
-    const wildcards = config.origins
-      .filter((o) => o.includes('://*.'))
-      .map((o) => ({ scheme: o.slice(0, o.indexOf('*')), suffix: o.slice(o.indexOf('*') + 1) }));
-    const allowed = (origin: string): boolean => {
-      if (any || exact.has(origin)) return true;
-      for (const w of wildcards) {
-        if (origin.length > w.scheme.length + w.suffix.length && origin.startsWith(w.scheme) && origin.endsWith(w.suffix)) {
-          const label = origin.slice(w.scheme.length, origin.length - w.suffix.length);
-          if (!/[/:@]/.test(label)) return true;
-        }
-      }
-      return false;
-    };
-    // "*" answers the same to every origin; otherwise the answer depends on Origin.
-    const star = any && !config.credentials;
-    const starHeaders: HeaderList = [['access-control-allow-origin', '*']];
-    const credentialsHeader: HeaderList = config.credentials ? [['access-control-allow-credentials', 'true']] : [];
-    const preflightHeaders: HeaderList = [
-      ['access-control-allow-methods', config.methods.join(', ')],
-      ['access-control-allow-headers', config.headers.join(', ')],
-      ['access-control-max-age', String(config.maxAgeSeconds)],
-    ];
-    const originHeaders = (origin: string): HeaderList =>
-      star ? starHeaders : [['access-control-allow-origin', origin], ...credentialsHeader, ['vary', 'Origin']];
-
-    const preflight = (ctx: RequestContext, origin: string): void => {
-      const res = ctx.res;
-      if (res.headersSent || res.destroyed) return;
-      const headers: [string, string][] = [['content-length', '0']];
-      if (allowed(origin.toLowerCase())) for (const h of [...originHeaders(origin), ...preflightHeaders]) headers.push([h[0], h[1]]);
-      else if (!star) headers.push(['vary', 'Origin']);
-      res.writeHead(204, headers.flat());
-      res.end();
-    };
-
-    return (next: Handler): Handler => (ctx) => {
-      const origin = rawHeader(ctx.req, 'origin');
-      if (origin === undefined) {
-        next(ctx);
-        return;
-      }
-      if (ctx.req.method === 'OPTIONS' && rawHeader(ctx.req, 'access-control-request-method') !== undefined) {
-        preflight(ctx, origin);
-        return;
-      }
-      if (allowed(origin.toLowerCase())) ctx.responseHeaders = withHeaders(ctx.responseHeaders, originHeaders(origin));
-      next(ctx);
-    };
+    // The rules are the same for every route of this config: made once, shared.
+    const rules = sharedRules.get(JSON.stringify(config), () => new CorsRules(config));
+    return (next: Handler): Handler => corsHandler(rules, next);
   },
 };

@@ -32,9 +32,14 @@ export const maxBodySizePolicy: PolicyDefinition<MaxBodySizeConfig> = {
   },
   create(config): Middleware {
     const bytes = config.bytes === 0 ? -1 : config.bytes;
-    return (next: Handler): Handler => (ctx) => {
-      ctx.maxBodyBytes = bytes;
-      next(ctx);
-    };
+    return (next: Handler): Handler => withBodyLimit(bytes, next);
   },
 };
+
+/** A route's handler: one closure over the limit and the next handler. */
+function withBodyLimit(bytes: number, next: Handler): Handler {
+  return (ctx) => {
+    ctx.maxBodyBytes = bytes;
+    next(ctx);
+  };
+}

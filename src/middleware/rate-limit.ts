@@ -157,11 +157,16 @@ export const rateLimitPolicy: PolicyDefinition<RateLimitConfig> = {
     // One set of buckets per Ingress, shared by its routes and kept across rebuilds.
     const buckets = shared.get(`rate-limit|${key}`, () => new TokenBuckets());
     buckets.configure(config.rate / workerShare, burstPerWorker(config.burst));
-    const message = `rate limit of ${config.rate} requests per second exceeded`;
-    return (next: Handler): Handler => (ctx) => {
-      const wait = buckets.take(canonicalIp(ctx.clientIp), performance.now());
-      if (wait === 0) next(ctx);
-      else sendError(ctx.res, 429, message, { headers: [['retry-after', String(wait)]], expose: true });
-    };
+    const rate = config.rate;
+    return (next: Handler): Handler => limited(buckets, rate, next);
   },
 };
+
+/** A route's handler: one closure over what it needs (not one per scope), the 429 text made when sent. */
+function limited(buckets: TokenBuckets, rate: number, next: Handler): Handler {
+  return (ctx) => {
+    const wait = buckets.take(canonicalIp(ctx.clientIp), performance.now());
+    if (wait === 0) next(ctx);
+    else sendError(ctx.res, 429, `rate limit of ${rate} requests per second exceeded`, { headers: [['retry-after', String(wait)]], expose: true });
+  };
+}

@@ -65,8 +65,11 @@ export class CompiledRoute implements Route {
   readonly accessLog: AccessLogHook | undefined;
   /** SharedState keys its policies read: kept while the route is live. */
   readonly sharedKeys: readonly string[];
-  /** Its forwarders (one, or one per backend of a split): they follow their backends' addresses while the route is live. */
-  readonly forwarders: readonly Forwarder[];
+  /**
+   * Its forwarder, or one per backend of a split: they follow their backends' addresses
+   * while the route is live. One is held as itself (an array of one costs 56 bytes a route).
+   */
+  readonly forwarders: Forwarder | readonly Forwarder[];
   private readonly chain: Handler;
   private readonly timeouts: UpstreamTimeouts | undefined;
 
@@ -77,7 +80,7 @@ export class CompiledRoute implements Route {
     accessLog: AccessLogHook | undefined,
     timeouts: UpstreamTimeouts | undefined,
     sharedKeys: readonly string[] = [],
-    forwarders: readonly Forwarder[] = [],
+    forwarders: Forwarder | readonly Forwarder[] = NO_FORWARDERS,
   ) {
     this.forwarders = forwarders;
     this.config = config;
@@ -213,6 +216,7 @@ function split(
 }
 
 const NO_KEYS: readonly string[] = Object.freeze([]);
+const NO_FORWARDERS: readonly Forwarder[] = Object.freeze([]);
 
 /** A SharedState that notes each key read into `keys`. */
 function recordingKeys(shared: SharedState, keys: string[]): SharedState {
@@ -229,6 +233,15 @@ export function createRouteCompiler(deps: RouteCompilerDeps): ProxyRoutes {
   const routes = new Map<RouteConfig, TableRoute>();
   /** Compiled routes holding each SharedState key. */
   const sharedRefs = new Map<string, number>();
+  /** The one-key lists of sharedKeys, shared by the routes holding that key (the routes of an Ingress). */
+  const singleKeys = new Map<string, readonly string[]>();
+  const keyList = (read: readonly string[]): readonly string[] => {
+    const keys = [...new Set(read)];
+    if (keys.length !== 1) return keys;
+    let list = singleKeys.get(keys[0]!);
+    if (list === undefined) singleKeys.set(keys[0]!, (list = keys));
+    return list;
+  };
   /** Compiled routes holding some SharedState, by source (sourceKey). */
   const statefulSources = new Map<string, number>();
   let generation = 0;
@@ -244,18 +257,17 @@ export function createRouteCompiler(deps: RouteCompilerDeps): ProxyRoutes {
     const read: string[] = [];
     const shared = recordingKeys(deps.shared, read);
     // Arrays made at their size: one grown by push keeps room for 17.
-    let forwarders: Forwarder[];
+    let forwarders: Forwarder | Forwarder[];
     let terminal: Handler;
     if (config.backends === undefined) {
-      const forwarder = new Forwarder(config, deps.upstreams, routeMetrics, deps.gates);
-      forwarders = [forwarder];
-      terminal = forwarder.handle;
+      forwarders = new Forwarder(config, deps.upstreams, routeMetrics, deps.gates);
+      terminal = forwarders.handle;
     } else {
       forwarders = [];
       terminal = split(config, deps.upstreams, routeMetrics, shared, key, deps.gates, forwarders);
     }
     const chain = composeChain(config.policies, terminal, shared, key, config);
-    const sharedKeys = read.length === 0 ? NO_KEYS : [...new Set(read)];
+    const sharedKeys = read.length === 0 ? NO_KEYS : keyList(read);
     for (const k of sharedKeys) sharedRefs.set(k, (sharedRefs.get(k) ?? 0) + 1);
     if (sharedKeys.length > 0) statefulSources.set(key, (statefulSources.get(key) ?? 0) + 1);
     const route = new CompiledRoute(config, chain, routeMetrics, deps.accessLog, timeouts, sharedKeys, forwarders);
@@ -281,7 +293,8 @@ export function createRouteCompiler(deps: RouteCompilerDeps): ProxyRoutes {
   /** A compiled chain is no longer used: its references to series and state go. */
   const releaseCompiled = (route: CompiledRoute): void => {
     metrics.release(route.metrics);
-    for (const forwarder of route.forwarders) forwarder.dispose();
+    if (route.forwarders instanceof Forwarder) route.forwarders.dispose();
+    else for (const forwarder of route.forwarders) forwarder.dispose();
     if (route.sharedKeys.length > 0) {
       const key = sourceKey(route.config);
       const left = statefulSources.get(key)! - 1;
@@ -294,6 +307,7 @@ export function createRouteCompiler(deps: RouteCompilerDeps): ProxyRoutes {
         sharedRefs.set(k, refs);
       } else {
         sharedRefs.delete(k);
+        singleKeys.delete(k);
         deps.shared.delete(k);
       }
     }

@@ -187,3 +187,16 @@ test('a change the controller does not track (a full re-check) compares every pr
   assert.deepEqual(byDelta, recount);
   h.controller.stop();
 });
+
+test('a bad IP list is one log line naming the Ingress, the annotation, the entry and what portico does', async () => {
+  const h = harness();
+  h.controller.start();
+  h.store.upsert(simpleIngress('locked', 'locked.example.com', [['/', 'a']], { annotations: { 'portico.dev/ip-allow': 'nonsense' } }));
+  await settle();
+  assert.deepEqual(h.logged.slice(1), [
+    'Ingress default/locked: annotation portico.dev/ip-allow: invalid entry "nonsense": expected IPv4 or IPv6 addresses or CIDRs such as 10.0.0.0/8 or 2001:db8::/32; ' +
+      'ip-allow is not applied and every client gets 403 until it is fixed (an IP list with a mistake fails closed)',
+  ]);
+  assert.deepEqual(h.fresh, ['broken ServiceNotFound', 'locked InvalidAnnotation']);
+  h.controller.stop();
+});

@@ -2,15 +2,20 @@
 // the same ObjectStore that standalone mode fills from files. The Gateway API kinds
 // are watched only where their CRDs are installed: discovery is asked at start and,
 // while they are missing, once a minute, so installing them needs no restart.
+// An outage of the API is logged once for every kind (see ApiOutageLog), which leader
+// election and the CacheInvalidation watch share through `outage`.
 import { GATEWAY_KINDS, INGRESS_KINDS, type RoutingKind } from '../../model/k8s.ts';
 import { KubeApiError } from '../../kube/client.ts';
 import { RESOURCES } from '../../kube/resources.ts';
+import { ApiOutageLog } from '../../kube/api-outage-log.ts';
 import { Reflector, type ReflectorOptions } from './reflector.ts';
 
 /** The reflectors' shared options; the resource comes from RESOURCES per kind. */
 export type ClusterSourceOptions = Pick<ReflectorOptions, 'client' | 'sink' | 'sanitize' | 'log' | 'namespace' | 'resyncMs' | 'onConnected'> & {
   /** ms between discovery attempts while the Gateway API CRDs are missing (default 60 s). */
   gatewayDiscoveryMs?: number;
+  /** Least ms between the reminders of an API outage (default 60 s). */
+  outageReminderMs?: number;
 };
 
 const GATEWAY_API_PATH = '/apis/gateway.networking.k8s.io/v1';
@@ -30,9 +35,14 @@ export class ClusterSource {
   private resolveGatewaySynced!: () => void;
   /** Resolves once every kind was listed once (Gateway kinds included when installed): the initial sync. */
   readonly synced: Promise<void>;
+  /** Logs API outages once for every caller; give it to the other callers of the API. */
+  readonly outage: ApiOutageLog;
 
   constructor(o: ClusterSourceOptions) {
     this.o = o;
+    // Before the first full sync there are no known routes to speak of.
+    const meanwhile = () => (this.everConnected ? 'serving the last known routes' : 'nothing is served until the first list succeeds');
+    this.outage = new ApiOutageLog({ server: o.client.server, log: o.log, meanwhile, reminderMs: o.outageReminderMs });
     for (const kind of INGRESS_KINDS) this.reflectors.push(this.reflector(kind));
     const gatewaySynced = new Promise<void>((resolve) => (this.resolveGatewaySynced = resolve));
     this.synced = Promise.all([...this.reflectors.map((r) => r.synced), gatewaySynced]).then(() => undefined);
@@ -48,6 +58,7 @@ export class ClusterSource {
       log: o.log,
       namespace: RESOURCES[kind].namespaced ? o.namespace : undefined,
       resyncMs: o.resyncMs,
+      outage: this.outage,
       onConnected: (up) => {
         this.connected.set(kind, up);
         this.reportConnected();
@@ -55,14 +66,13 @@ export class ClusterSource {
     });
   }
 
+  /** The metric follows every change; the log says when every kind is first listed (outages are the outage log's). */
   private reportConnected(): void {
     const all = this.reflectors.every((r) => this.connected.get(r.kind) === true);
     if (all === this.allConnected) return;
     this.allConnected = all;
-    // Before the first full sync there are no known routes to speak of.
-    const meanwhile = this.everConnected ? 'serving the last known routes' : 'nothing is served until the first list succeeds';
+    if (all && !this.everConnected) this.o.log.info({ connected: true, server: this.o.client.server }, `Kubernetes API ${this.o.client.server} connected: every watched kind listed`);
     if (all) this.everConnected = true;
-    this.o.log.info({ connected: all }, all ? 'Kubernetes API connected' : `Kubernetes API not connected; ${meanwhile}`);
     this.o.onConnected?.(all);
   }
 
@@ -112,5 +122,6 @@ export class ClusterSource {
     this.stopped = true;
     clearTimeout(this.discoveryTimer);
     for (const r of this.reflectors) r.stop();
+    this.outage.stop();
   }
 }

@@ -11,6 +11,7 @@ import type { KubeObject, RoutingKind } from '../../model/k8s.ts';
 import type { KubeClient, WatchEvent } from '../../kube/client.ts';
 import { KubeApiError } from '../../kube/client.ts';
 import { collectionPath, type ResourceInfo } from '../../kube/resources.ts';
+import { describeApiError as describe, type ApiOutageLog } from '../../kube/api-outage-log.ts';
 
 /** What a reflector needs from the store; sanitize() turns wire JSON into what the store keeps. */
 export interface ReflectorSink<K extends string = RoutingKind> {
@@ -30,6 +31,11 @@ export interface ReflectorOptions<K extends string = RoutingKind> {
   resyncMs: number;
   /** Connection state changes (for the metric and logs). */
   onConnected?: (connected: boolean) => void;
+  /**
+   * Where failures and recoveries are told, to be logged once per outage for every kind;
+   * each retry is then logged at debug level only. Without it each failure is a warning.
+   */
+  outage?: ApiOutageLog;
   pageSize?: number;
   /** Backoff bounds in ms. */
   minBackoffMs?: number;
@@ -91,9 +97,11 @@ export class Reflector<K extends string = RoutingKind> {
         const delay = this.backoff();
         // Name the server and the cause ("fetch failed" alone says nothing), and say what is served meanwhile.
         const served = this.lastList > 0 ? 'serving the last known state' : `no ${resource.kind} is known yet`;
-        log.warn(
-          { kind: resource.kind, server: this.o.client.server, err: describe(err), retryInMs: delay },
-          `cannot list or watch ${resource.kind} at the Kubernetes API ${this.o.client.server}: ${describe(err)}; ${served}; retrying in ${delay} ms`,
+        const cause = describe(err);
+        this.o.outage?.failed(resource.kind, cause);
+        log[this.o.outage ? 'debug' : 'warn'](
+          { kind: resource.kind, server: this.o.client.server, err: cause, retryInMs: delay },
+          `cannot list or watch ${resource.kind} at the Kubernetes API ${this.o.client.server}: ${cause}; ${served}; retrying in ${delay} ms`,
         );
         await sleep(delay, this.abort.signal);
       }
@@ -101,7 +109,10 @@ export class Reflector<K extends string = RoutingKind> {
   }
 
   private setConnected(connected: boolean): void {
-    if (connected) this.failures = 0;
+    if (connected) {
+      this.failures = 0;
+      this.o.outage?.succeeded(this.o.resource.kind);
+    }
     this.o.onConnected?.(connected);
   }
 
@@ -209,16 +220,6 @@ function withKind(raw: unknown, resource: ResourceInfo<string>): unknown {
   if (obj.kind && obj.apiVersion) return raw;
   const apiVersion = resource.base === '/api/v1' ? 'v1' : resource.base.slice('/apis/'.length);
   return { ...obj, apiVersion, kind: resource.kind };
-}
-
-/** The error with its cause: undici says "fetch failed" and keeps "connect ECONNREFUSED 10.0.0.1:6443" in cause. */
-function describe(err: unknown): string {
-  if (err instanceof Error) {
-    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-    if (cause?.message && cause.message !== err.message) return `${err.message}: ${cause.message}`;
-    return cause?.code ? `${err.message} (${cause.code})` : err.message;
-  }
-  return String(err);
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {

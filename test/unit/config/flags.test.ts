@@ -45,6 +45,31 @@ test('bad flags and values are refused with one line naming the flag or variable
   assert.match(parseError(['--default-certificate', '/x.pem']), /go together/);
 });
 
+test('numbers that make no sense are refused with the same one line, never clamped or taken as something else', () => {
+  assert.equal(parseError(['--tls-contexts', '0']), '--tls-contexts: invalid value "0": expected an integer of at least 1');
+  assert.equal(parseError([], { PORTICO_TLS_CONTEXTS: '0' }), '$PORTICO_TLS_CONTEXTS: invalid value "0": expected an integer of at least 1');
+  assert.equal(parseOptions(['--tls-contexts', '1'], {}).tlsContexts, 1);
+  // Past 2^53 an integer is no longer the number written.
+  assert.equal(parseError(['--max-requests-per-endpoint', '99999999999999999999']), '--max-requests-per-endpoint: invalid value "99999999999999999999": expected a non-negative integer');
+  // 0 would turn off a protection the help does not say can be turned off, or spin.
+  assert.equal(parseError(['--client-header-timeout', '0']), '--client-header-timeout: invalid value "0": expected a duration above 0 such as 500ms, 5s, 2m or 1h');
+  assert.equal(parseError(['--tls-handshake-timeout', '0']), '--tls-handshake-timeout: invalid value "0": expected a duration above 0 such as 500ms, 5s, 2m or 1h');
+  assert.equal(parseError(['--retry-period', '0']), '--retry-period: invalid value "0": expected a duration above 0 such as 500ms, 5s, 2m or 1h');
+  assert.equal(parseError(['--resync', '500ms']), '--resync: invalid value "500ms": expected a duration of at least 1s');
+  assert.equal(parseOptions(['--resync', '1s'], {}).resync, 1000);
+  // Longer than a timer can wait: it would fire at once.
+  assert.equal(parseError(['--shutdown-grace', '600h']), '--shutdown-grace: invalid value "600h": expected a duration of at most 596h (about 24 days)');
+  assert.equal(parseOptions(['--shutdown-grace', '596h'], {}).shutdownGrace, 596 * 3_600_000);
+  // "off" is for listeners; a redirect's port cannot be off (it silently meant the default).
+  assert.equal(parseError(['--https-redirect-port', 'off']), '--https-redirect-port: invalid value "off": expected a port number 0-65535');
+  assert.equal(parseOptions(['--https-port', 'off'], {}).httpsPort, -1);
+  // A leader must be able to retry before its renew deadline.
+  assert.equal(parseError(['--retry-period', '10s']), '--retry-period (10000 ms) must be shorter than --renew-deadline (10000 ms)');
+  // Where 0 is documented (or means "no limit", as in undici and node:tls), it stays accepted.
+  const zeros = parseOptions(['--client-request-timeout', '0', '--debounce', '0', '--max-body-size', '0', '--max-requests-per-endpoint', '0', '--max-client-connections', '0', '--upstream-response-timeout', '0'], {});
+  assert.deepEqual([zeros.clientRequestTimeout, zeros.debounce, zeros.maxBodySize, zeros.maxRequestsPerEndpoint, zeros.maxClientConnections, zeros.upstreamResponseTimeout], [0, 0, 0, 0, 0, 0]);
+});
+
 test('--trusted-proxies: every entry must be an address or a CIDR', () => {
   assert.equal(parseOptions(['--trusted-proxies', '10.0.0.0/8, 192.168.1.7 fd00::/8'], {}).trustedProxies, '10.0.0.0/8, 192.168.1.7 fd00::/8');
   assert.match(parseError(['--trusted-proxies', '10.0.0.0/8,10.0.0.0/99']), /^--trusted-proxies: invalid value "10\.0\.0\.0\/8,10\.0\.0\.0\/99": expected IP addresses or CIDRs, comma-separated \("10\.0\.0\.0\/99" is neither\)$/);

@@ -30,17 +30,32 @@ describe('cors: parse', () => {
     assert.deepEqual(r.config, { origins: ['*'], methods: ['GET', 'POST'], headers: ['X-Api-Key', 'Content-Type'], credentials: false, maxAgeSeconds: 600 });
   });
 
-  test('origins that are not origins are skipped with a warning', () => {
+  test('origins that are not origins are skipped: one warning naming them all', () => {
     const r = parseWith(corsPolicy, { [ORIGINS]: 'https://ok.com, ftp://x.com, https://a.com/path, notanorigin, https://a.com?q' });
     assert.deepEqual(r.config?.origins, ['https://ok.com']);
-    assert.equal(r.problems.length, 4);
-    assert.ok(r.problems.every((p) => p.severity === 'warning'));
+    assert.deepEqual(r.lines, [
+      'warning InvalidAnnotation: annotation portico.dev/cors-allow-origins: invalid entries "ftp://x.com", "https://a.com/path", "notanorigin", "https://a.com?q": ' +
+        'expected an origin such as https://app.example.com, https://*.example.com or *; skipped; the other entries apply',
+    ]);
   });
 
-  test('no valid origin: CORS off, reported as an error', () => {
+  test('no valid origin: CORS off, one error line', () => {
     const r = parseWith(corsPolicy, { [ORIGINS]: 'nope' });
     assert.equal(r.config, undefined);
-    assert.ok(r.lines.some((l) => /^error .*CORS is off/.test(l)));
+    assert.deepEqual(r.lines, [
+      'error InvalidAnnotation: annotation portico.dev/cors-allow-origins: invalid entry "nope": expected an origin such as https://app.example.com, https://*.example.com or *; ' +
+        'no valid origin is left: CORS is off (no CORS headers are sent)',
+    ]);
+    assert.deepEqual(parseWith(corsPolicy, { [ORIGINS]: ' ' }).lines, ['error InvalidAnnotation: annotation portico.dev/cors-allow-origins: empty list; CORS is off (no CORS headers are sent)']);
+  });
+
+  test('no valid method or header: one warning each, the defaults apply', () => {
+    const r = parseWith(corsPolicy, { [ORIGINS]: 'https://a.com', 'portico.dev/cors-allow-methods': 'B@D', 'portico.dev/cors-allow-headers': 'X:' });
+    assert.deepEqual(r.config?.methods, DEFAULT_METHODS);
+    assert.deepEqual(r.config?.headers, DEFAULT_HEADERS);
+    assert.equal(r.lines.length, 2);
+    assert.match(r.lines[0]!, /^warning .*cors-allow-methods: invalid entry "B@D": .*; the default methods apply \(GET, PUT/);
+    assert.match(r.lines[1]!, /^warning .*cors-allow-headers: invalid entry "X:": .*; the default headers apply \(DNT,/);
   });
 
   test('invalid methods, headers, credentials, max-age: warnings, defaults or the valid entries', () => {
@@ -52,8 +67,8 @@ describe('cors: parse', () => {
       'portico.dev/cors-max-age': 'soon',
     });
     assert.deepEqual(r.config, { origins: ['https://a.com'], methods: ['GET'], headers: ['Bad', 'X-Ok'], credentials: false, maxAgeSeconds: DEFAULT_MAX_AGE_SECONDS });
-    assert.ok(r.lines.some((l) => /cors-allow-methods: invalid value "B@D"/.test(l)));
-    assert.ok(r.lines.some((l) => /cors-allow-headers: invalid value "Header:"/.test(l)));
+    assert.ok(r.lines.some((l) => /cors-allow-methods: invalid entry "B@D": .*skipped; the other entries apply/.test(l)));
+    assert.ok(r.lines.some((l) => /cors-allow-headers: invalid entry "Header:"/.test(l)));
     assert.ok(r.lines.some((l) => /cors-allow-credentials: invalid value "maybe"/.test(l)));
     assert.ok(r.lines.some((l) => /cors-max-age: invalid value "soon": expected a duration/.test(l)));
   });

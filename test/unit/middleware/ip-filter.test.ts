@@ -22,20 +22,26 @@ describe('ip-allow: parse', () => {
     assert.deepEqual(r.lines, []);
   });
 
-  test('an invalid entry is skipped with a warning; the rest applies', () => {
-    const r = parseWith(ipAllowPolicy, { 'portico.dev/ip-allow': '10.0.0.0/8, 10.0.0.0/33, nonsense, 1.2.3.4/x' });
-    assert.deepEqual(r.config, { cidrs: ['10.0.0.0/8'] });
-    assert.equal(r.problems.length, 3);
-    assert.ok(r.problems.every((p) => p.severity === 'warning' && p.reason === 'InvalidAnnotation'));
-    assert.match(r.lines[0]!, /portico\.dev\/ip-allow: invalid value "10\.0\.0\.0\/33".*skipped/);
+  test('one invalid entry: one error naming the annotation, the entry and the consequence; the list fails closed', () => {
+    const r = parseWith(ipAllowPolicy, { 'portico.dev/ip-allow': 'nonsense' });
+    assert.deepEqual(r.config, { cidrs: [], refuseAll: true });
+    assert.deepEqual(r.lines, [
+      'error InvalidAnnotation: annotation portico.dev/ip-allow: invalid entry "nonsense": expected IPv4 or IPv6 addresses or CIDRs such as 10.0.0.0/8 or 2001:db8::/32; ' +
+        'ip-allow is not applied and every client gets 403 until it is fixed (an IP list with a mistake fails closed)',
+    ]);
   });
 
-  test('no valid entry at all fails closed: everyone refused, reported as an error', () => {
-    for (const value of ['bogus, 300.1.1.1', '']) {
-      const r = parseWith(ipAllowPolicy, { 'portico.dev/ip-allow': value });
-      assert.deepEqual(r.config, { cidrs: [], refuseAll: true });
-      assert.ok(r.problems.some((p) => p.severity === 'error' && /fails closed/.test(p.message)), value);
-    }
+  test('several invalid entries among valid ones: still one line, naming each; the valid ones are not applied alone', () => {
+    const r = parseWith(ipAllowPolicy, { 'portico.dev/ip-allow': '10.0.0.0/8, 10.0.0.0/33, nonsense, 1.2.3.4/x' });
+    assert.deepEqual(r.config, { cidrs: [], refuseAll: true });
+    assert.equal(r.lines.length, 1);
+    assert.match(r.lines[0]!, /^error InvalidAnnotation: annotation portico\.dev\/ip-allow: invalid entries "10\.0\.0\.0\/33", "nonsense", "1\.2\.3\.4\/x": .*every client gets 403/);
+  });
+
+  test('an empty list allows nobody: one error, fails closed', () => {
+    const r = parseWith(ipAllowPolicy, { 'portico.dev/ip-allow': ' , ' });
+    assert.deepEqual(r.config, { cidrs: [], refuseAll: true });
+    assert.deepEqual(r.lines, ['error InvalidAnnotation: annotation portico.dev/ip-allow: empty list; nobody is allowed: every client gets 403']);
   });
 });
 
@@ -44,17 +50,21 @@ describe('ip-deny: parse', () => {
     assert.deepEqual(parseWith(ipDenyPolicy, { 'portico.dev/ip-deny': '203.0.113.0/24' }).config, { cidrs: ['203.0.113.0/24'] });
   });
 
-  test('no valid entry fails closed too', () => {
-    const r = parseWith(ipDenyPolicy, { 'portico.dev/ip-deny': '203.0.113.0/240' });
-    assert.deepEqual(r.config, { cidrs: [], refuseAll: true });
-    assert.ok(r.problems.some((p) => p.severity === 'error'));
+  test('an invalid entry fails closed too, even beside valid ones (skipping it would let in what it meant to deny): one line', () => {
+    for (const value of ['203.0.113.0/240', '198.51.100.0/24, 203.0.113.0/240']) {
+      const r = parseWith(ipDenyPolicy, { 'portico.dev/ip-deny': value });
+      assert.deepEqual(r.config, { cidrs: [], refuseAll: true }, value);
+      assert.deepEqual(r.lines, [
+        'error InvalidAnnotation: annotation portico.dev/ip-deny: invalid entry "203.0.113.0/240": expected IPv4 or IPv6 addresses or CIDRs such as 10.0.0.0/8 or 2001:db8::/32; ' +
+          'ip-deny is not applied and every client gets 403 until it is fixed (an IP list with a mistake fails closed)',
+      ]);
+    }
   });
 
   test('an empty list denies nobody, with a warning', () => {
     const r = parseWith(ipDenyPolicy, { 'portico.dev/ip-deny': '  ' });
     assert.equal(r.config, undefined);
-    assert.equal(r.problems.length, 1);
-    assert.equal(r.problems[0]!.severity, 'warning');
+    assert.deepEqual(r.lines, ['warning InvalidAnnotation: annotation portico.dev/ip-deny: empty list; nobody is denied']);
   });
 });
 
@@ -74,7 +84,7 @@ describe('ip filters at runtime', () => {
     allow = await serveWith({ 'portico.dev/ip-allow': '10.0.0.0/8, 2001:db8::/32' });
     deny = await serveWith({ 'portico.dev/ip-deny': '10.1.0.0/16 2001:db8:bad::/48' });
     both = await serveWith({ 'portico.dev/ip-allow': '10.0.0.0/8', 'portico.dev/ip-deny': '10.9.9.9' });
-    closed = await serveWith({ 'portico.dev/ip-allow': 'not-an-ip' });
+    closed = await serveWith({ 'portico.dev/ip-allow': '10.0.0.0/8, not-an-ip' });
   });
   after(async () => {
     await Promise.all([allow, deny, both, closed].map((s) => s?.close()));
@@ -111,7 +121,7 @@ describe('ip filters at runtime', () => {
     assert.equal((await request(both, '/', as('10.9.9.8'))).status, 200);
   });
 
-  test('an all-invalid ip-allow refuses everyone', async () => {
+  test('an ip-allow with an invalid entry refuses everyone, in its valid ranges too', async () => {
     assert.equal((await request(closed, '/', as('10.2.3.4'))).status, 403);
     assert.equal((await request(closed, '/')).status, 403);
   });
