@@ -14,9 +14,11 @@ import type { Logger } from 'pino';
 import { AggregatorRegistry } from './util/prom.ts';
 import type { Options } from './config/flags.ts';
 import { CONTROLLER_NAME, type EndpointUpdate, type Problem, type RoutingConfig } from './model/config.ts';
+import type { Secret } from './model/k8s.ts';
 import { buildRouteTable, emptyRoutingConfig, RouteTableHolder, type Route, type RouteTable } from './routing/table.ts';
 import type { ManifestDirectorySource } from './sources/standalone.ts';
 import { generateSelfSigned } from './tls/certificates.ts';
+import { SecretChecks } from './tls/secret-checks.ts';
 import type { ClusterSource } from './sources/kube/cluster-source.ts';
 import type { KubeClient } from './kube/client.ts';
 import type { LeaderElector } from './kube/leader.ts';
@@ -238,6 +240,10 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
   ]);
   const metrics = createMetrics();
   const store = new ObjectStore();
+  // TLS Secrets the sources load before the first translation are checked meanwhile in
+  // other threads; those of later changes are few and checked by translation.
+  const secretChecks = new SecretChecks();
+  let checkingAhead = true;
   // Scale-to-zero's manager is made once the sources are known; the data planes signal it.
   let sleep: SleepManager | undefined;
   const wakeSignals: WakeSignals = {
@@ -324,6 +330,10 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
         controller.changed('problems');
       },
       onCacheInvalidations: (file, objects) => manifestInvalidations.fileRead(file, objects),
+      // Checked while the other files are read (the first load applies them all at its end).
+      onObjectRead: (object) => {
+        if (checkingAhead && object.kind === 'Secret') secretChecks.add(object as Secret);
+      },
     });
   } else {
     // Loaded only in cluster mode: @kubernetes/client-node alone costs about 90 MB (and
@@ -461,6 +471,7 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
       sleepManager.rebuilt();
     },
     current: () => holder.current,
+    knownSecretChecks: secretChecks.known,
     translateOptions: {
       ingressClass: options.ingressClass,
       controllerName: CONTROLLER_NAME,
@@ -505,7 +516,13 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
       const shown = event.changes.slice(0, 5).map((c) => `${c.type} ${c.kind} ${c.key}`);
       log.debug({ changes: event.changes.length, version: event.version }, `objects changed: ${shown.join(', ')}${event.changes.length > 5 ? ', ...' : ''}`);
     }
-    for (const change of event.changes) if (change.kind === 'Service') sleepManager.serviceChanged(change.key);
+    for (const change of event.changes) {
+      if (change.kind === 'Service') sleepManager.serviceChanged(change.key);
+      else if (checkingAhead && change.kind === 'Secret' && change.type !== 'deleted') {
+        const secret = store.secrets.get(change.key);
+        if (secret !== undefined) secretChecks.add(secret);
+      }
+    }
     controller.changed(event);
   });
   if (data !== undefined) {
@@ -567,6 +584,11 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
     throw err;
   }
   sleepManager.start();
+  const checksStarted = performance.now();
+  await secretChecks.settled();
+  checkingAhead = false;
+  if (secretChecks.failure !== undefined) log.warn(`checking TLS Secrets in other threads failed (${secretChecks.failure}); translation checks them`);
+  log.debug({ waitedMs: Math.round(performance.now() - checksStarted) }, 'TLS Secrets checked ahead of the first translation');
   controller.start();
   // After the first table: a result's "the cache is off" speaks of the routes served.
   invalidations?.start();
@@ -594,6 +616,7 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
     async stop(graceMs: number) {
       holder.ready = false;
       controller.stop();
+      secretChecks.stop();
       sleepManager.stop();
       standalone?.stop();
       clusterSource?.stop();
