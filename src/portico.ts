@@ -590,6 +590,7 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
   if (secretChecks.failure !== undefined) log.warn(`checking TLS Secrets in other threads failed (${secretChecks.failure}); translation checks them`);
   log.debug({ waitedMs: Math.round(performance.now() - checksStarted) }, 'TLS Secrets checked ahead of the first translation');
   controller.start();
+  secretChecks.forget();
   // After the first table: a result's "the cache is off" speaks of the routes served.
   invalidations?.start();
   if (pool !== undefined) {

@@ -32,7 +32,7 @@ interface Checker {
 }
 
 export class SecretChecks {
-  private readonly results = new WeakMap<Secret, PemCheck>();
+  private results = new WeakMap<Secret, PemCheck>();
   private readonly queued = new Set<Secret>();
   private readonly checkers: Checker[] = [];
   private readonly maxProcesses: number;
@@ -71,6 +71,11 @@ export class SecretChecks {
   settled(): Promise<void> {
     if (this.busy()) return new Promise((resolve) => this.waiters.push(resolve));
     return Promise.resolve();
+  }
+
+  /** Lets go of the results: once translation has parsed these Secrets, it remembers them itself. */
+  forget(): void {
+    this.results = new WeakMap();
   }
 
   /** Processes alive (for tests and diagnostics). */

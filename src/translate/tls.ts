@@ -6,6 +6,7 @@ import { checkPems, isPlainHost, nameCovers, type PemCheck } from '../tls/pem-ch
 import type { CertificateConfig } from '../model/config.ts';
 import { TLS_SECRET_TYPE, type Secret } from '../model/k8s.ts';
 import { sampleHostFor } from './hosts.ts';
+import { flatString } from '../util/flat-string.ts';
 
 export type ParsedSecret =
   | { readonly ok: true; readonly certificate: CertificateConfig; covers(host: string): boolean }
@@ -34,17 +35,18 @@ export function parseTlsSecret(secret: Secret, known?: KnownChecks): ParsedSecre
   const check = known?.(secret) ?? checkPems(certPem, keyPem);
   if (!check.ok) return { ok: false, error: `${name}: ${check.error}` };
   const names = check.names;
-  const coverage = new Map<string, boolean>();
+  // Plain names are matched here (cheap, not memoized); others as OpenSSL does, a parse of 30-50 µs each, remembered.
+  let askedOpenSsl: Map<string, boolean> | undefined;
   return {
     ok: true,
-    certificate: { secret: `${secret.metadata.namespace ?? 'default'}/${secret.metadata.name}`, cert: certPem, key: keyPem },
+    certificate: { secret: flatString(`${secret.metadata.namespace ?? 'default'}/${secret.metadata.name}`), cert: certPem, key: keyPem },
     covers(host: string): boolean {
-      let yes = coverage.get(host);
+      const sample = sampleHostFor(host);
+      if (names !== undefined && isPlainHost(sample)) return nameCovers(names, sample);
+      let yes = askedOpenSsl?.get(host);
       if (yes === undefined) {
-        const sample = sampleHostFor(host);
-        // Plain names and hosts are matched here; others as OpenSSL does (a parse, 30-50 µs).
-        yes = names !== undefined && isPlainHost(sample) ? nameCovers(names, sample) : new X509Certificate(certPem).checkHost(sample) !== undefined;
-        coverage.set(host, yes);
+        yes = new X509Certificate(certPem).checkHost(sample) !== undefined;
+        (askedOpenSsl ??= new Map()).set(host, yes);
       }
       return yes;
     },
