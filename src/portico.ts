@@ -45,6 +45,9 @@ import { invalidateLocal, invalidateThisProcess } from './cache/runtime.ts';
 import { sayingWhenCacheOff } from './cache/cache-off.ts';
 import type { InvalidationController } from './cache/invalidation-controller.ts';
 
+/** How long the first translation waits for the TLS Secrets checked ahead (10,000 take 1-2 s). */
+const SECRET_CHECKS_WAIT_MS = 20_000;
+
 /** Cluster mode: what scale-to-zero needs of the API (loaded with the client). */
 async function clusterScaling(kube: KubeClient, identity: string) {
   const { Workloads } = await import('./scale-to-zero/workloads.ts');
@@ -241,7 +244,8 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
   const metrics = createMetrics();
   const store = new ObjectStore();
   // TLS Secrets the sources load before the first translation are checked meanwhile in
-  // other threads; those of later changes are few and checked by translation.
+  // child processes (src/tls/secret-checks.ts); those of later changes are few and
+  // checked by translation.
   const secretChecks = new SecretChecks();
   let checkingAhead = true;
   // Scale-to-zero's manager is made once the sources are known; the data planes signal it.
@@ -585,9 +589,10 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
   }
   sleepManager.start();
   const checksStarted = performance.now();
-  await secretChecks.settled();
+  // Bounded: what is not checked by then, translation checks (the same checks, slower).
+  await secretChecks.settled(SECRET_CHECKS_WAIT_MS);
   checkingAhead = false;
-  if (secretChecks.failure !== undefined) log.warn(`checking TLS Secrets in other threads failed (${secretChecks.failure}); translation checks them`);
+  if (secretChecks.failure !== undefined) log.warn(`checking TLS Secrets in a child process failed (${secretChecks.failure}); translation checks them`);
   log.debug({ waitedMs: Math.round(performance.now() - checksStarted) }, 'TLS Secrets checked ahead of the first translation');
   controller.start();
   secretChecks.forget();

@@ -67,10 +67,16 @@ export class SecretChecks {
     }
   }
 
-  /** Resolves when every Secret added so far is checked, or given up on. */
-  settled(): Promise<void> {
-    if (this.busy()) return new Promise((resolve) => this.waiters.push(resolve));
-    return Promise.resolve();
+  /** Resolves when every Secret added so far is checked, or given up on; or after `withinMs` at the latest. */
+  settled(withinMs = Infinity): Promise<void> {
+    if (!this.busy()) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = Number.isFinite(withinMs) ? setTimeout(resolve, withinMs) : undefined;
+      this.waiters.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
   }
 
   /** Lets go of the results: once translation has parsed these Secrets, it remembers them itself. */

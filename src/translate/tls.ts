@@ -1,6 +1,6 @@
 // kubernetes.io/tls Secrets -> certificates. Parsing is the expensive part of
 // translation (X.509 and key parsing, key/cert match), so results are memoized by
-// Secret object identity, and may be checked ahead in other threads (KnownChecks).
+// Secret object identity, and may be checked ahead in child processes (KnownChecks).
 import { X509Certificate } from 'node:crypto';
 import { checkPems, isPlainHost, nameCovers, type PemCheck } from '../tls/pem-check.ts';
 import type { CertificateConfig } from '../model/config.ts';
