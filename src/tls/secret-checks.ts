@@ -24,6 +24,9 @@ export interface SecretChecksOptions {
   readonly idleMs?: number;
 }
 
+/** Batches in flight on every process before another starts. */
+const BACKLOG = 2;
+
 interface Checker {
   readonly child: ChildProcess;
   /** Batches sent and not answered, by id. */
@@ -128,11 +131,15 @@ export class SecretChecks {
     checker.child.send({ id, pems } satisfies CheckBatch);
   }
 
-  /** The least busy process; a new one while fewer than the most are alive and all are busy. */
+  /**
+   * The least busy process; a new one while fewer than the most are alive and each has a
+   * backlog. Secrets that come a file at a time (standalone) keep one process, and a core
+   * for the main thread's reading; a list of thousands at once (cluster) gets them all.
+   */
   private pick(): Checker | undefined {
     let best: Checker | undefined;
     for (const checker of this.checkers) if (best === undefined || checker.inFlight.size < best.inFlight.size) best = checker;
-    if ((best === undefined || best.inFlight.size > 0) && this.checkers.length < this.maxProcesses && this.failure === undefined) best = this.start() ?? best;
+    if ((best === undefined || best.inFlight.size >= BACKLOG) && this.checkers.length < this.maxProcesses && this.failure === undefined) best = this.start() ?? best;
     return best;
   }
 

@@ -43,7 +43,7 @@ describe('SecretChecks', () => {
       tlsSecret('opaque', certs.foo.cert, certs.foo.key, { type: 'Opaque' }),
     ];
     const snapshot = snapshotOf(objects(secrets));
-    const checks = new SecretChecks({ processes: 2, batch: 2, idleMs: 50 });
+    const checks = new SecretChecks({ processes: 2, batch: 1, idleMs: 50 });
     for (const secret of secrets) checks.add(secret);
     await checks.settled();
     // The pairs there are to parse were checked; a missing value or another type is translation's to report.
