@@ -4,7 +4,7 @@
 // and the first translation finds it done (createTranslator(checks.known)). And the
 // malloc memory OpenSSL's parses leave goes back with the process: in portico's own main
 // arena they left about 40 MB resident at 10,000 (freed, in holes), and in a worker
-// thread's arena 15 MB a thread, kept after the thread ended (bench/secret-checks.ts).
+// thread's arena 15-40 MB, kept after the thread ended (bench/secret-checks.ts).
 // Translation stays a function of its input: a Secret not checked here is checked there,
 // with the same result (the same checkPems), so tests need none of this.
 import { fork, type ChildProcess } from 'node:child_process';
