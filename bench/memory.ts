@@ -146,6 +146,8 @@ try {
   const idleGc = new Promise<void>((resolve) => (idleGcSeen = resolve));
   /** The first table's translation and build, from the controller's log line. */
   let firstTable: { translateMs: number; buildMs: number } | undefined;
+  /** How long the first translation waited for TLS Secrets checked in other threads (src/tls/secret-checks.ts). */
+  let checkedAhead: number | undefined;
   let httpPort = 0;
   const args = [...nodeFlags, ...(snapshotDir ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${snapshotDir}`] : []), process.env.PORTICO_BIN ?? join(ROOT, 'bin/portico.js'), ...source, '--workers', workers, '--http-port', '0', '--https-port', '0', '--admin-port', '0', '--bind', '127.0.0.1', '--access-log=false', ...(afterIdleGc ? ['--log-level', 'debug'] : []), ...(process.env.PORTICO_ARGS?.split(' ').filter(Boolean) ?? [])];
   const t0 = performance.now();
@@ -161,6 +163,7 @@ try {
         if (collectedAfterReady.size >= processes) idleGcSeen();
       }
       if (firstTable === undefined && line.includes('"route table updated')) firstTable = JSON.parse(line) as { translateMs: number; buildMs: number };
+      if (checkedAhead === undefined && line.includes('"TLS Secrets checked ahead')) checkedAhead = (JSON.parse(line) as { waitedMs: number }).waitedMs;
       if (line.includes('"portico ready')) {
         ready = true;
         clearTimeout(timer);
@@ -205,7 +208,7 @@ try {
   const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN) / 1024;
   console.log(
     `${mode}${pems ? ' with TLS (a certificate per Ingress)' : ''}${policies.size > 0 ? ` with policies (${[...policies].join(',')})` : ''}, --workers ${workers}, ${compiled ? 'compiled (dist/)' : 'sources (type stripping)'}, node flags: ${nodeFlags.join(' ') || '(none)'}; ` +
-      `ready in ${(readyMs / 1000).toFixed(1)} s (first table: translation ${firstTable?.translateMs ?? '?'} ms, build ${firstTable?.buildMs ?? '?'} ms); RSS after ${settleSeconds} s: ${fmt(final)} MB (primary first; peak seen ${fmt(peak)}; the primary's is ${kb('RssAnon').toFixed(1)} MB anonymous, ${kb('RssFile').toFixed(1)} MB file-backed: Node's own code); load ${loadavg()[0]!.toFixed(1)}`,
+      `ready in ${(readyMs / 1000).toFixed(1)} s (first table: ${checkedAhead === undefined ? '' : `waited ${checkedAhead} ms for TLS checks, `}translation ${firstTable?.translateMs ?? '?'} ms, build ${firstTable?.buildMs ?? '?'} ms); RSS after ${settleSeconds} s: ${fmt(final)} MB (primary first; peak seen ${fmt(peak)}; the primary's is ${kb('RssAnon').toFixed(1)} MB anonymous, ${kb('RssFile').toFixed(1)} MB file-backed: Node's own code); load ${loadavg()[0]!.toFixed(1)}`,
   );
   // PSS splits the pages processes share (the node binary's, mapped by the primary and
   // every worker) among them: what one more worker costs, where RSS counts them in each.

@@ -3,7 +3,8 @@
 import type { Logger } from 'pino';
 import { diffProblems, problemKey, withProblems, NO_PROBLEM_CHANGES, type EndpointUpdate, type Problem, type ProblemDelta, type RoutingConfig, type TranslateOptions, type UpstreamAddress } from './model/config.ts';
 import type { ObjectChange, ObjectStore, StoreChangeEvent } from './sources/store.ts';
-import { createTranslator } from './translate/index.ts';
+import { createTranslator, type IncrementalTranslator } from './translate/index.ts';
+import type { KnownChecks } from './translate/tls.ts';
 import type { RouteTable } from './routing/table.ts';
 
 export interface ControllerDeps {
@@ -20,6 +21,8 @@ export interface ControllerDeps {
   /** Called after EndpointSlice changes were applied to the pools without translation (with the backends updated). */
   onEndpointsUpdated?: (updates: readonly EndpointUpdate[]) => void;
   translateOptions: TranslateOptions;
+  /** TLS Secrets checked ahead of translation (src/tls/secret-checks.ts). */
+  knownSecretChecks?: KnownChecks;
   log: Logger;
   /** Quiet time, in ms, that gathers a burst of changes into one rebuild (0: rebuild at once). */
   debounceMs: number;
@@ -44,7 +47,7 @@ export interface ControllerDeps {
 
 export class Controller {
   private readonly deps: ControllerDeps;
-  private readonly translate = createTranslator();
+  private readonly translate: IncrementalTranslator;
   private timer: NodeJS.Timeout | NodeJS.Immediate | undefined;
   /** The problems of the table in service, by problemKey, with how many times each is there. */
   private knownProblems = new Map<string, number>();
@@ -64,6 +67,7 @@ export class Controller {
 
   constructor(deps: ControllerDeps) {
     this.deps = deps;
+    this.translate = createTranslator(deps.knownSecretChecks);
   }
 
   /** Rebuilds now and then after every change. Call once the sources loaded their initial state. */

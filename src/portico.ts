@@ -14,9 +14,11 @@ import type { Logger } from 'pino';
 import { AggregatorRegistry } from './util/prom.ts';
 import type { Options } from './config/flags.ts';
 import { CONTROLLER_NAME, type EndpointUpdate, type Problem, type RoutingConfig } from './model/config.ts';
+import type { Secret } from './model/k8s.ts';
 import { buildRouteTable, emptyRoutingConfig, RouteTableHolder, type Route, type RouteTable } from './routing/table.ts';
 import type { ManifestDirectorySource } from './sources/standalone.ts';
 import { generateSelfSigned } from './tls/certificates.ts';
+import { SecretChecks } from './tls/secret-checks.ts';
 import type { ClusterSource } from './sources/kube/cluster-source.ts';
 import type { KubeClient } from './kube/client.ts';
 import type { LeaderElector } from './kube/leader.ts';
@@ -42,6 +44,9 @@ import { validatingInvalidate, type Invalidate, type InvalidationResult } from '
 import { invalidateLocal, invalidateThisProcess } from './cache/runtime.ts';
 import { sayingWhenCacheOff } from './cache/cache-off.ts';
 import type { InvalidationController } from './cache/invalidation-controller.ts';
+
+/** How long the first translation waits for the TLS Secrets checked ahead (10,000 take 1-2 s). */
+const SECRET_CHECKS_WAIT_MS = 20_000;
 
 /** Cluster mode: what scale-to-zero needs of the API (loaded with the client). */
 async function clusterScaling(kube: KubeClient, identity: string) {
@@ -238,6 +243,11 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
   ]);
   const metrics = createMetrics();
   const store = new ObjectStore();
+  // TLS Secrets the sources load before the first translation are checked meanwhile in
+  // child processes (src/tls/secret-checks.ts); those of later changes are few and
+  // checked by translation.
+  const secretChecks = new SecretChecks();
+  let checkingAhead = true;
   // Scale-to-zero's manager is made once the sources are known; the data planes signal it.
   let sleep: SleepManager | undefined;
   const wakeSignals: WakeSignals = {
@@ -324,6 +334,10 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
         controller.changed('problems');
       },
       onCacheInvalidations: (file, objects) => manifestInvalidations.fileRead(file, objects),
+      // Checked while the other files are read (the first load applies them all at its end).
+      onObjectRead: (object) => {
+        if (checkingAhead && object.kind === 'Secret') secretChecks.add(object as Secret);
+      },
     });
   } else {
     // Loaded only in cluster mode: @kubernetes/client-node alone costs about 90 MB (and
@@ -463,6 +477,7 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
       sleepManager.rebuilt();
     },
     current: () => holder.current,
+    knownSecretChecks: secretChecks.known,
     translateOptions: {
       ingressClass: options.ingressClass,
       controllerName: CONTROLLER_NAME,
@@ -507,7 +522,13 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
       const shown = event.changes.slice(0, 5).map((c) => `${c.type} ${c.kind} ${c.key}`);
       log.debug({ changes: event.changes.length, version: event.version }, `objects changed: ${shown.join(', ')}${event.changes.length > 5 ? ', ...' : ''}`);
     }
-    for (const change of event.changes) if (change.kind === 'Service') sleepManager.serviceChanged(change.key);
+    for (const change of event.changes) {
+      if (change.kind === 'Service') sleepManager.serviceChanged(change.key);
+      else if (checkingAhead && change.kind === 'Secret' && change.type !== 'deleted') {
+        const secret = store.secrets.get(change.key);
+        if (secret !== undefined) secretChecks.add(secret);
+      }
+    }
     controller.changed(event);
   });
   if (data !== undefined) {
@@ -569,7 +590,14 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
     throw err;
   }
   sleepManager.start();
+  const checksStarted = performance.now();
+  // Bounded: what is not checked by then, translation checks (the same checks, slower).
+  await secretChecks.settled(SECRET_CHECKS_WAIT_MS);
+  checkingAhead = false;
+  if (secretChecks.failure !== undefined) log.warn(`checking TLS Secrets in a child process failed (${secretChecks.failure}); translation checks them`);
+  log.debug({ waitedMs: Math.round(performance.now() - checksStarted) }, 'TLS Secrets checked ahead of the first translation');
   controller.start();
+  secretChecks.forget();
   // After the first table: a result's "the cache is off" speaks of the routes served.
   invalidations?.start();
   if (pool !== undefined) {
@@ -596,6 +624,7 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
     async stop(graceMs: number) {
       holder.ready = false;
       controller.stop();
+      secretChecks.stop();
       sleepManager.stop();
       standalone?.stop();
       clusterSource?.stop();

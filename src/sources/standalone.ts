@@ -45,6 +45,8 @@ export interface ManifestDirectorySourceOptions {
   log?: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void; debug?(obj: object, msg: string): void };
   /** The CacheInvalidation objects of a file, each time it is read ([] once it is gone). */
   onCacheInvalidations?: (file: string, objects: readonly FileInvalidation[]) => void;
+  /** Each new object as its file is parsed, before the store has it (the first load applies every file at its end). */
+  onObjectRead?: (object: KubeObject) => void;
 }
 
 /** A CacheInvalidation found in a manifest file, and its line there. */
@@ -210,7 +212,7 @@ function firstPath(paths: Iterable<string>): string {
 export class ManifestDirectorySource {
   /** Resolves after the first full load (rejects if start() failed). */
   readonly ready: Promise<void>;
-  private readonly o: Required<Omit<ManifestDirectorySourceOptions, 'onProblems' | 'log' | 'onCacheInvalidations'>> & Pick<ManifestDirectorySourceOptions, 'onProblems' | 'log' | 'onCacheInvalidations'>;
+  private readonly o: Required<Omit<ManifestDirectorySourceOptions, 'onProblems' | 'log' | 'onCacheInvalidations' | 'onObjectRead'>> & Pick<ManifestDirectorySourceOptions, 'onProblems' | 'log' | 'onCacheInvalidations' | 'onObjectRead'>;
   private readonly files = new Map<string, FileEntry>();
   /** What this source put in the store, by identity. */
   private readonly applied = new Map<string, KubeObject>();
@@ -787,7 +789,9 @@ export class ManifestDirectorySource {
       }
       // Same content as before: keep the old object, so everything memoized on it stays valid.
       const before = previous?.objects.get(id)?.object;
-      objects.set(id, { object: before && deepEqual(before, object) ? before : object, line });
+      const kept = before && deepEqual(before, object) ? before : object;
+      objects.set(id, { object: kept, line });
+      if (kept === object) this.o.onObjectRead?.(object);
     });
     // A rejected object keeps its last good version.
     for (const e of parsed.errors) {

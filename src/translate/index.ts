@@ -28,7 +28,7 @@ import { translateGatewayApi, updateGatewayApi, type GatewayApiDeps, type Gatewa
 import { buildIngressEntry, isCurrent, type IngressContext, type IngressEntry } from './ingress.ts';
 import { selectClasses, type ClassSelection } from './ingress-class.ts';
 import { IngressClassIndex } from './class-index.ts';
-import { SecretParser } from './tls.ts';
+import { SecretParser, type KnownChecks } from './tls.ts';
 import { insertSorted, removeSorted } from '../util/sorted.ts';
 import { KeySets } from '../util/key-sets.ts';
 
@@ -128,8 +128,11 @@ const GATEWAY_KIND_SET: ReadonlySet<string> = new Set(GATEWAY_KINDS);
 /** A change to one route: only that route is translated again (its key is "<kind>:<ns>/<name>"). */
 const ROUTE_CHANGE = /^(?:HTTPRoute|GRPCRoute):/;
 
-/** A translate function that remembers its previous work; keep one per controller. */
-export function createTranslator(): IncrementalTranslator {
+/**
+ * A translate function that remembers its previous work; keep one per controller.
+ * `knownChecks`: TLS Secrets checked ahead (src/tls/secret-checks.ts); the others are checked here.
+ */
+export function createTranslator(knownChecks?: KnownChecks): IncrementalTranslator {
   let state: TranslatorState | undefined;
   let ingressesTranslated = 0;
   let ingressesChecked = 0;
@@ -144,7 +147,7 @@ export function createTranslator(): IncrementalTranslator {
       state = {
         options,
         backends: new BackendResolver(),
-        secrets: new SecretParser(),
+        secrets: new SecretParser(knownChecks),
         assembly: new IngressAssembly(),
         classSignature: undefined,
         classes: undefined,

@@ -153,7 +153,8 @@ export function buildIngressEntry(ingress: Ingress, ctx: IngressContext, previou
   const tlsClaims: TlsClaim[] = [];
   const tlsHosts = new Set<string>();
   (spec.tls ?? []).forEach((entry, i) => {
-    const field = `spec.tls[${i}]`;
+    // The same few fields in every Ingress, kept with each claim: one shared copy of each.
+    const field = internString(`spec.tls[${i}]`);
     if (!entry.secretName) {
       report('warning', 'TLSSecretNotFound', `${field}.secretName: not set; these hosts get the default certificate`);
       return;
@@ -177,7 +178,7 @@ export function buildIngressEntry(ingress: Ingress, ctx: IngressContext, previou
         const normalized = normalizeHost(raw);
         if (!normalized.ok) report('error', 'InvalidHost', `${field}.hosts[${j}]: ${normalized.error}`);
         else if (normalized.host === '') report('error', 'InvalidHost', `${field}.hosts[${j}]: empty host`);
-        else hosts.push({ host: normalized.host, field: `${field}.hosts[${j}]` });
+        else hosts.push({ host: normalized.host, field: internString(`${field}.hosts[${j}]`) });
       });
     } else {
       const seen = new Set<string>();

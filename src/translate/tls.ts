@@ -1,29 +1,29 @@
 // kubernetes.io/tls Secrets -> certificates. Parsing is the expensive part of
 // translation (X.509 and key parsing, key/cert match), so results are memoized by
-// Secret object identity.
-import { X509Certificate, createPrivateKey } from 'node:crypto';
+// Secret object identity, and may be checked ahead in child processes (KnownChecks).
+import { X509Certificate } from 'node:crypto';
+import { checkPems, isPlainHost, nameCovers, type PemCheck } from '../tls/pem-check.ts';
 import type { CertificateConfig } from '../model/config.ts';
 import { TLS_SECRET_TYPE, type Secret } from '../model/k8s.ts';
 import { sampleHostFor } from './hosts.ts';
+import { flatString } from '../util/flat-string.ts';
 
 export type ParsedSecret =
   | { readonly ok: true; readonly certificate: CertificateConfig; covers(host: string): boolean }
   | { readonly ok: false; readonly error: string };
 
 /** Value of a Secret key: stringData wins over data, as when the API server merges them. */
-function secretValue(secret: Secret, key: string): string | undefined {
+export function secretValue(secret: Secret, key: string): string | undefined {
   const plain = secret.stringData?.[key];
   if (plain !== undefined) return plain;
   const encoded = secret.data?.[key];
   return encoded === undefined ? undefined : Buffer.from(encoded, 'base64').toString('utf8');
 }
 
-function firstLine(err: unknown): string {
-  const text = err instanceof Error ? err.message : String(err);
-  return text.split('\n')[0]!;
-}
+/** The check of a Secret's PEM made ahead of translation (./secret-checks.ts), if one was. */
+export type KnownChecks = (secret: Secret) => PemCheck | undefined;
 
-export function parseTlsSecret(secret: Secret): ParsedSecret {
+export function parseTlsSecret(secret: Secret, known?: KnownChecks): ParsedSecret {
   const name = `Secret ${secret.metadata.namespace ?? 'default'}/${secret.metadata.name}`;
   if (secret.type !== TLS_SECRET_TYPE) {
     return { ok: false, error: `${name} has type ${JSON.stringify(secret.type ?? 'Opaque')}, expected ${JSON.stringify(TLS_SECRET_TYPE)}` };
@@ -32,45 +32,21 @@ export function parseTlsSecret(secret: Secret): ParsedSecret {
   const keyPem = secretValue(secret, 'tls.key');
   if (!certPem) return { ok: false, error: `${name} has no tls.crt` };
   if (!keyPem) return { ok: false, error: `${name} has no tls.key` };
-  let x509: X509Certificate;
-  try {
-    x509 = new X509Certificate(certPem);
-  } catch (err) {
-    return { ok: false, error: `${name}: tls.crt is not a PEM certificate (${firstLine(err)})` };
-  }
-  let key;
-  try {
-    key = createPrivateKey(keyPem);
-  } catch (err) {
-    return { ok: false, error: `${name}: tls.key is not a PEM private key (${firstLine(err)})` };
-  }
-  let matches = false;
-  try {
-    matches = x509.checkPrivateKey(key);
-  } catch {
-    matches = false;
-  }
-  if (!matches) return { ok: false, error: `${name}: tls.key does not match the certificate in tls.crt` };
-
-  // A parsed certificate holds about 5 KB of OpenSSL memory (47 MB at 10,000 Secrets):
-  // it is kept only until the translation that parsed it is over, for the hosts that
-  // name it, and parsed again if a later change asks about another host.
-  let held: X509Certificate | undefined = x509;
-  const letGo = () => (held = undefined);
-  queueMicrotask(letGo);
-  const coverage = new Map<string, boolean>();
+  const check = known?.(secret) ?? checkPems(certPem, keyPem);
+  if (!check.ok) return { ok: false, error: `${name}: ${check.error}` };
+  const names = check.names;
+  // Plain names are matched here (cheap, not memoized); others as OpenSSL does, a parse of 30-50 µs each, remembered.
+  let askedOpenSsl: Map<string, boolean> | undefined;
   return {
     ok: true,
-    certificate: { secret: `${secret.metadata.namespace ?? 'default'}/${secret.metadata.name}`, cert: certPem, key: keyPem },
+    certificate: { secret: flatString(`${secret.metadata.namespace ?? 'default'}/${secret.metadata.name}`), cert: certPem, key: keyPem },
     covers(host: string): boolean {
-      let yes = coverage.get(host);
+      const sample = sampleHostFor(host);
+      if (names !== undefined && isPlainHost(sample)) return nameCovers(names, sample);
+      let yes = askedOpenSsl?.get(host);
       if (yes === undefined) {
-        if (held === undefined) {
-          held = new X509Certificate(certPem);
-          queueMicrotask(letGo);
-        }
-        yes = held.checkHost(sampleHostFor(host)) !== undefined;
-        coverage.set(host, yes);
+        yes = new X509Certificate(certPem).checkHost(sample) !== undefined;
+        (askedOpenSsl ??= new Map()).set(host, yes);
       }
       return yes;
     },
@@ -86,6 +62,10 @@ export function wireData(secret: Secret): Record<string, string> {
 
 /** parseTlsSecret and wireData, memoized per Secret object. */
 export class SecretParser {
+  private readonly known: KnownChecks | undefined;
+  constructor(known?: KnownChecks) {
+    this.known = known;
+  }
   private readonly cache = new WeakMap<Secret, ParsedSecret>();
   private readonly wire = new WeakMap<Secret, { readonly data: Readonly<Record<string, string>> }>();
 
@@ -99,7 +79,7 @@ export class SecretParser {
   parse(secret: Secret): ParsedSecret {
     let parsed = this.cache.get(secret);
     if (!parsed) {
-      parsed = parseTlsSecret(secret);
+      parsed = parseTlsSecret(secret, this.known);
       this.cache.set(secret, parsed);
     }
     return parsed;
