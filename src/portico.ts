@@ -6,10 +6,7 @@
 // - primary (--workers N > 1): the control plane only; it ships each routing config to
 //   N worker processes (src/workers) and aggregates their metrics;
 // - worker: the data plane only, fed by the primary.
-import { fstatSync } from 'node:fs';
-import { hostname } from 'node:os';
 import type http from 'node:http';
-import cluster from 'node:cluster';
 import type { Logger } from 'pino';
 import { AggregatorRegistry } from './util/prom.ts';
 import type { Options } from './config/flags.ts';
@@ -42,6 +39,13 @@ import { validatingInvalidate, type Invalidate, type InvalidationResult } from '
 import { invalidateLocal, invalidateThisProcess } from './cache/runtime.ts';
 import { sayingWhenCacheOff } from './cache/cache-off.ts';
 import type { InvalidationController } from './cache/invalidation-controller.ts';
+import type { Cluster } from 'node:cluster';
+// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
+// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+const { fstatSync } = process.getBuiltinModule('node:fs');
+const { hostname } = process.getBuiltinModule('node:os');
+// The module object itself is the cluster (its types describe an ES namespace with a default).
+const cluster = process.getBuiltinModule('node:cluster') as unknown as Cluster;
 
 /** Cluster mode: what scale-to-zero needs of the API (loaded with the client). */
 async function clusterScaling(kube: KubeClient, identity: string) {

@@ -1,8 +1,10 @@
+// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
+// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+const { readdirSync, readFileSync } = process.getBuiltinModule('node:fs');
+const { extname } = process.getBuiltinModule('node:path');
 // The dashboard's static files (src/admin/dashboard/, copied to dist/admin/dashboard/ by
 // `npm run build`), read once when this module loads: a handful of small files, served
 // from memory by the admin listener.
-import { readdirSync, readFileSync } from 'node:fs';
-import { extname } from 'node:path';
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',

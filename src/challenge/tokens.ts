@@ -1,3 +1,6 @@
+// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
+// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+const { hash, randomBytes, timingSafeEqual } = process.getBuiltinModule('node:crypto');
 // The under-attack challenge's tokens, all stateless: what the server hands out is
 // signed, so checking it needs no memory of having handed it out.
 //
@@ -11,7 +14,6 @@
 // The key is one per process: generated at start, or set from --challenge-secret; with
 // --workers the primary sends its key to every worker, so a clearance minted by one
 // worker (or replica sharing the Secret) is valid on all.
-import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /** Bytes of HMAC kept in tokens (base64url: 22 characters). */
 const MAC_BYTES = 16;

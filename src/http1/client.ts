@@ -28,10 +28,12 @@
 // when the request was fully sent, the response is complete and both sides keep it
 // alive; idle ones close after keepAliveTimeout, or sooner if the pod's Keep-Alive
 // header says so.
-import { isIP } from 'node:net';
 import type { Dispatcher } from 'undici';
 import { Connection, type ConnectionPool, watchBody } from './client-connection.ts';
 import { ClientRequest, DONE, Http1ClientError, type Http1DispatchOptions } from './client-request.ts';
+// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
+// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+const { isIP } = process.getBuiltinModule('node:net');
 
 export { Http1ClientError } from './client-request.ts';
 export type { Http1DispatchOptions } from './client-request.ts';

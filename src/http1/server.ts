@@ -8,7 +8,6 @@
 // socket), 400/431 for bad requests, and the client timeouts: headers, whole request,
 // idle keep-alive. One sweeper per server checks the timeouts, so no timer is
 // armed per request.
-import net from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import {
   HTTPParser,
@@ -30,6 +29,10 @@ import {
 } from './parser.ts';
 import { Http1Request, type BodyFlow, type Refusal } from './request.ts';
 import { Http1Response, type ResponseOwner } from './response.ts';
+import type { Server, Socket } from 'node:net';
+// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
+// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+const net = process.getBuiltinModule('node:net');
 
 export type RequestHandler = (req: Http1Request, res: Http1Response) => void;
 
@@ -222,7 +225,7 @@ function onExecute(this: OwnedParser, result: number | ParserError): void {
 }
 
 class Connection implements BodyFlow, ResponseOwner {
-  readonly socket: net.Socket;
+  readonly socket: Socket;
   private readonly server: Http1Server;
   private parser: OwnedParser | null;
   phase: Phase = IDLE;
@@ -260,7 +263,7 @@ class Connection implements BodyFlow, ResponseOwner {
   /** The parser reads the socket itself (attachParser); else 'data' is fed to it. */
   private attached = false;
 
-  constructor(server: Http1Server, socket: net.Socket) {
+  constructor(server: Http1Server, socket: Socket) {
     this.server = server;
     this.socket = socket;
     this.since = server.now;
@@ -792,7 +795,7 @@ class Connection implements BodyFlow, ResponseOwner {
 }
 
 const kConnection = Symbol('portico.connection');
-type ConnectionSocket = net.Socket & { [kConnection]?: Connection };
+type ConnectionSocket = Socket & { [kConnection]?: Connection };
 
 function onSocketData(this: ConnectionSocket, data: Buffer): void {
   this[kConnection]?.onData(data);
@@ -823,9 +826,9 @@ export class Http1Server {
   /** Coarse clock (ms) for the timeouts, advanced by the sweeper. */
   now = Date.now();
   draining = false;
-  onClientError: ((err: Error, socket: net.Socket) => void) | undefined = undefined;
+  onClientError: ((err: Error, socket: Socket) => void) | undefined = undefined;
   /** Told about each request the server answers itself (parse errors, 4xx/5xx refusals), with a short reason. */
-  onRefused: ((reason: string, socket: net.Socket) => void) | undefined = undefined;
+  onRefused: ((reason: string, socket: Socket) => void) | undefined = undefined;
 
   constructor(handler: RequestHandler, options: Http1ServerOptions) {
     this.handler = handler;
@@ -838,7 +841,7 @@ export class Http1Server {
    * Starts serving a client connection. `head`: its first bytes, already read by whoever
    * looked at them to pick the protocol (the socket is then paused; the caller resumes it).
    */
-  accept(socket: net.Socket | TLSSocket, head?: Buffer): void {
+  accept(socket: Socket | TLSSocket, head?: Buffer): void {
     if (this.draining) {
       socket.destroy();
       return;
@@ -894,6 +897,6 @@ export class Http1Server {
 }
 
 /** A net.Server whose connections are served by `http1`. */
-export function createHttp1Listener(http1: Http1Server): net.Server {
+export function createHttp1Listener(http1: Http1Server): Server {
   return net.createServer({ allowHalfOpen: true, noDelay: true }, http1.accept);
 }

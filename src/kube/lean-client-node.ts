@@ -1,3 +1,6 @@
+// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
+// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+const { registerHooks } = process.getBuiltinModule('node:module');
 // Loads @kubernetes/client-node's KubeConfig without the generated API package it
 // imports. KubeConfig (dist/config.js) takes two names from dist/gen/index.js, for
 // makeApiClient, which portico never calls; that index loads all of the generated models
@@ -5,7 +8,6 @@
 // held 25-30 MB of a cluster-mode process's heap (issue 12). This resolve hook gives
 // config.js, and config.js only, a module exporting the same two names from the two
 // files that define them. Evaluate it before anything imports the library.
-import { registerHooks } from 'node:module';
 
 const configUrl = import.meta.resolve('@kubernetes/client-node/dist/config.js');
 const genIndexUrl = new URL('./gen/index.js', configUrl).href;

@@ -16,9 +16,7 @@
 //   event names no file or a directory (created, removed, a symlink), and as the
 //   periodic rescan of mtimes and sizes that catches missed events (network
 //   filesystems), more often while watching fails.
-import { lstatSync, readFileSync, stat as statCallback, watch, type Dir, type Dirent, type FSWatcher, type Stats } from 'node:fs';
-import { lstat, opendir, readFile, realpath, stat } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import type { Dir, Dirent, FSWatcher, Stats } from 'node:fs';
 import type { Problem } from '../model/config.ts';
 import { objectKey, type KubeObject, type RoutingKind } from '../model/k8s.ts';
 import { isManifestFile, parseManifestFile, type ManifestError } from './manifests.ts';
@@ -27,6 +25,11 @@ import { deepEqual } from '../util/deep-equal.ts';
 import type { CacheInvalidation } from '../cache/invalidation-resource.ts';
 import { SmallMap } from '../util/small-map.ts';
 import { flatString } from '../util/flat-string.ts';
+// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
+// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+const { lstatSync, readFileSync, stat: statCallback, watch } = process.getBuiltinModule('node:fs');
+const { lstat, opendir, readFile, realpath, stat } = process.getBuiltinModule('node:fs/promises');
+const { basename, dirname, join } = process.getBuiltinModule('node:path');
 
 export interface ManifestDirectorySourceOptions {
   dir: string;

@@ -1,10 +1,13 @@
 // kubernetes.io/tls Secrets -> certificates. Parsing is the expensive part of
 // translation (X.509 and key parsing, key/cert match), so results are memoized by
 // Secret object identity.
-import { X509Certificate, createPrivateKey } from 'node:crypto';
 import type { CertificateConfig } from '../model/config.ts';
 import { TLS_SECRET_TYPE, type Secret } from '../model/k8s.ts';
 import { sampleHostFor } from './hosts.ts';
+// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
+// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+const { X509Certificate, createPrivateKey } = process.getBuiltinModule('node:crypto');
+type X509Certificate = import('node:crypto').X509Certificate;
 
 export type ParsedSecret =
   | { readonly ok: true; readonly certificate: CertificateConfig; covers(host: string): boolean }

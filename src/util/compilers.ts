@@ -16,8 +16,10 @@
 // files, and the first changes waited 43-95 ms for a core (bench/standalone-latency.ts
 // p99 42-84 ms, against 12-25 ms this way), even with the flags V8 derived from its
 // absence set back (COMPILERS_ON_FLAGS).
-import { setFlagsFromString } from 'node:v8';
 import type { Logger } from 'pino';
+// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
+// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+const { setFlagsFromString } = process.getBuiltinModule('node:v8');
 
 /** What bin/portico.js turns off (it spells them out itself, before any import of ours). */
 export const STARTUP_COMPILER_FLAGS = ['--no-sparkplug', '--no-maglev', '--no-turbofan'] as const;

@@ -18,9 +18,11 @@
 // slowest sample of bench/standalone-latency.ts at 10,000 Ingresses, one change every
 // 0.1 s), so only a spell without changes counts as quiet. "Mostly idle" leaves room for
 // the periodic rescans of a large manifest tree (up to a fifth of a core at 10,000 files).
-import { getHeapStatistics, setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import type { Logger } from 'pino';
+// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
+// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+const { getHeapStatistics, setFlagsFromString } = process.getBuiltinModule('node:v8');
+const { runInNewContext } = process.getBuiltinModule('node:vm');
 
 /** Event-loop utilization (0-1) at or above which an interval counts as busy. */
 const BUSY = 0.3;
