@@ -30,8 +30,7 @@ import { listen } from './util/listen.ts';
 import { workArrived } from './util/compilers.ts';
 import type { Server, Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
-// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
-// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const net = process.getBuiltinModule('node:net');
 const tls = process.getBuiltinModule('node:tls');
 

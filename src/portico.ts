@@ -40,8 +40,7 @@ import { invalidateLocal, invalidateThisProcess } from './cache/runtime.ts';
 import { sayingWhenCacheOff } from './cache/cache-off.ts';
 import type { InvalidationController } from './cache/invalidation-controller.ts';
 import type { Cluster } from 'node:cluster';
-// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
-// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const { fstatSync } = process.getBuiltinModule('node:fs');
 const { hostname } = process.getBuiltinModule('node:os');
 // The module object itself is the cluster (its types describe an ES namespace with a default).

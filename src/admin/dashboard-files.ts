@@ -1,5 +1,4 @@
-// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
-// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const { readdirSync, readFileSync } = process.getBuiltinModule('node:fs');
 const { extname } = process.getBuiltinModule('node:path');
 // The dashboard's static files (src/admin/dashboard/, copied to dist/admin/dashboard/ by

@@ -18,8 +18,7 @@ import { ageValue, currentAge, freshnessLifetime, httpDate, mayServeStale, notSt
 import { cacheCounts } from './metrics.ts';
 import { serveEntry, clientHead, type Conditionals } from './serve.ts';
 import type { CacheStore } from './store.ts';
-// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
-// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const { EventEmitter } = process.getBuiltinModule('node:events');
 
 /** Where the answer is filed, and what the request said. */

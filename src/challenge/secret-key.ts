@@ -9,8 +9,7 @@ import { parseAllDocuments } from 'yaml';
 import type { KubeClient } from '../kube/client.ts';
 import { isManifestFile } from '../sources/manifests.ts';
 import { MIN_KEY_BYTES } from './tokens.ts';
-// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
-// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const { readdir, readFile } = process.getBuiltinModule('node:fs/promises');
 const { join } = process.getBuiltinModule('node:path');
 const { randomBytes } = process.getBuiltinModule('node:crypto');

@@ -1,5 +1,4 @@
-// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
-// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const { hash, randomBytes, timingSafeEqual } = process.getBuiltinModule('node:crypto');
 // The under-attack challenge's tokens, all stateless: what the server hands out is
 // signed, so checking it needs no memory of having handed it out.

@@ -4,8 +4,7 @@ import { parseCidrList } from '../middleware/cidr.ts';
 import { parseBool, parseDuration, parseSize } from '../util/units.ts';
 import { tlsCipherList } from '../tls/certificates.ts';
 import { availableCpus } from '../workers/cpus.ts';
-// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
-// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const { isIP } = process.getBuiltinModule('node:net');
 
 export interface Options {

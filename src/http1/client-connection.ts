@@ -21,8 +21,7 @@ import {
 } from './parser.ts';
 import { type ClientRequest, DONE, Http1ClientError, QUEUED, RUNNING, socketError, STARTING, type RequestConnection } from './client-request.ts';
 import type { Socket } from 'node:net';
-// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
-// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const net = process.getBuiltinModule('node:net');
 const tls = process.getBuiltinModule('node:tls');
 

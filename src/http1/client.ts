@@ -31,8 +31,7 @@
 import type { Dispatcher } from 'undici';
 import { Connection, type ConnectionPool, watchBody } from './client-connection.ts';
 import { ClientRequest, DONE, Http1ClientError, type Http1DispatchOptions } from './client-request.ts';
-// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
-// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const { isIP } = process.getBuiltinModule('node:net');
 
 export { Http1ClientError } from './client-request.ts';

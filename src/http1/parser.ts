@@ -5,8 +5,7 @@
 // The binding is internal to Node, so everything portico needs from it is named here,
 // and checked once at load: a Node without it fails at start with one clear line.
 import type { Socket } from 'node:net';
-// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
-// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const { createRequire } = process.getBuiltinModule('node:module');
 
 export interface LlhttpParser {

@@ -1,8 +1,7 @@
 // A request as the HTTP/1.1 server parsed it: the head at once, the body (if any)
 // as a Readable made on first use, fed by the connection with back-pressure.
 import type { Socket } from 'node:net';
-// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
-// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const { Readable } = process.getBuiltinModule('node:stream');
 type Readable = import('node:stream').Readable;
 

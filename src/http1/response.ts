@@ -5,8 +5,7 @@
 import type { Socket } from 'node:net';
 import { isCleanValue, isToken } from './header-chars.ts';
 import type { Http1Request } from './request.ts';
-// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
-// of a built-in, and the lazy ones load more modules (node:http's load all of undici).
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const { EventEmitter } = process.getBuiltinModule('node:events');
 const { STATUS_CODES } = process.getBuiltinModule('node:http');
 

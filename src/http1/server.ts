@@ -30,8 +30,7 @@ import {
 import { Http1Request, type BodyFlow, type Refusal } from './request.ts';
 import { Http1Response, type ResponseOwner } from './response.ts';
 import type { Server, Socket } from 'node:net';
-// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
-// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const net = process.getBuiltinModule('node:net');
 
 export type RequestHandler = (req: Http1Request, res: Http1Response) => void;

@@ -33,8 +33,7 @@ import { HeaderBlock } from './wire/hpack.ts';
 import { isCleanValue, isToken } from '../http1/header-chars.ts';
 import type { Socket } from 'node:net';
 import type { ConnectionOptions, TLSSocket } from 'node:tls';
-// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
-// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const net = process.getBuiltinModule('node:net');
 const tls = process.getBuiltinModule('node:tls');
 

@@ -5,8 +5,7 @@ import type { Socket } from 'node:net';
 import { isCleanValue } from '../http1/header-chars.ts';
 import type { ProxyRequest } from '../proxy/exchange-types.ts';
 import type { H2Stream, InboundSink } from './wire/stream.ts';
-// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
-// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const { Readable } = process.getBuiltinModule('node:stream');
 type Readable = import('node:stream').Readable;
 

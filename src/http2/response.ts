@@ -11,8 +11,7 @@ import type { Http2Request } from './request.ts';
 import { ErrorCode } from './wire/frames.ts';
 import { HeaderBlock } from './wire/hpack.ts';
 import type { H2Stream, OutboundSink } from './wire/stream.ts';
-// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
-// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const { EventEmitter } = process.getBuiltinModule('node:events');
 type EventEmitter = import('node:events').EventEmitter;
 

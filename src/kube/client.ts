@@ -7,8 +7,7 @@ import { KubeConfig } from '@kubernetes/client-node/dist/config.js';
 import { HttpMethod, RequestContext } from '@kubernetes/client-node/dist/gen/http/http.js';
 import { request as undiciRequest, type Dispatcher } from 'undici';
 import { JsonLines } from './json-lines.ts';
-// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
-// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const { existsSync } = process.getBuiltinModule('node:fs');
 const { homedir } = process.getBuiltinModule('node:os');
 const { join } = process.getBuiltinModule('node:path');

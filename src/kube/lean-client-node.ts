@@ -1,5 +1,4 @@
-// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
-// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const { registerHooks } = process.getBuiltinModule('node:module');
 // Loads @kubernetes/client-node's KubeConfig without the generated API package it
 // imports. KubeConfig (dist/config.js) takes two names from dist/gen/index.js, for

@@ -1,5 +1,4 @@
-// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
-// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const { BlockList, isIP } = process.getBuiltinModule('node:net');
 // CIDR lists ("10.0.0.0/8, 2001:db8::/32 192.168.1.7"), shared by the IP filters and
 // --trusted-proxies. Parsing keeps the valid entries and names the invalid ones, so a

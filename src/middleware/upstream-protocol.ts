@@ -13,8 +13,7 @@ import { PLAIN_HTTP, type Handler, type UpstreamProfile } from '../proxy/context
 import { parseBool } from '../util/units.ts';
 import { annotation, reportIgnored, reportInvalid } from './annotations.ts';
 import type { Middleware, PolicyDefinition, PolicyParseInput } from './types.ts';
-// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
-// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const { createHash, X509Certificate } = process.getBuiltinModule('node:crypto');
 
 export const UPSTREAM_PROTOCOL = 'portico.dev/upstream-protocol';

@@ -8,8 +8,7 @@
 import type { ProxyRequest } from './exchange-types.ts';
 import type { Socket } from 'node:net';
 import { canonicalIp, CidrSet, parseCidrList, type ParsedCidrList } from '../middleware/cidr.ts';
-// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
-// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const { isIP } = process.getBuiltinModule('node:net');
 
 export interface ClientIpOptions {

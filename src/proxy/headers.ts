@@ -13,8 +13,7 @@ import { isTrustedPeer } from './client-ip.ts';
 import { canonicalIp } from '../middleware/cidr.ts';
 import type { RequestContext } from './context.ts';
 import type { HeaderEntry } from '../middleware/header-list.ts';
-// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
-// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const { randomBytes } = process.getBuiltinModule('node:crypto');
 
 // What a request header name means to the proxy (names lowercase).

@@ -9,8 +9,7 @@
 import type { Server, Socket } from 'node:net';
 import { canonicalIp } from '../middleware/cidr.ts';
 import { isTrustedProxy, setProxiedAddress } from './client-ip.ts';
-// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
-// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const { isIP } = process.getBuiltinModule('node:net');
 const { Server: TlsServer } = process.getBuiltinModule('node:tls');
 

@@ -16,8 +16,7 @@ import { clientClosed } from './forward.ts';
 import { RequestContext, type UpstreamTimeouts } from './context.ts';
 import { sendError } from './errors.ts';
 import { clientConnected } from '../util/idle-gc.ts';
-// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
-// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const { Server: TlsServer } = process.getBuiltinModule('node:tls');
 
 /** The flags the proxy listeners use (config/flags.ts Options has them all). */

@@ -12,8 +12,7 @@ import { routeChanges } from '../routing/route-changes.ts';
 import type { UpstreamProfile } from './context.ts';
 import { EndpointRegistry } from './endpoint-registry.ts';
 import { Balancer } from './balancer.ts';
-// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
-// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const { createRequire } = process.getBuiltinModule('node:module');
 
 /** What the forwarder sends requests through: an Http1Pool or an Http2Pool. */

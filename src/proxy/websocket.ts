@@ -11,8 +11,7 @@ import type { Forwarder } from './forward.ts';
 import { buildRequestHeaders, UpstreamRequestHead } from './headers.ts';
 import type { Endpoint } from './upstreams.ts';
 import type { Socket } from 'node:net';
-// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
-// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const net = process.getBuiltinModule('node:net');
 const tls = process.getBuiltinModule('node:tls');
 

@@ -5,8 +5,7 @@ import { LineCounter, parseAllDocuments, parseDocument, isMap, isSeq, type Docum
 import type { KubeObject } from '../model/k8s.ts';
 import { isCacheInvalidation, type CacheInvalidation } from '../cache/invalidation-resource.ts';
 import { sanitize, type SanitizeResult } from './sanitize.ts';
-// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
-// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const { extname } = process.getBuiltinModule('node:path');
 
 export interface ManifestError {

@@ -25,8 +25,7 @@ import { deepEqual } from '../util/deep-equal.ts';
 import type { CacheInvalidation } from '../cache/invalidation-resource.ts';
 import { SmallMap } from '../util/small-map.ts';
 import { flatString } from '../util/flat-string.ts';
-// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
-// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const { lstatSync, readFileSync, stat: statCallback, watch } = process.getBuiltinModule('node:fs');
 const { lstat, opendir, readFile, realpath, stat } = process.getBuiltinModule('node:fs/promises');
 const { basename, dirname, join } = process.getBuiltinModule('node:path');

@@ -6,8 +6,7 @@ import type { Logger } from 'pino';
 import type { Problem } from '../model/config.ts';
 import type { Ingress, ObjectRef, Service } from '../model/k8s.ts';
 import type { KubeClient } from '../kube/client.ts';
-// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
-// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const { randomBytes } = process.getBuiltinModule('node:crypto');
 
 export interface EventRecorderOptions {

@@ -14,8 +14,7 @@ import { KubeApiError, type KubeClient } from '../kube/client.ts';
 import { deepEqual } from '../util/deep-equal.ts';
 import { RetryAfterFailure } from './retry-after-failure.ts';
 import type { LoadBalancerIngress } from '../model/k8s.ts';
-// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
-// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const { setImmediate: nextTurn } = process.getBuiltinModule('node:timers/promises');
 
 export interface GatewayStatusOptions {

@@ -5,8 +5,7 @@ import type { Ingress, LoadBalancerIngress, Service } from '../model/k8s.ts';
 import { KubeApiError, type KubeClient } from '../kube/client.ts';
 import { lowerBound } from '../util/sorted.ts';
 import { RetryAfterFailure } from './retry-after-failure.ts';
-// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
-// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const { setImmediate: nextTurn } = process.getBuiltinModule('node:timers/promises');
 const { isIP } = process.getBuiltinModule('node:net');
 

@@ -9,8 +9,7 @@
 import type { CertificateConfig, Problem, RoutingConfig } from '../model/config.ts';
 import { PatchedMap } from '../util/patched-map.ts';
 import type { SecureContext, SecureVersion, TlsOptions } from 'node:tls';
-// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
-// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const { execFile } = process.getBuiltinModule('node:child_process');
 const { createHash } = process.getBuiltinModule('node:crypto');
 const { readFile } = process.getBuiltinModule('node:fs/promises');

@@ -1,5 +1,4 @@
-// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
-// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const { isIP } = process.getBuiltinModule('node:net');
 // Host names as the Ingress API defines them: an RFC 1123 subdomain, optionally
 // with a single-label wildcard as the whole first label ("*.example.com"), never

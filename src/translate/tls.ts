@@ -4,8 +4,7 @@
 import type { CertificateConfig } from '../model/config.ts';
 import { TLS_SECRET_TYPE, type Secret } from '../model/k8s.ts';
 import { sampleHostFor } from './hosts.ts';
-// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
-// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const { X509Certificate, createPrivateKey } = process.getBuiltinModule('node:crypto');
 type X509Certificate = import('node:crypto').X509Certificate;
 

@@ -17,8 +17,7 @@
 // p99 42-84 ms, against 12-25 ms this way), even with the flags V8 derived from its
 // absence set back (COMPILERS_ON_FLAGS).
 import type { Logger } from 'pino';
-// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
-// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const { setFlagsFromString } = process.getBuiltinModule('node:v8');
 
 /** What bin/portico.js turns off (it spells them out itself, before any import of ours). */

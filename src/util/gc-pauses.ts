@@ -2,8 +2,7 @@
 // lands in one waits for it, so the latency benches (bench/lib/latency.ts) match them to
 // their slow samples, and an operator chasing a tail can turn them on with --log-level debug.
 import type { Logger } from 'pino';
-// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
-// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const { PerformanceObserver, constants } = process.getBuiltinModule('node:perf_hooks');
 
 /** Pauses at least this long (ms) are logged. */

@@ -19,8 +19,7 @@
 // 0.1 s), so only a spell without changes counts as quiet. "Mostly idle" leaves room for
 // the periodic rescans of a large manifest tree (up to a fifth of a core at 10,000 files).
 import type { Logger } from 'pino';
-// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
-// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const { getHeapStatistics, setFlagsFromString } = process.getBuiltinModule('node:v8');
 const { runInNewContext } = process.getBuiltinModule('node:vm');
 

@@ -3,8 +3,7 @@
 // several workers never loads (it only checks the ports and serves the admin port).
 import type { AddressInfo, Server } from 'node:net';
 import type { Cluster } from 'node:cluster';
-// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
-// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 // The module object itself is the cluster (its types describe an ES namespace with a default).
 const cluster = process.getBuiltinModule('node:cluster') as unknown as Cluster;
 const net = process.getBuiltinModule('node:net');

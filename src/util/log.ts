@@ -1,8 +1,7 @@
 // Structured logging: one JSON object per line on stdout, the format log
 // collectors in a cluster (Fluent Bit, Vector, Loki) read without configuration.
 import { pino, type DestinationStream, type Logger } from 'pino';
-// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
-// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const { write, writeSync } = process.getBuiltinModule('node:fs');
 
 export type { Logger } from 'pino';

@@ -4,8 +4,7 @@
 // never enables. The same classes and default metrics are taken from prom-client's own
 // modules here, and the three CPU counters are registered as it registers them.
 import type * as PromClient from 'prom-client';
-// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
-// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const { createRequire } = process.getBuiltinModule('node:module');
 
 const require = createRequire(import.meta.url);

@@ -1,5 +1,4 @@
-// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
-// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const { readFileSync } = process.getBuiltinModule('node:fs');
 const { availableParallelism } = process.getBuiltinModule('node:os');
 // How many CPUs this process may use: the host's, bounded by a cgroup v2 CPU quota

@@ -7,8 +7,7 @@ import type { Logger } from 'pino';
 import type { EndpointUpdate, RoutingConfig } from '../model/config.ts';
 import { configMessage, type SleepMessage, type ToPrimary, type ToWorker } from './protocol.ts';
 import type { InvalidationRequest, InvalidationResult } from '../cache/invalidation.ts';
-// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
-// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and readline).
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 // The module object itself is the cluster (its types describe an ES namespace with a default).
 const cluster = process.getBuiltinModule('node:cluster') as unknown as Cluster;
 
