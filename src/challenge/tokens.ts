@@ -1,5 +1,3 @@
-// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
-const { hash, randomBytes, timingSafeEqual } = process.getBuiltinModule('node:crypto');
 // The under-attack challenge's tokens, all stateless: what the server hands out is
 // signed, so checking it needs no memory of having handed it out.
 //
@@ -13,6 +11,8 @@ const { hash, randomBytes, timingSafeEqual } = process.getBuiltinModule('node:cr
 // The key is one per process: generated at start, or set from --challenge-secret; with
 // --workers the primary sends its key to every worker, so a clearance minted by one
 // worker (or replica sharing the Secret) is valid on all.
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const { hash, randomBytes, timingSafeEqual } = process.getBuiltinModule('node:crypto');
 
 /** Bytes of HMAC kept in tokens (base64url: 22 characters). */
 const MAC_BYTES = 16;

@@ -1,5 +1,3 @@
-// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
-const { registerHooks } = process.getBuiltinModule('node:module');
 // Loads @kubernetes/client-node's KubeConfig without the generated API package it
 // imports. KubeConfig (dist/config.js) takes two names from dist/gen/index.js, for
 // makeApiClient, which portico never calls; that index loads all of the generated models
@@ -7,6 +5,8 @@ const { registerHooks } = process.getBuiltinModule('node:module');
 // held 25-30 MB of a cluster-mode process's heap (issue 12). This resolve hook gives
 // config.js, and config.js only, a module exporting the same two names from the two
 // files that define them. Evaluate it before anything imports the library.
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const { registerHooks } = process.getBuiltinModule('node:module');
 
 const configUrl = import.meta.resolve('@kubernetes/client-node/dist/config.js');
 const genIndexUrl = new URL('./gen/index.js', configUrl).href;

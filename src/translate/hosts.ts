@@ -1,9 +1,9 @@
-// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
-const { isIP } = process.getBuiltinModule('node:net');
 // Host names as the Ingress API defines them: an RFC 1123 subdomain, optionally
 // with a single-label wildcard as the whole first label ("*.example.com"), never
 // an IP address. The API server enforces this in cluster mode; standalone
 // manifests are not validated by anyone else, so translation checks it again.
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const { isIP } = process.getBuiltinModule('node:net');
 
 export type HostResult = { readonly ok: true; readonly host: string } | { readonly ok: false; readonly error: string };
 
