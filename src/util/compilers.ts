@@ -76,6 +76,11 @@ export function startUpOver(): void {
   clearTimeout(budget);
 }
 
+/** Whether the compilers are still off: no work since start-up, so nothing was optimized. */
+export function compilersStillOff(): boolean {
+  return deferred;
+}
+
 /**
  * Work arrived: the compilers come on (once). Before start-up is over this does nothing
  * (start-up has its budget). Returns whether they are on now, so a caller can stop asking.
