@@ -18,10 +18,14 @@
 // even ./node-flags.js ran node:path's normaliser hot enough for V8 to compile it. Not
 // when the operator chose them with a flag of their own (OPERATOR_COMPILER_FLAG, in either
 // spelling): then they stay as the operator set them.
-import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { setFlagsFromString } from 'node:v8';
+//
+// Built-ins through process.getBuiltinModule, not import: an ESM import reads every export
+// of a built-in, and the lazy ones load more modules (node:fs's loads fs/promises and
+// readline, in every process). An older Node lacks it: it only re-runs this file.
+const builtin = (id) => process.getBuiltinModule?.(id) ?? import(id);
+const { existsSync } = await builtin('node:fs');
+const { fileURLToPath } = await builtin('node:url');
+const { setFlagsFromString } = await builtin('node:v8');
 
 const OPERATOR_COMPILER_FLAG =
   /^--(no-)?(sparkplug|maglev|turbofan|opt|jitless|max-opt|lite-mode|always-sparkplug|always-turbofan|invocation-count-for-turbofan|maglev-overwrite-budget|osr-from-maglev|max-maglev-inlined-bytecode-size|min-maglev-inlining-frequency)(=|$)/;
@@ -40,6 +44,7 @@ if (major < 24) {
     console.error(`portico: needs Node.js >= 24 (this is ${process.version}); run "npm install" to fetch the pinned Node 24`);
     process.exit(1);
   }
+  const { spawn } = await builtin('node:child_process');
   const child = spawn(pinned, [...missing, fileURLToPath(import.meta.url), ...process.argv.slice(2)], { stdio: 'inherit', env: withMallocEnv(process.env) });
   for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP']) process.on(signal, () => child.kill(signal));
   child.on('exit', (code, signal) => process.exit(code ?? (signal ? 128 : 1)));

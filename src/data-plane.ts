@@ -2,8 +2,6 @@
 // route compiler, upstream pools and the access log. Given routing configs, it builds
 // and swaps route tables. One process runs it beside the control plane, or each worker
 // runs it alone and gets its configs from the primary (src/workers).
-import net from 'node:net';
-import tls from 'node:tls';
 import type { Logger } from 'pino';
 import type { Options } from './config/flags.ts';
 import { problemKey, type EndpointUpdate, type Problem, type RoutingConfig } from './model/config.ts';
@@ -30,6 +28,11 @@ import { registerCacheMetrics } from './cache/metrics.ts';
 import type { Invalidate } from './cache/invalidation.ts';
 import { listen } from './util/listen.ts';
 import { workArrived } from './util/compilers.ts';
+import type { Server, Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const net = process.getBuiltinModule('node:net');
+const tls = process.getBuiltinModule('node:tls');
 
 export interface DataPlane {
   readonly holder: RouteTableHolder;
@@ -103,7 +106,7 @@ export async function startDataPlane(options: Options, log: Logger, metrics: Met
   const logRefusal = throttledLog((fields, msg) => log.info(fields, msg));
   const logDropped = throttledLog((fields, msg) => log.warn(fields, msg));
   /** --max-client-connections: beyond it a listener closes new connections at once (net.Server's 'drop'), said once a minute. */
-  const capConnections = (server: net.Server, listener: string) => {
+  const capConnections = (server: Server, listener: string) => {
     if (options.maxClientConnections <= 0) return;
     server.maxConnections = options.maxClientConnections;
     server.on('drop', () => {
@@ -111,7 +114,7 @@ export async function startDataPlane(options: Options, log: Logger, metrics: Met
       logDropped(listener, { listener, limit: options.maxClientConnections }, `${listener} listener: --max-client-connections (${options.maxClientConnections}) reached; new connections are closed`);
     });
   };
-  const onRefused = (reason: string, socket: net.Socket) => {
+  const onRefused = (reason: string, socket: Socket) => {
     metrics.countRefusedRequest(reason);
     logRefusal(reason, { reason, client: socket.remoteAddress }, `refused a request before routing: ${reason.replaceAll('_', ' ')}`);
   };
@@ -137,7 +140,7 @@ export async function startDataPlane(options: Options, log: Logger, metrics: Met
     };
     server.on('connection', firstClient);
     if (certs !== undefined) {
-      server.on('tlsClientError', (err: NodeJS.ErrnoException, socket: tls.TLSSocket) => {
+      server.on('tlsClientError', (err: NodeJS.ErrnoException, socket: TLSSocket) => {
         const reason = handshakeFailureReason(err);
         metrics.countHandshakeFailure(reason);
         if (reason === 'no_common_alpn') {

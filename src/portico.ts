@@ -6,10 +6,7 @@
 // - primary (--workers N > 1): the control plane only; it ships each routing config to
 //   N worker processes (src/workers) and aggregates their metrics;
 // - worker: the data plane only, fed by the primary.
-import { fstatSync } from 'node:fs';
-import { hostname } from 'node:os';
 import type http from 'node:http';
-import cluster from 'node:cluster';
 import type { Logger } from 'pino';
 import { AggregatorRegistry } from './util/prom.ts';
 import type { Options } from './config/flags.ts';
@@ -44,6 +41,12 @@ import { validatingInvalidate, type Invalidate, type InvalidationResult } from '
 import { invalidateLocal, invalidateThisProcess } from './cache/runtime.ts';
 import { sayingWhenCacheOff } from './cache/cache-off.ts';
 import type { InvalidationController } from './cache/invalidation-controller.ts';
+import type { Cluster } from 'node:cluster';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const { fstatSync } = process.getBuiltinModule('node:fs');
+const { hostname } = process.getBuiltinModule('node:os');
+// The module object itself is the cluster (its types describe an ES namespace with a default).
+const cluster = process.getBuiltinModule('node:cluster') as unknown as Cluster;
 
 /** How long the first translation waits for the TLS Secrets checked ahead (10,000 take 1-2 s). */
 const SECRET_CHECKS_WAIT_MS = 20_000;

@@ -1,8 +1,9 @@
 // The dashboard's static files (src/admin/dashboard/, copied to dist/admin/dashboard/ by
 // `npm run build`), read once when this module loads: a handful of small files, served
 // from memory by the admin listener.
-import { readdirSync, readFileSync } from 'node:fs';
-import { extname } from 'node:path';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const { readdirSync, readFileSync } = process.getBuiltinModule('node:fs');
+const { extname } = process.getBuiltinModule('node:path');
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',

@@ -2,8 +2,11 @@
 // live route table for people. Kept off the proxy ports (see --admin-port).
 import type http from 'node:http';
 
-// Not `import http from 'node:http'`: an ESM import reads every export of the module,
-// and its lazy WebSocket/fetch getters load all of undici (about 12 MB per process).
+// Built-ins through process.getBuiltinModule, everywhere in portico: an ESM import of a
+// built-in reads every export of it, and the lazy ones load more modules. node:http's
+// WebSocket/fetch getters load all of undici (about 12 MB per process); node:crypto's load
+// webcrypto, node:util's parseArgs, node:fs's its streams; and each import makes a module
+// wrapper of its own: about 2 MB of RSS per process in all (test/integration/standalone-footprint.test.ts).
 const { createServer } = process.getBuiltinModule('node:http');
 import type { Registry } from 'prom-client';
 import type { RouteTable, RouteTableHolder } from '../routing/table.ts';

@@ -8,7 +8,6 @@
 //
 // It is a ProxyResponse, so the forwarder (HTTP/1.1 or HTTP/2 pods) and sendError write
 // to it unchanged, whichever front end (HTTP/1.1 or HTTP/2) the client came in on.
-import { EventEmitter } from 'node:events';
 import type { HeaderInput } from '../http1/response.ts';
 import type { ProxyRequest, ProxyResponse } from '../proxy/exchange-types.ts';
 import { kContext, type RequestContext } from '../proxy/context.ts';
@@ -19,6 +18,8 @@ import { ageValue, currentAge, freshnessLifetime, httpDate, mayServeStale, notSt
 import { cacheCounts } from './metrics.ts';
 import { serveEntry, clientHead, type Conditionals } from './serve.ts';
 import type { CacheStore } from './store.ts';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const { EventEmitter } = process.getBuiltinModule('node:events');
 
 /** Where the answer is filed, and what the request said. */
 export interface FillTarget {

@@ -4,14 +4,15 @@
 // Standalone mode reads the Secret from the manifest directory, cluster mode from the
 // API (one GET). Anything wrong (no such Secret, no `key`, too short) is logged as an
 // error and a key is generated instead: the challenge keeps working on this replica.
-import { readdir, readFile } from 'node:fs/promises';
-import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { parseAllDocuments } from 'yaml';
 import type { KubeClient } from '../kube/client.ts';
 import { isManifestFile } from '../sources/manifests.ts';
 import { MIN_KEY_BYTES } from './tokens.ts';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const { readdir, readFile } = process.getBuiltinModule('node:fs/promises');
+const { join } = process.getBuiltinModule('node:path');
+const { randomBytes } = process.getBuiltinModule('node:crypto');
 
 export interface SecretLike {
   readonly data?: Readonly<Record<string, unknown>>;

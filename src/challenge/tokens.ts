@@ -11,7 +11,8 @@
 // The key is one per process: generated at start, or set from --challenge-secret; with
 // --workers the primary sends its key to every worker, so a clearance minted by one
 // worker (or replica sharing the Secret) is valid on all.
-import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const { hash, randomBytes, timingSafeEqual } = process.getBuiltinModule('node:crypto');
 
 /** Bytes of HMAC kept in tokens (base64url: 22 characters). */
 const MAC_BYTES = 16;

@@ -1,10 +1,11 @@
 // Command-line flags. Every flag also reads an environment variable
 // (--http-port <-> PORTICO_HTTP_PORT); a flag on the command line wins.
-import { isIP } from 'node:net';
 import { parseCidrList } from '../middleware/cidr.ts';
 import { parseBool, parseDuration, parseSize } from '../util/units.ts';
 import { tlsCipherList } from '../tls/certificates.ts';
 import { availableCpus } from '../workers/cpus.ts';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const { isIP } = process.getBuiltinModule('node:net');
 
 export interface Options {
   manifests: string | undefined;

@@ -3,9 +3,7 @@
 // Every event handler is a module-level function that finds its connection through
 // the socket (or parser, or body stream), so a request costs no closure; the timers
 // are per connection and re-armed with refresh(), so a request costs no timer either.
-import net from 'node:net';
 import type { Readable } from 'node:stream';
-import tls from 'node:tls';
 import {
   attachParser,
   disposeParser,
@@ -22,6 +20,10 @@ import {
   type ParserError,
 } from './parser.ts';
 import { type ClientRequest, DONE, Http1ClientError, QUEUED, RUNNING, socketError, STARTING, type RequestConnection } from './client-request.ts';
+import type { Socket } from 'node:net';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const net = process.getBuiltinModule('node:net');
+const tls = process.getBuiltinModule('node:tls');
 
 /** What a connection needs from its pool. */
 export interface ConnectionPool {
@@ -76,7 +78,7 @@ const NO_TRAILERS = Object.freeze({});
 const kConnection = Symbol('portico.http1.client.connection');
 const kBodyRequest = Symbol('portico.http1.client.request');
 
-type ConnSocket = net.Socket & { [kConnection]?: Connection | null };
+type ConnSocket = Socket & { [kConnection]?: Connection | null };
 type BodyStream = Readable & { [kBodyRequest]?: ClientRequest | null };
 interface OwnedParser extends LlhttpParser {
   conn: Connection | null;
@@ -183,7 +185,7 @@ function keepAliveHint(value: string | string[]): number {
 
 export class Connection implements RequestConnection {
   readonly pool: ConnectionPool;
-  readonly socket: net.Socket;
+  readonly socket: Socket;
   /** TLS server name the connection was made with ('' for plain TCP). */
   readonly servername: string;
   private parser: OwnedParser | null;
@@ -247,7 +249,7 @@ export class Connection implements RequestConnection {
     this.servername = request.servername;
     this.idleMs = pool.keepAliveTimeout;
     const options = pool.tls;
-    let socket: net.Socket;
+    let socket: Socket;
     if (options !== undefined) {
       socket = tls.connect({
         host: pool.host,

@@ -28,10 +28,11 @@
 // when the request was fully sent, the response is complete and both sides keep it
 // alive; idle ones close after keepAliveTimeout, or sooner if the pod's Keep-Alive
 // header says so.
-import { isIP } from 'node:net';
 import type { Dispatcher } from 'undici';
 import { Connection, type ConnectionPool, watchBody } from './client-connection.ts';
 import { ClientRequest, DONE, Http1ClientError, type Http1DispatchOptions } from './client-request.ts';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const { isIP } = process.getBuiltinModule('node:net');
 
 export { Http1ClientError } from './client-request.ts';
 export type { Http1DispatchOptions } from './client-request.ts';

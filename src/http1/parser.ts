@@ -4,8 +4,9 @@
 // a raw-socket proxy on this parser serves 1.75x the requests of one on node:http).
 // The binding is internal to Node, so everything portico needs from it is named here,
 // and checked once at load: a Node without it fails at start with one clear line.
-import { createRequire } from 'node:module';
 import type { Socket } from 'node:net';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const { createRequire } = process.getBuiltinModule('node:module');
 
 export interface LlhttpParser {
   initialize(type: number, resource: object, maxHeaderSize: number, lenient: number): void;

@@ -1,7 +1,9 @@
 // A request as the HTTP/1.1 server parsed it: the head at once, the body (if any)
 // as a Readable made on first use, fed by the connection with back-pressure.
 import type { Socket } from 'node:net';
-import { Readable } from 'node:stream';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const { Readable } = process.getBuiltinModule('node:stream');
+type Readable = import('node:stream').Readable;
 
 const EARLY_BODY_LIMIT = 64 * 1024;
 

@@ -2,12 +2,11 @@
 // built once and goes out in the same write as the first body bytes. Framing follows
 // RFC 9112: Content-Length when known, chunked for HTTP/1.1 otherwise, close-delimited
 // for HTTP/1.0; no body for HEAD, 1xx, 204 and 304.
-import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
 import { isCleanValue, isToken } from './header-chars.ts';
 import type { Http1Request } from './request.ts';
-
-// Not imported: an ESM import of node:http loads all of undici (see src/admin/server.ts).
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const { EventEmitter } = process.getBuiltinModule('node:events');
 const { STATUS_CODES } = process.getBuiltinModule('node:http');
 
 /** What a response needs from its connection. */

@@ -8,7 +8,6 @@
 // socket), 400/431 for bad requests, and the client timeouts: headers, whole request,
 // idle keep-alive. One sweeper per server checks the timeouts, so no timer is
 // armed per request.
-import net from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import {
   HTTPParser,
@@ -29,6 +28,9 @@ import {
 } from './parser.ts';
 import { Http1Request, type BodyFlow, type Refusal } from './request.ts';
 import { Http1Response, type ResponseOwner } from './response.ts';
+import type { Server, Socket } from 'node:net';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const net = process.getBuiltinModule('node:net');
 
 export type RequestHandler = (req: Http1Request, res: Http1Response) => void;
 
@@ -226,7 +228,7 @@ function onExecute(this: OwnedParser, result: number | ParserError): void {
 }
 
 class Connection implements BodyFlow, ResponseOwner {
-  readonly socket: net.Socket;
+  readonly socket: Socket;
   private readonly server: Http1Server;
   private parser: OwnedParser | null;
   phase: Phase = IDLE;
@@ -269,7 +271,7 @@ class Connection implements BodyFlow, ResponseOwner {
   private headsInRead = 0;
   private messageEndedInRead = false;
 
-  constructor(server: Http1Server, socket: net.Socket) {
+  constructor(server: Http1Server, socket: Socket) {
     this.server = server;
     this.socket = socket;
     this.since = server.now;
@@ -837,7 +839,7 @@ class Connection implements BodyFlow, ResponseOwner {
 }
 
 const kConnection = Symbol('portico.connection');
-type ConnectionSocket = net.Socket & { [kConnection]?: Connection };
+type ConnectionSocket = Socket & { [kConnection]?: Connection };
 
 function onSocketData(this: ConnectionSocket, data: Buffer): void {
   this[kConnection]?.onData(data);
@@ -868,9 +870,9 @@ export class Http1Server {
   /** Coarse clock (ms) for the timeouts, advanced by the sweeper. */
   now = Date.now();
   draining = false;
-  onClientError: ((err: Error, socket: net.Socket) => void) | undefined = undefined;
+  onClientError: ((err: Error, socket: Socket) => void) | undefined = undefined;
   /** Told about each request the server answers itself (parse errors, 4xx/5xx refusals), with a short reason. */
-  onRefused: ((reason: string, socket: net.Socket) => void) | undefined = undefined;
+  onRefused: ((reason: string, socket: Socket) => void) | undefined = undefined;
 
   constructor(handler: RequestHandler, options: Http1ServerOptions) {
     this.handler = handler;
@@ -883,7 +885,7 @@ export class Http1Server {
    * Starts serving a client connection. `head`: its first bytes, already read by whoever
    * looked at them to pick the protocol (the socket is then paused; the caller resumes it).
    */
-  accept(socket: net.Socket | TLSSocket, head?: Buffer): void {
+  accept(socket: Socket | TLSSocket, head?: Buffer): void {
     if (this.draining) {
       socket.destroy();
       return;
@@ -939,6 +941,6 @@ export class Http1Server {
 }
 
 /** A net.Server whose connections are served by `http1`. */
-export function createHttp1Listener(http1: Http1Server): net.Server {
+export function createHttp1Listener(http1: Http1Server): Server {
   return net.createServer({ allowHalfOpen: true, noDelay: true }, http1.accept);
 }

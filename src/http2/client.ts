@@ -24,15 +24,18 @@
 // A stream the pod never processed (above the last stream id of its GOAWAY, or refused
 // with REFUSED_STREAM) is sent again once on another session when its body can be
 // replayed (none, or a buffer); otherwise it fails with UND_ERR_SOCKET.
-import * as net from 'node:net';
 import type { Readable } from 'node:stream';
-import * as tls from 'node:tls';
 import type { Dispatcher } from 'undici';
 import { ClientConnection, type ClientConnectionHost, type ClientStream, type ClientStreamOwner } from './wire/client-connection.ts';
 import { ErrorCode } from './wire/frames.ts';
 import { HeaderBlock } from './wire/hpack.ts';
 // Names and values checked with a character table (a regex test per field cost about 1 µs of a gRPC call).
 import { isCleanValue, isToken } from '../http1/header-chars.ts';
+import type { Socket } from 'node:net';
+import type { ConnectionOptions, TLSSocket } from 'node:tls';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const net = process.getBuiltinModule('node:net');
+const tls = process.getBuiltinModule('node:tls');
 
 export interface Http2PoolOptions {
   /** ms to establish the connection (TCP, and TLS); 0: no limit */
@@ -167,7 +170,7 @@ class Session implements ClientConnectionHost {
   readonly pool: Http2Pool;
   readonly servername: string;
   private conn: ClientConnection | undefined = undefined;
-  private readonly socket: net.Socket;
+  private readonly socket: Socket;
   private connectTimer: NodeJS.Timeout | undefined = undefined;
   private idleTimer: NodeJS.Timeout | undefined = undefined;
   /** Requests waiting for the connection. */
@@ -184,7 +187,7 @@ class Session implements ClientConnectionHost {
     this.servername = servername;
     const t = pool.tls;
     if (t !== undefined) {
-      const options: tls.ConnectionOptions = { host: pool.host, port: pool.port, ALPNProtocols: ['h2'], rejectUnauthorized: t.rejectUnauthorized };
+      const options: ConnectionOptions = { host: pool.host, port: pool.port, ALPNProtocols: ['h2'], rejectUnauthorized: t.rejectUnauthorized };
       if (t.ca !== undefined) options.ca = t.ca;
       if (servername !== '') options.servername = servername;
       this.socket = tls.connect(options, () => this.connected());
@@ -220,7 +223,7 @@ class Session implements ClientConnectionHost {
     this.connectTimer = undefined;
     const socket = this.socket;
     socket.off('error', this.onConnectError);
-    if (this.pool.tls !== undefined && (socket as tls.TLSSocket).alpnProtocol !== 'h2') {
+    if (this.pool.tls !== undefined && (socket as TLSSocket).alpnProtocol !== 'h2') {
       socket.destroy();
       this.end(clientError('UND_ERR_SOCKET', `the pod at ${this.pool.authority} did not accept HTTP/2 in ALPN`));
       return;

@@ -2,10 +2,12 @@
 // HTTP/1.1-style raw headers once, and its body passed on with back-pressure (the
 // client's window is returned only as the body is read).
 import type { Socket } from 'node:net';
-import { Readable } from 'node:stream';
 import { isCleanValue } from '../http1/header-chars.ts';
 import type { ProxyRequest } from '../proxy/exchange-types.ts';
 import type { H2Stream, InboundSink } from './wire/stream.ts';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const { Readable } = process.getBuiltinModule('node:stream');
+type Readable = import('node:stream').Readable;
 
 /** Why a request is answered before routing: status, a reason for metrics, the text for the client. */
 export interface Http2Refusal {

@@ -5,13 +5,15 @@
 // ('close'). The write that completes the Content-Length ends the stream, so the last
 // DATA frame carries END_STREAM: an HTTP/1.1 pod's body ends at a parser event after the
 // one that delivered it, and a separate end would cost a frame of its own.
-import { EventEmitter } from 'node:events';
 import { isCleanValue, isToken } from '../http1/header-chars.ts';
 import type { HeaderInput, HeaderValue } from '../http1/response.ts';
 import type { Http2Request } from './request.ts';
 import { ErrorCode } from './wire/frames.ts';
 import { HeaderBlock } from './wire/hpack.ts';
 import type { H2Stream, OutboundSink } from './wire/stream.ts';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const { EventEmitter } = process.getBuiltinModule('node:events');
+type EventEmitter = import('node:events').EventEmitter;
 
 /** Connection-specific headers, which HTTP/2 forbids (RFC 9113 section 8.2.2): a pod's are dropped. */
 function isConnectionSpecific(lower: string): boolean {

@@ -2,14 +2,15 @@
 // kubeconfig files, in-cluster config, tokens, client certificates and exec plugins)
 // and undici. It returns raw JSON, as on the wire, because routing works on that shape
 // and the generated clients' Date/class conversions would only cost memory and time.
-import { existsSync } from 'node:fs';
-import { homedir } from 'node:os';
-import { join } from 'node:path';
 // KubeConfig from its own module: the package's index loads every generated API class.
 import { KubeConfig } from '@kubernetes/client-node/dist/config.js';
 import { HttpMethod, RequestContext } from '@kubernetes/client-node/dist/gen/http/http.js';
 import { request as undiciRequest, type Dispatcher } from 'undici';
 import { JsonLines } from './json-lines.ts';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const { existsSync } = process.getBuiltinModule('node:fs');
+const { homedir } = process.getBuiltinModule('node:os');
+const { join } = process.getBuiltinModule('node:path');
 
 export class KubeApiError extends Error {
   readonly status: number;

@@ -5,7 +5,8 @@
 // held 25-30 MB of a cluster-mode process's heap (issue 12). This resolve hook gives
 // config.js, and config.js only, a module exporting the same two names from the two
 // files that define them. Evaluate it before anything imports the library.
-import { registerHooks } from 'node:module';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const { registerHooks } = process.getBuiltinModule('node:module');
 
 const configUrl = import.meta.resolve('@kubernetes/client-node/dist/config.js');
 const genIndexUrl = new URL('./gen/index.js', configUrl).href;

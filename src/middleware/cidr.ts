@@ -1,7 +1,8 @@
 // CIDR lists ("10.0.0.0/8, 2001:db8::/32 192.168.1.7"), shared by the IP filters and
 // --trusted-proxies. Parsing keeps the valid entries and names the invalid ones, so a
 // typo costs one entry, not the whole list. Matching uses node:net BlockList.
-import { BlockList, isIP } from 'node:net';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const { BlockList, isIP } = process.getBuiltinModule('node:net');
 
 export interface ParsedCidrList {
   /** Valid entries, normalized to "address/prefix". */

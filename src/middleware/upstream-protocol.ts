@@ -9,11 +9,12 @@
 // invalid skip-verify value are reported and verification stays on (against the
 // system's CAs, so a pod with a private certificate gets 502, never an unverified
 // connection).
-import { createHash, X509Certificate } from 'node:crypto';
 import { PLAIN_HTTP, type Handler, type UpstreamProfile } from '../proxy/context.ts';
 import { parseBool } from '../util/units.ts';
 import { annotation, reportIgnored, reportInvalid } from './annotations.ts';
 import type { Middleware, PolicyDefinition, PolicyParseInput } from './types.ts';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const { createHash, X509Certificate } = process.getBuiltinModule('node:crypto');
 
 export const UPSTREAM_PROTOCOL = 'portico.dev/upstream-protocol';
 export const UPSTREAM_CA_SECRET = 'portico.dev/upstream-ca-secret';

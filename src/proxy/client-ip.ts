@@ -6,8 +6,10 @@
 // real_ip_recursive does. Nothing a client sends is believed unless every hop after it
 // is trusted. IPv4-mapped IPv6 addresses (::ffff:1.2.3.4) are reported as IPv4.
 import type { ProxyRequest } from './exchange-types.ts';
-import { isIP, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { canonicalIp, CidrSet, parseCidrList, type ParsedCidrList } from '../middleware/cidr.ts';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const { isIP } = process.getBuiltinModule('node:net');
 
 export interface ClientIpOptions {
   /** CIDR list (comma or whitespace separated); "" trusts nobody. */

@@ -8,12 +8,13 @@
 // X-Real-IP, X-Original-URL...) are dropped unless the peer is in --trusted-proxies:
 // then X-Forwarded-For is appended to and the others are passed on as that proxy sent
 // them (a load balancer that terminated TLS says X-Forwarded-Proto: https).
-import { randomBytes } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { isTrustedPeer } from './client-ip.ts';
 import { canonicalIp } from '../middleware/cidr.ts';
 import type { RequestContext } from './context.ts';
 import type { HeaderEntry } from '../middleware/header-list.ts';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const { randomBytes } = process.getBuiltinModule('node:crypto');
 
 // What a request header name means to the proxy (names lowercase).
 const DROP = 1; // hop-by-hop, or set by the proxy itself

@@ -7,10 +7,11 @@
 // are not read at all: a header they send is just bad HTTP, so no one outside
 // --trusted-proxies can claim an address.
 import type { Server, Socket } from 'node:net';
-import { isIP } from 'node:net';
-import { Server as TlsServer } from 'node:tls';
 import { canonicalIp } from '../middleware/cidr.ts';
 import { isTrustedProxy, setProxiedAddress } from './client-ip.ts';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const { isIP } = process.getBuiltinModule('node:net');
+const { Server: TlsServer } = process.getBuiltinModule('node:tls');
 
 const V2_SIGNATURE = Buffer.from([0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a]);
 const V1_PREFIX = Buffer.from('PROXY ', 'latin1');

@@ -3,7 +3,7 @@
 // own HTTP/1.1 server (src/http1), on plain or TLS listeners; upgrade requests
 // (WebSocket) take the same path and end in a tunnel. Also graceful drain.
 import type { Server, Socket } from 'node:net';
-import { Server as TlsServer, type TLSSocket } from 'node:tls';
+import type { TLSSocket } from 'node:tls';
 import { Http1Server } from '../http1/server.ts';
 import { sniffProtocol } from '../http2/preface.ts';
 import { Http2Front } from '../http2/server.ts';
@@ -16,6 +16,8 @@ import { clientClosed } from './forward.ts';
 import { RequestContext, type UpstreamTimeouts } from './context.ts';
 import { sendError } from './errors.ts';
 import { clientConnected } from '../util/idle-gc.ts';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const { Server: TlsServer } = process.getBuiltinModule('node:tls');
 
 /** The flags the proxy listeners use (config/flags.ts Options has them all). */
 export interface ProxyServerOptions {

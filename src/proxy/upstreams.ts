@@ -4,7 +4,6 @@
 // client (src/http2/client.ts); both take the forwarder's dispatch(options, handler). Pools whose address
 // left the route table are closed after a grace period; closing a pool lets the
 // requests it is serving finish.
-import { createRequire } from 'node:module';
 import type { Dispatcher } from 'undici';
 import { Http1Pool } from '../http1/client.ts';
 import { Http2Pool } from '../http2/client.ts';
@@ -13,6 +12,8 @@ import { routeChanges } from '../routing/route-changes.ts';
 import type { UpstreamProfile } from './context.ts';
 import { EndpointRegistry } from './endpoint-registry.ts';
 import { Balancer } from './balancer.ts';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const { createRequire } = process.getBuiltinModule('node:module');
 
 /** What the forwarder sends requests through: an Http1Pool or an Http2Pool. */
 export interface UpstreamDispatcher {

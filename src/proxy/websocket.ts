@@ -5,13 +5,15 @@
 // nothing more the client sends reaches the pod, so a pod that refuses (or does not
 // know the protocol) cannot be made to read the client's next bytes as requests that
 // bypassed routing. Any other answer is passed on and the connection ends with it.
-import net from 'node:net';
-import tls from 'node:tls';
 import type { RequestContext } from './context.ts';
 import { sendError } from './errors.ts';
 import type { Forwarder } from './forward.ts';
 import { buildRequestHeaders, UpstreamRequestHead } from './headers.ts';
 import type { Endpoint } from './upstreams.ts';
+import type { Socket } from 'node:net';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const net = process.getBuiltinModule('node:net');
+const tls = process.getBuiltinModule('node:tls');
 
 /** Tunnels ctx's upgrade request to a pod of the forwarder's route. */
 export function tunnelUpgrade(ctx: RequestContext, forwarder: Forwarder, protocol: string): void {
@@ -39,7 +41,7 @@ function parseResponseHead(head: string): { status: number; upgrade: string; con
 class Tunnel extends UpstreamRequestHead {
   private readonly ctx: RequestContext;
   private readonly forwarder: Forwarder;
-  private upstream: net.Socket | undefined = undefined;
+  private upstream: Socket | undefined = undefined;
   private endpoint: Endpoint | undefined = undefined;
   private connected = false;
   private retried = false;
@@ -100,7 +102,7 @@ class Tunnel extends UpstreamRequestHead {
     });
   }
 
-  private onConnected(upstream: net.Socket): void {
+  private onConnected(upstream: Socket): void {
     if (this.finished || this.upstream !== upstream) return;
     this.connected = true;
     const ctx = this.ctx;
@@ -134,7 +136,7 @@ class Tunnel extends UpstreamRequestHead {
   }
 
   /** The pod's response head arrived: `received` holds it (`headLength` bytes) and what followed. */
-  private onResponseHead(upstream: net.Socket, received: Buffer, headLength: number): void {
+  private onResponseHead(upstream: Socket, received: Buffer, headLength: number): void {
     const ctx = this.ctx;
     const client = ctx.req.socket;
     const upstreamMs = performance.now() - this.startedAt;
@@ -184,7 +186,7 @@ class Tunnel extends UpstreamRequestHead {
     if (!sendError(this.ctx.res, 502, 'the pod did not accept the upgrade', { close: true })) this.ctx.req.socket.destroy();
   }
 
-  private onUpstreamError(upstream: net.Socket, err: Error & { code?: string }): void {
+  private onUpstreamError(upstream: Socket, err: Error & { code?: string }): void {
     if (this.finished || this.upstream !== upstream) return;
     const endpoint = this.endpoint!;
     endpoint.stats.inflight--;

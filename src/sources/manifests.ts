@@ -1,11 +1,12 @@
 // One manifest file -> the routing objects in it, with a file:line for everything
 // wrong. *.yaml/*.yml hold any number of YAML documents; *.json holds one object.
 // Either may be a List (kind: List, or an API list such as IngressList) of objects.
-import { extname } from 'node:path';
 import { LineCounter, parseAllDocuments, parseDocument, isMap, isSeq, type Document, type Node } from 'yaml';
 import type { KubeObject } from '../model/k8s.ts';
 import { isCacheInvalidation, type CacheInvalidation } from '../cache/invalidation-resource.ts';
 import { sanitize, type SanitizeResult } from './sanitize.ts';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const { extname } = process.getBuiltinModule('node:path');
 
 export interface ManifestError {
   /** The path as given to parseManifestFile. */

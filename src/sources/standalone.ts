@@ -16,9 +16,7 @@
 //   event names no file or a directory (created, removed, a symlink), and as the
 //   periodic rescan of mtimes and sizes that catches missed events (network
 //   filesystems), more often while watching fails.
-import { lstatSync, readFileSync, stat as statCallback, watch, type Dir, type Dirent, type FSWatcher, type Stats } from 'node:fs';
-import { lstat, opendir, readFile, realpath, stat } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import type { Dir, Dirent, FSWatcher, Stats } from 'node:fs';
 import type { Problem } from '../model/config.ts';
 import { objectKey, type KubeObject, type RoutingKind } from '../model/k8s.ts';
 import { isManifestFile, parseManifestFile, type ManifestError } from './manifests.ts';
@@ -27,6 +25,12 @@ import { deepEqual } from '../util/deep-equal.ts';
 import type { CacheInvalidation } from '../cache/invalidation-resource.ts';
 import { SmallMap } from '../util/small-map.ts';
 import { flatString } from '../util/flat-string.ts';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+// fs.watch and fs.stat are looked up at each call: tests replace them on the module object.
+const fs = process.getBuiltinModule('node:fs');
+const { lstatSync, readFileSync } = fs;
+const { lstat, opendir, readFile, realpath, stat } = process.getBuiltinModule('node:fs/promises');
+const { basename, dirname, join } = process.getBuiltinModule('node:path');
 
 export interface ManifestDirectorySourceOptions {
   dir: string;
@@ -157,7 +161,7 @@ function errorCode(err: unknown): string | undefined {
 
 /** fs.stat with a callback: about half the CPU of fs.promises.stat, which counts at thousands of files. */
 function statOrUndefined(path: string): Promise<Stats | undefined> {
-  return new Promise((resolve) => statCallback(path, (err, st) => resolve(err ? undefined : st)));
+  return new Promise((resolve) => fs.stat(path, (err, st) => resolve(err ? undefined : st)));
 }
 
 /** statOrUndefined of each path, at once: one promise for the batch (a walk stats every file every 2 s, and its garbage counts: see bench/rescan-garbage.ts). */
@@ -167,7 +171,7 @@ function statAll(paths: readonly string[]): Promise<(Stats | undefined)[]> {
     let pending = paths.length;
     if (pending === 0) return resolve(stats);
     paths.forEach((path, i) =>
-      statCallback(path, (err, st) => {
+      fs.stat(path, (err, st) => {
         stats[i] = err ? undefined : st;
         if (--pending === 0) resolve(stats);
       }),
@@ -335,7 +339,7 @@ export class ManifestDirectorySource {
     if (this.unwatchable.has(id)) return;
     let watcher: FSWatcher;
     try {
-      watcher = watch(path, { persistent: false }, (_event, name) => {
+      watcher = fs.watch(path, { persistent: false }, (_event, name) => {
         const dirRel = this.watches.get(id)?.rel;
         if (name && dirRel !== undefined) this.dirty.add(dirRel ? `${dirRel}/${name}` : String(name));
         else this.walkNeeded = true;

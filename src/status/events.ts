@@ -2,11 +2,12 @@
 // `kubectl describe` shows them (and scale-to-zero's Sleeping/Waking on Services). Deduplicated (a repeat bumps count and
 // lastTimestamp on the existing Event, as client-go's recorder does) and rate-limited
 // per object and overall, so a broken object cannot flood the API server.
-import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Problem } from '../model/config.ts';
 import type { Ingress, ObjectRef, Service } from '../model/k8s.ts';
 import type { KubeClient } from '../kube/client.ts';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const { randomBytes } = process.getBuiltinModule('node:crypto');
 
 export interface EventRecorderOptions {
   client: KubeClient;

@@ -7,7 +7,6 @@
 //   are replaced, and removed when the route no longer names our Gateway;
 // - a write carries the object's resourceVersion, so a concurrent change gives 409
 //   and the next reconcile (after the watch delivers it) starts from fresh data.
-import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { GatewayApiStatus } from '../model/config.ts';
 import type { Condition, Gateway, GatewayClass, GatewayStatusAddress, GRPCRoute, HTTPRoute, ListenerStatus, RouteParentStatus } from '../model/k8s.ts';
@@ -15,6 +14,8 @@ import { KubeApiError, type KubeClient } from '../kube/client.ts';
 import { deepEqual } from '../util/deep-equal.ts';
 import { RetryAfterFailure } from './retry-after-failure.ts';
 import type { LoadBalancerIngress } from '../model/k8s.ts';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const { setImmediate: nextTurn } = process.getBuiltinModule('node:timers/promises');
 
 export interface GatewayStatusOptions {
   client: KubeClient;

@@ -1,12 +1,13 @@
 // Writes status.loadBalancer.ingress on the Ingresses portico serves, and clears it
 // from Ingresses it stopped serving (a class change, say). Only the leader runs it.
-import { setImmediate as nextTurn } from 'node:timers/promises';
-import { isIP } from 'node:net';
 import type { Logger } from 'pino';
 import type { Ingress, LoadBalancerIngress, Service } from '../model/k8s.ts';
 import { KubeApiError, type KubeClient } from '../kube/client.ts';
 import { lowerBound } from '../util/sorted.ts';
 import { RetryAfterFailure } from './retry-after-failure.ts';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const { setImmediate: nextTurn } = process.getBuiltinModule('node:timers/promises');
+const { isIP } = process.getBuiltinModule('node:net');
 
 export interface IngressStatusOptions {
   client: KubeClient;

@@ -6,18 +6,20 @@
 // change brings, and only the most recently used are kept: each holds about 37 KB of
 // OpenSSL memory and takes 0.4 ms to build, which at 10,000 certificates was 370 MB and
 // 4 s per serving process.
-import { execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
-import tls from 'node:tls';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import type { CertificateConfig, Problem, RoutingConfig } from '../model/config.ts';
 import { PatchedMap } from '../util/patched-map.ts';
+import type { SecureContext, SecureVersion, TlsOptions } from 'node:tls';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const { execFile } = process.getBuiltinModule('node:child_process');
+const { createHash } = process.getBuiltinModule('node:crypto');
+const { readFile } = process.getBuiltinModule('node:fs/promises');
+const tls = process.getBuiltinModule('node:tls');
+const { fileURLToPath } = process.getBuiltinModule('node:url');
+const { promisify } = process.getBuiltinModule('node:util');
 
 /** The protocol versions and cipher suites every certificate is served with (--tls-min-version, --tls-ciphers). */
 export interface TlsPolicy {
-  readonly minVersion: tls.SecureVersion;
+  readonly minVersion: SecureVersion;
   /** OpenSSL cipher list; TLS 1.3 suites ("TLS_...") included. */
   readonly ciphers: string;
 }
@@ -73,7 +75,7 @@ interface Entry {
   /** of cert+key (pemFingerprint): the key of byPem */
   readonly fingerprint: string;
   /** Built and among the most recently used; undefined: not built, or let go. */
-  context: tls.SecureContext | undefined;
+  context: SecureContext | undefined;
   /** why createSecureContext refused the PEM, once it did (then it is not tried again) */
   error: string | undefined;
 }
@@ -93,7 +95,7 @@ const DEFAULT_EAGER_BUILDS = 16;
 export class CertificateStore {
   private readonly defaultKey: string;
   private readonly defaultCert: string;
-  private readonly defaultContext: tls.SecureContext;
+  private readonly defaultContext: SecureContext;
   /** lowercase host or "*.suffix" -> its certificate; a PatchedMap, so a change copies the hosts it names */
   private byHost = PatchedMap.of<string, Entry>();
   /** fingerprint of cert+key -> entry, reused across updates */
@@ -291,12 +293,12 @@ export class CertificateStore {
   }
 
   /** Picks the context for a handshake: exact host, then "*.parent", then the default. */
-  sniCallback(servername: string, callback: (err: Error | null, context?: tls.SecureContext) => void): void {
+  sniCallback(servername: string, callback: (err: Error | null, context?: SecureContext) => void): void {
     callback(null, this.contextFor(servername));
   }
 
   /** The context a handshake for servername gets (exported for tests and diagnostics). */
-  contextFor(servername: string): tls.SecureContext {
+  contextFor(servername: string): SecureContext {
     const host = normalizeHost(servername);
     // A certificate TLS refuses is passed over, as if its host had none.
     const exact = this.byHost.get(host);
@@ -312,7 +314,7 @@ export class CertificateStore {
   }
 
   /** The entry's context, built now if it is not; undefined when TLS refuses it. */
-  private contextOf(entry: Entry): tls.SecureContext | undefined {
+  private contextOf(entry: Entry): SecureContext | undefined {
     if (entry.context !== undefined) {
       // Most recently used last.
       this.built.delete(entry);
@@ -329,7 +331,7 @@ export class CertificateStore {
     return context;
   }
 
-  private build(entry: Entry): tls.SecureContext | undefined {
+  private build(entry: Entry): SecureContext | undefined {
     try {
       entry.context = tls.createSecureContext({ key: entry.certificate.key, cert: entry.certificate.cert, ...this.policy });
     } catch (err) {
@@ -371,7 +373,7 @@ export class CertificateStore {
   }
 
   /** Options for https.createServer (or tls.createServer). */
-  httpsServerOptions(): tls.TlsOptions {
+  httpsServerOptions(): TlsOptions {
     return {
       key: this.defaultKey,
       cert: this.defaultCert,

@@ -2,7 +2,9 @@
 // certificate and the key, whether they match, and the names the certificate is for.
 // Pure and synchronous, so the same function runs in translation and in the threads
 // that check Secrets ahead of it (./secret-checks.ts); its result is plain data.
-import { X509Certificate, createPrivateKey } from 'node:crypto';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const { X509Certificate, createPrivateKey } = process.getBuiltinModule('node:crypto');
+type X509Certificate = import('node:crypto').X509Certificate;
 
 export type PemCheck =
   /** names: the certificate's DNS names, lowercase, when every one is plain (see nameCovers); else undefined (ask OpenSSL). */

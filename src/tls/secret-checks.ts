@@ -7,13 +7,15 @@
 // thread's arena 15-40 MB, kept after the thread ended (bench/secret-checks.ts).
 // Translation stays a function of its input: a Secret not checked here is checked there,
 // with the same result (the same checkPems), so tests need none of this.
-import { fork, type ChildProcess } from 'node:child_process';
-import { availableParallelism } from 'node:os';
-import { fileURLToPath } from 'node:url';
+import type { ChildProcess } from 'node:child_process';
 import { TLS_SECRET_TYPE, type Secret } from '../model/k8s.ts';
 import { secretValue } from '../translate/tls.ts';
 import type { PemCheck } from './pem-check.ts';
 import type { CheckBatch, CheckedBatch } from './secret-check-process.ts';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const { fork } = process.getBuiltinModule('node:child_process');
+const { availableParallelism } = process.getBuiltinModule('node:os');
+const { fileURLToPath } = process.getBuiltinModule('node:url');
 
 export interface SecretChecksOptions {
   /** Processes at most (default: the cores, up to 2). */

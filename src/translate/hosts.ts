@@ -2,7 +2,8 @@
 // with a single-label wildcard as the whole first label ("*.example.com"), never
 // an IP address. The API server enforces this in cluster mode; standalone
 // manifests are not validated by anyone else, so translation checks it again.
-import { isIP } from 'node:net';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const { isIP } = process.getBuiltinModule('node:net');
 
 export type HostResult = { readonly ok: true; readonly host: string } | { readonly ok: false; readonly error: string };
 

@@ -1,12 +1,13 @@
 // kubernetes.io/tls Secrets -> certificates. Parsing is the expensive part of
 // translation (X.509 and key parsing, key/cert match), so results are memoized by
 // Secret object identity, and may be checked ahead in child processes (KnownChecks).
-import { X509Certificate } from 'node:crypto';
 import { checkPems, isPlainHost, nameCovers, type PemCheck } from '../tls/pem-check.ts';
 import type { CertificateConfig } from '../model/config.ts';
 import { TLS_SECRET_TYPE, type Secret } from '../model/k8s.ts';
 import { sampleHostFor } from './hosts.ts';
 import { flatString } from '../util/flat-string.ts';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const { X509Certificate } = process.getBuiltinModule('node:crypto');
 
 export type ParsedSecret =
   | { readonly ok: true; readonly certificate: CertificateConfig; covers(host: string): boolean }

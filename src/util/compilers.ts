@@ -16,8 +16,9 @@
 // files, and the first changes waited 43-95 ms for a core (bench/standalone-latency.ts
 // p99 42-84 ms, against 12-25 ms this way), even with the flags V8 derived from its
 // absence set back (COMPILERS_ON_FLAGS).
-import { setFlagsFromString } from 'node:v8';
 import type { Logger } from 'pino';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const { setFlagsFromString } = process.getBuiltinModule('node:v8');
 
 /** What bin/portico.js turns off (it spells them out itself, before any import of ours). */
 export const STARTUP_COMPILER_FLAGS = ['--no-sparkplug', '--no-maglev', '--no-turbofan'] as const;
@@ -73,6 +74,11 @@ export function startingUp(log: Logger): void {
 export function startUpOver(): void {
   startedUp = true;
   clearTimeout(budget);
+}
+
+/** Whether the compilers are still off: no work since start-up, so nothing was optimized. */
+export function compilersStillOff(): boolean {
+  return deferred;
 }
 
 /**

@@ -1,8 +1,9 @@
 // Logs V8's long garbage-collection pauses at debug level: a change or a request that
 // lands in one waits for it, so the latency benches (bench/lib/latency.ts) match them to
 // their slow samples, and an operator chasing a tail can turn them on with --log-level debug.
-import { PerformanceObserver, constants } from 'node:perf_hooks';
 import type { Logger } from 'pino';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const { PerformanceObserver, constants } = process.getBuiltinModule('node:perf_hooks');
 
 /** Pauses at least this long (ms) are logged. */
 const LONG_PAUSE_MS = 20;

@@ -18,9 +18,11 @@
 // slowest sample of bench/standalone-latency.ts at 10,000 Ingresses, one change every
 // 0.1 s), so only a spell without changes counts as quiet. "Mostly idle" leaves room for
 // the periodic rescans of a large manifest tree (up to a fifth of a core at 10,000 files).
-import { getHeapStatistics, setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import type { Logger } from 'pino';
+import { compilersStillOff } from './compilers.ts';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const { getHeapStatistics, setFlagsFromString } = process.getBuiltinModule('node:v8');
+const { runInNewContext } = process.getBuiltinModule('node:vm');
 
 /** Event-loop utilization (0-1) at or above which an interval counts as busy. */
 const BUSY = 0.3;
@@ -112,6 +114,25 @@ export class IdleCollectionPolicy {
   }
 }
 
+/**
+ * V8 drops the bytecode of a function not run in its last 6 full GCs and compiles it
+ * again if it runs. An idle collection of a process that has had no work since start-up
+ * (the compilers still off: src/util/compilers.ts) asks for 1, then gives V8 its 6 back:
+ * start-up's code (module bodies, flag and manifest parsing, the first translation)
+ * seldom runs again, and an idle process kept its bytecode (0.2-0.7 MB of anonymous
+ * memory, bench/memory.ts idle, 2026-11-29). Not once work came: dropping bytecode also drops the
+ * optimized code built on it, and a busy worker would start again in the interpreter
+ * after each quiet spell. Nor when the operator set the age (in either spelling).
+ */
+const QUIET_BYTECODE_OLD_AGE = 1;
+const V8_BYTECODE_OLD_AGE = 6;
+const BYTECODE_AGE_FLAG = /^--bytecode[-_]old[-_]age(=|$)/;
+
+/** Whether an idle collection may flush bytecode: the operator did not set the age. */
+export function flushesBytecode(nodeArgs: readonly string[]): boolean {
+  return !nodeArgs.some((arg) => BYTECODE_AGE_FLAG.test(arg));
+}
+
 export type GcFlavor = 'regular' | 'last-resort';
 type Gc = (options: { type: 'major'; execution: 'sync'; flavor: GcFlavor }) => void;
 let gc: Gc | undefined;
@@ -164,6 +185,7 @@ export class ClientActivity {
  */
 export function collectWhenIdle(log: Logger, openConnections: () => number, intervalMs = 10_000): () => void {
   const policy = new IdleCollectionPolicy();
+  const flushing = flushesBytecode([...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)]);
   let last = performance.eventLoopUtilization();
   const clients = new ClientActivity();
   let changesBefore = changesApplied;
@@ -183,13 +205,19 @@ export function collectWhenIdle(log: Logger, openConnections: () => number, inte
     const before = stats.total_heap_size;
     const flavor = policy.flavor();
     const started = performance.now();
-    gcFunction()({ type: 'major', execution: 'sync', flavor });
+    const flush = flushing && compilersStillOff();
+    if (flush) setFlagsFromString(`--bytecode-old-age=${QUIET_BYTECODE_OLD_AGE}`);
+    try {
+      gcFunction()({ type: 'major', execution: 'sync', flavor });
+    } finally {
+      if (flush) setFlagsFromString(`--bytecode-old-age=${V8_BYTECODE_OLD_AGE}`);
+    }
     const afterStats = getHeapStatistics();
     const after = afterStats.total_heap_size;
     policy.collected(after, afterStats.used_heap_size);
     const ms = Math.round(performance.now() - started);
     // A pause a change could notice is worth a line; the usual few ms are not.
-    log[ms >= NOTABLE_PAUSE_MS ? 'info' : 'debug']({ heapBeforeMB: Math.round(before / 1e6), heapAfterMB: Math.round(after / 1e6), liveMB: Math.round(afterStats.used_heap_size / 1e6), flavor, ms }, 'quiet: gave unused heap memory back');
+    log[ms >= NOTABLE_PAUSE_MS ? 'info' : 'debug']({ heapBeforeMB: Math.round(before / 1e6), heapAfterMB: Math.round(after / 1e6), liveMB: Math.round(afterStats.used_heap_size / 1e6), flavor, ...(flush ? { bytecodeFlushed: true } : {}), ms }, 'quiet: gave unused heap memory back');
     // The collection's own pause does not count as busy in the next interval.
     last = performance.eventLoopUtilization();
   }, intervalMs);

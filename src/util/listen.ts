@@ -1,8 +1,12 @@
 // Binding a listener: the error a user reads when a port is taken, IPv4 when the host has
 // no IPv6, and SO_REUSEPORT for workers. Apart from the data plane, which the primary of
 // several workers never loads (it only checks the ports and serves the admin port).
-import cluster from 'node:cluster';
-import net, { type AddressInfo } from 'node:net';
+import type { AddressInfo, Server } from 'node:net';
+import type { Cluster } from 'node:cluster';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+// The module object itself is the cluster (its types describe an ES namespace with a default).
+const cluster = process.getBuiltinModule('node:cluster') as unknown as Cluster;
+const net = process.getBuiltinModule('node:net');
 
 /**
  * A worker binds a fixed port itself, with SO_REUSEPORT (Linux), and the kernel hands new
@@ -28,7 +32,7 @@ export async function ensurePortFree(port: number, host: string, what: string): 
   await new Promise((resolve) => probe.close(resolve));
 }
 
-export function listen(server: net.Server, port: number, host: string, what: string): Promise<number> {
+export function listen(server: Server, port: number, host: string, what: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const onError = (err: NodeJS.ErrnoException) => {
       // "::" listens on IPv6 and IPv4 (dual-stack); a host without IPv6 gets IPv4 alone.

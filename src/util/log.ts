@@ -1,7 +1,8 @@
 // Structured logging: one JSON object per line on stdout, the format log
 // collectors in a cluster (Fluent Bit, Vector, Loki) read without configuration.
 import { pino, type DestinationStream, type Logger } from 'pino';
-import { write, writeSync } from 'node:fs';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const { write, writeSync } = process.getBuiltinModule('node:fs');
 
 export type { Logger } from 'pino';
 

@@ -3,8 +3,9 @@
 // 5 MB per process) for the trace exemplars of the process CPU counters, which portico
 // never enables. The same classes and default metrics are taken from prom-client's own
 // modules here, and the three CPU counters are registered as it registers them.
-import { createRequire } from 'node:module';
 import type * as PromClient from 'prom-client';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const { createRequire } = process.getBuiltinModule('node:module');
 
 const require = createRequire(import.meta.url);
 

@@ -1,7 +1,8 @@
 // How many CPUs this process may use: the host's, bounded by a cgroup v2 CPU quota
 // (a container with `limits.cpu: 2` on a 64-core node gets 2 workers, not 64).
-import { readFileSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const { readFileSync } = process.getBuiltinModule('node:fs');
+const { availableParallelism } = process.getBuiltinModule('node:os');
 
 /** The quota in /sys/fs/cgroup/cpu.max ("200000 100000" is 2 CPUs; "max ..." is none). */
 export function cgroupCpuLimit(cpuMax: string | undefined): number | undefined {

@@ -2,11 +2,14 @@
 // worker has the previous one), replaces a worker that dies, gathers their metrics,
 // and drains them all on stop. The primary serves no traffic itself: it owns the
 // sources, translation, leader election, status and the admin listener.
-import cluster, { type Worker } from 'node:cluster';
+import type { Cluster, Worker } from 'node:cluster';
 import type { Logger } from 'pino';
 import type { EndpointUpdate, RoutingConfig } from '../model/config.ts';
 import { configMessage, type SleepMessage, type ToPrimary, type ToWorker } from './protocol.ts';
 import type { InvalidationRequest, InvalidationResult } from '../cache/invalidation.ts';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+// The module object itself is the cluster (its types describe an ES namespace with a default).
+const cluster = process.getBuiltinModule('node:cluster') as unknown as Cluster;
 
 /** How long the primary waits for every worker to apply an invalidation. */
 const INVALIDATION_TIMEOUT_MS = 5000;

@@ -4,7 +4,6 @@ import { after, afterEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { mkdtemp, mkdir, rm, symlink, writeFile, rename, unlink } from 'node:fs/promises';
-import { syncBuiltinESMExports } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { stringify } from 'yaml';
@@ -99,16 +98,14 @@ async function applied(what: string, check: () => boolean): Promise<void> {
   }
 }
 
-/** Runs `body` with fs.watch replaced (the source imports it by name: syncBuiltinESMExports updates that binding). */
+/** Runs `body` with fs.watch replaced (the source calls it on the module object). */
 async function withFsWatch(fake: typeof fs.watch, body: () => Promise<void>): Promise<void> {
   const real = fs.watch;
   fs.watch = fake;
-  syncBuiltinESMExports();
   try {
     await body();
   } finally {
     fs.watch = real;
-    syncBuiltinESMExports();
   }
 }
 
@@ -441,7 +438,6 @@ describe('ManifestDirectorySource: work in proportion to the change', () => {
       }
       (realStat as (...a: unknown[]) => void)(path, ...rest);
     }) as typeof fs.stat;
-    syncBuiltinESMExports();
     try {
       const walks = h.source.work.walks;
       await mkdir(join(dir, 'newdir')); // a new directory: the tree is walked
@@ -464,7 +460,6 @@ describe('ManifestDirectorySource: work in proportion to the change', () => {
     } finally {
       release();
       fs.stat = realStat;
-      syncBuiltinESMExports();
     }
   });
 

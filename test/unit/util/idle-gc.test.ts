@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ClientActivity, clientConnected, IdleCollectionPolicy } from '../../../src/util/idle-gc.ts';
+import { ClientActivity, clientConnected, flushesBytecode, IdleCollectionPolicy } from '../../../src/util/idle-gc.ts';
 
 const MB = 1024 * 1024;
 
@@ -92,4 +92,12 @@ test('clients count in an interval when connected at either end of it, or when o
   assert.equal(clients.look(2), true, 'open now');
   assert.equal(clients.look(0), true, 'open at the last look: the interval had them');
   assert.equal(clients.look(0), false);
+});
+
+test("an idle collection flushes start-up's bytecode unless the operator set V8's bytecode age, in either spelling", () => {
+  assert.equal(flushesBytecode([]), true);
+  assert.equal(flushesBytecode(['--max-semi-space-size=16', '--heap-growing-percent=100', '']), true);
+  assert.equal(flushesBytecode(['--bytecode-old-age=3']), false);
+  assert.equal(flushesBytecode(['--bytecode_old_age=10']), false);
+  assert.equal(flushesBytecode(['--bytecode-old-age', '3']), false);
 });
