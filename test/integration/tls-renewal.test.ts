@@ -3,7 +3,6 @@
 // delta, the workers' replica, the certificate store): SNI must serve the new certificate
 // for exactly those hosts, the same one as before for the others, and the default
 // certificate for a host that lost its TLS section.
-import tls from 'node:tls';
 import { X509Certificate } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,6 +11,7 @@ import { startEchoServer } from '../../examples/echo-server.ts';
 import { eventually, startPortico, type PorticoProcess } from '../support/portico-process.ts';
 import { ManifestDir, ingress, ingressClass, serviceWithEndpoints, tlsSecret } from '../support/objects.ts';
 import { freePort } from '../support/gateway-objects.ts';
+import { servedFingerprint } from '../support/tls.ts';
 
 type Pems = Awaited<ReturnType<typeof generate>>;
 
@@ -38,14 +38,7 @@ for (const workers of ['1', '2']) {
     };
 
     /** The fingerprint of the certificate served for `servername`. */
-    const served = (servername: string) =>
-      new Promise<string>((resolve, reject) => {
-        const socket = tls.connect({ port: portico.https, host: '127.0.0.1', servername, rejectUnauthorized: false }, () => {
-          resolve(socket.getPeerCertificate().fingerprint256);
-          socket.destroy();
-        });
-        socket.on('error', reject);
-      });
+    const served = (servername: string) => servedFingerprint(portico.https, servername);
 
     /** Several handshakes per host (new connections, so with two workers both answer): each gets `expected`. */
     const serves = async (expected: ReadonlyMap<string, string>) => {

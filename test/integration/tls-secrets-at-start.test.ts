@@ -3,7 +3,6 @@
 // them: each good Secret's certificate served for its host, a broken one reported on its
 // Ingress with its hosts on the default certificate, a certificate that does not cover
 // its host used with a warning; and no checking process left once started.
-import tls from 'node:tls';
 import { readFileSync } from 'node:fs';
 import { X509Certificate } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
@@ -13,6 +12,7 @@ import { startEchoServer } from '../../examples/echo-server.ts';
 import { eventually, startPortico, type PorticoProcess } from '../support/portico-process.ts';
 import { ManifestDir, ingress, ingressClass, serviceWithEndpoints, tlsSecret } from '../support/objects.ts';
 import { freePort } from '../support/gateway-objects.ts';
+import { servedFingerprint } from '../support/tls.ts';
 
 const pemsFor = (name: string) => generate([{ name: 'commonName', value: name }], { keyType: 'ec', curve: 'P-256', extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: name }] }] });
 
@@ -47,14 +47,7 @@ describe('TLS Secrets at start', () => {
     dir.cleanup();
   });
 
-  const served = (servername: string) =>
-    new Promise<string>((resolve, reject) => {
-      const socket = tls.connect({ port: portico.https, host: '127.0.0.1', servername, rejectUnauthorized: false }, () => {
-        resolve(socket.getPeerCertificate().fingerprint256);
-        socket.destroy();
-      });
-      socket.on('error', reject);
-    });
+  const served = (servername: string) => servedFingerprint(portico.https, servername);
 
   test('good certificates are served, broken Secrets reported and their hosts on the default certificate', async () => {
     assert.equal(await served('good.start.test'), fingerprints.get('good'));

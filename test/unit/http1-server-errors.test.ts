@@ -1,7 +1,7 @@
 // portico's own HTTP/1.1 server (src/http1): bad input from untrusted clients (400, 431,
 // request smuggling shapes that llhttp in strict mode refuses) and the client timeouts
 // (headers, whole request, idle keep-alive), as a client sees them on the wire.
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import type { Http1Request } from '../../src/http1/request.ts';
@@ -398,11 +398,16 @@ test('an idle keep-alive connection is closed after idleTimeout; one that keeps 
   assert.ok(Date.now() - t0 >= 250);
 });
 
-test('requestTimeout: a body that stalls cuts the connection; the handler sees the body fail', async (t) => {
+/**
+ * A server (TIMEOUTS) whose handler reads each request's body before answering, and
+ * records the code of each body that fails; a GET is answered at once ("got").
+ */
+async function serveBodies(t: TestContext): Promise<{ port: number; errors: string[]; closed: () => number }> {
   const errors: string[] = [];
   let closed = 0;
   const s = await serve(async (req, res) => {
     res.on('close', () => closed++);
+    if (req.method === 'GET') return void res.end('got');
     try {
       await readBody(req);
       res.end('got it');
@@ -411,6 +416,12 @@ test('requestTimeout: a body that stalls cuts the connection; the handler sees t
     }
   }, TIMEOUTS);
   t.after(() => s.close());
+  return { port: s.port, errors, closed: () => closed };
+}
+
+test('requestTimeout: a body that stalls cuts the connection; the handler sees the body fail', async (t) => {
+  const s = await serveBodies(t);
+  const errors = s.errors;
   const c = await RawClient.connect(s.port);
   t.after(() => c.destroy());
   c.socket.on('error', () => {});
@@ -419,7 +430,7 @@ test('requestTimeout: a body that stalls cuts the connection; the handler sees t
   assert.ok(await c.waitEnd());
   const elapsed = Date.now() - started;
   assert.ok(elapsed >= 500 && elapsed < 5000, `after ${elapsed} ms`);
-  await c.until(() => errors.length === 1 && closed === 1, 'the handler to see it');
+  await c.until(() => errors.length === 1 && s.closed() === 1, 'the handler to see it');
   assert.deepEqual(errors, ['ECONNRESET']);
 });
 
@@ -469,17 +480,8 @@ test('blank lines between requests start no header timeout: the connection is cl
 });
 
 test('a POST after a GET on a keep-alive connection: its stalled body is cut by the request timeout', async (t) => {
-  const errors: string[] = [];
-  const s = await serve(async (req, res) => {
-    if (req.method === 'GET') return void res.end('got');
-    try {
-      await readBody(req);
-      res.end('body');
-    } catch (err) {
-      errors.push((err as Error & { code: string }).code);
-    }
-  }, TIMEOUTS);
-  t.after(() => s.close());
+  const s = await serveBodies(t);
+  const errors = s.errors;
   const c = await RawClient.connect(s.port);
   t.after(() => c.destroy());
   c.socket.on('error', () => {});
