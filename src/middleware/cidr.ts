@@ -1,6 +1,7 @@
 // CIDR lists ("10.0.0.0/8, 2001:db8::/32 192.168.1.7"), shared by the IP filters and
 // --trusted-proxies. Parsing keeps the valid entries and names the invalid ones, so a
 // typo costs one entry, not the whole list. Matching uses node:net BlockList.
+import { SharedByValue } from '../util/shared-by-value.ts';
 // Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const { BlockList, isIP } = process.getBuiltinModule('node:net');
 
@@ -80,19 +81,9 @@ export class CidrSet {
  * BlockList (a few KB of malloc), and 10,000 Ingresses with the same allow-list compile
  * 40,000 routes. Entries go when no route holds their set any more.
  */
-const sharedSets = new Map<string, WeakRef<CidrSet>>();
-const forget = new FinalizationRegistry<string>((key) => {
-  if (sharedSets.get(key)?.deref() === undefined) sharedSets.delete(key);
-});
+const sharedSets = new SharedByValue<CidrSet>();
 
 /** The CidrSet of `cidrs` (normalized entries), shared with routes that name the same list. */
 export function sharedCidrSet(cidrs: readonly string[]): CidrSet {
-  const key = cidrs.join(' ');
-  let set = sharedSets.get(key)?.deref();
-  if (set === undefined) {
-    set = new CidrSet(cidrs);
-    sharedSets.set(key, new WeakRef(set));
-    forget.register(set, key);
-  }
-  return set;
+  return sharedSets.get(cidrs.join(' '), () => new CidrSet(cidrs));
 }
