@@ -248,8 +248,10 @@ async function startControlPlane(options: Options, log: Logger, role: 'single' |
   const store = new ObjectStore();
   // TLS Secrets the sources load before the first translation are checked meanwhile in
   // child processes (src/tls/secret-checks.ts); those of later changes are few and
-  // checked by translation.
-  const secretChecks = new SecretChecks();
+  // checked by translation. Standalone mode feeds them a file at a time, slower than one
+  // process checks them (a second, ~59 MB more during start, only ever looked needed
+  // because this process, busy reading, answered late); a cluster's list comes at once.
+  const secretChecks = new SecretChecks({ processes: options.manifests ? 1 : undefined });
   let checkingAhead = true;
   // Scale-to-zero's manager is made once the sources are known; the data planes signal it.
   let sleep: SleepManager | undefined;

@@ -34,6 +34,8 @@ interface Checker {
   /** Batches sent and not answered, by id. */
   readonly inFlight: Map<number, readonly Secret[]>;
   idleTimer: NodeJS.Timeout | undefined;
+  /** It has answered a batch: it is up (a backlog while it starts says nothing of its pace). */
+  answered: boolean;
 }
 
 export class SecretChecks {
@@ -134,14 +136,15 @@ export class SecretChecks {
   }
 
   /**
-   * The least busy process; a new one while fewer than the most are alive and each has a
-   * backlog. Secrets that come a file at a time (standalone) keep one process, and a core
+   * The least busy process; a new one while fewer than the most are alive and each, once
+   * up, has a backlog. Secrets that come a file at a time (standalone) keep one process, and a core
    * for the main thread's reading; a list of thousands at once (cluster) gets them all.
    */
   private pick(): Checker | undefined {
     let best: Checker | undefined;
     for (const checker of this.checkers) if (best === undefined || checker.inFlight.size < best.inFlight.size) best = checker;
-    if ((best === undefined || best.inFlight.size >= BACKLOG) && this.checkers.length < this.maxProcesses && this.failure === undefined) best = this.start() ?? best;
+    const behind = best === undefined || (best.answered && best.inFlight.size >= BACKLOG);
+    if (behind && this.checkers.length < this.maxProcesses && this.failure === undefined) best = this.start() ?? best;
     return best;
   }
 
@@ -155,7 +158,7 @@ export class SecretChecks {
       this.failure = err instanceof Error ? err.message : String(err);
       return undefined;
     }
-    const checker: Checker = { child, inFlight: new Map(), idleTimer: undefined };
+    const checker: Checker = { child, inFlight: new Map(), idleTimer: undefined, answered: false };
     child.on('message', (answer: CheckedBatch) => this.answered(checker, answer));
     child.on('error', (err) => {
       this.failure ??= err.message;
@@ -173,6 +176,7 @@ export class SecretChecks {
     const secrets = checker.inFlight.get(answer.id);
     if (secrets === undefined) return;
     checker.inFlight.delete(answer.id);
+    checker.answered = true;
     secrets.forEach((secret, i) => this.results.set(secret, answer.checks[i]!));
     if (checker.inFlight.size === 0) {
       checker.idleTimer = setTimeout(() => this.end(checker), this.idleMs);
