@@ -43,11 +43,49 @@ export const NGINX_EQUIVALENTS: Readonly<Record<string, { readonly portico?: str
   'affinity': { note: 'not supported yet: requests are spread by power-of-two-choices' },
 };
 
-/** One warning per nginx.ingress.kubernetes.io/* annotation of a served Ingress. */
+/**
+ * ingress-nginx's annotations that restrict who may use a route, with the portico.dev/*
+ * annotation that replaces each (undefined: none). Ignoring one would serve the route to
+ * everyone: see untranslatedAccessControls.
+ */
+const ACCESS_CONTROLS: Readonly<Record<string, string | undefined>> = {
+  'whitelist-source-range': 'portico.dev/ip-allow',
+  'allowlist-source-range': 'portico.dev/ip-allow',
+  'denylist-source-range': 'portico.dev/ip-deny',
+  'auth-url': undefined,
+  'auth-type': undefined,
+  'auth-tls-verify-client': undefined,
+};
+
+/**
+ * The access-control annotations of an Ingress that portico does not apply and that were
+ * not translated (the portico.dev/* equivalent is absent), full names: an Ingress moved
+ * with one left on must not come up open to everyone (src/middleware/nginx-access.ts).
+ */
+export function untranslatedAccessControls(annotations: Readonly<Record<string, string>>): string[] {
+  const out: string[] = [];
+  for (const short in ACCESS_CONTROLS) {
+    const value = annotations[NGINX_PREFIX + short];
+    if (value === undefined) continue;
+    if (short === 'auth-tls-verify-client' && value.trim().toLowerCase() === 'off') continue;
+    const replacement = ACCESS_CONTROLS[short];
+    if (replacement !== undefined && annotations[replacement] !== undefined) continue;
+    out.push(NGINX_PREFIX + short);
+  }
+  return out;
+}
+
+/**
+ * One warning per nginx.ingress.kubernetes.io/* annotation of a served Ingress, except
+ * the untranslated access controls, which nginx-access.ts reports as one error.
+ */
 export function nginxAnnotationProblems(annotations: Readonly<Record<string, string>> | undefined, ingress: ObjectRef, problems: Problem[]): void {
   if (!annotations) return;
+  let refused: string[] | undefined;
   for (const name in annotations) {
     if (!name.startsWith(NGINX_PREFIX)) continue;
+    refused ??= untranslatedAccessControls(annotations);
+    if (refused.includes(name)) continue;
     const known = NGINX_EQUIVALENTS[name.slice(NGINX_PREFIX.length)];
     const message = known?.portico
       ? `annotation ${name} is ingress-nginx's and is ignored; use ${known.portico}${known.note ? ` (${known.note})` : ''}`

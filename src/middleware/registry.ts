@@ -8,6 +8,7 @@ import type { PolicyDefinition, PolicyParseInput, SharedState, SharedStateStore 
 import { allowedUpgradesPolicy } from './allowed-upgrades.ts';
 import { corsPolicy } from './cors.ts';
 import { nginxAnnotationProblems } from './nginx-annotations.ts';
+import { nginxAccessPolicy } from './nginx-access.ts';
 import { headersPolicy } from './headers.ts';
 import { headerModifierPolicy } from './header-modifier.ts';
 import { requestMirrorPolicy } from './request-mirror.ts';
@@ -29,6 +30,7 @@ export const ANNOTATION_PREFIX = 'portico.dev/';
 // Sorted by order when used; see each module for what it does.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export const POLICIES: readonly PolicyDefinition<any>[] = [
+  nginxAccessPolicy,
   ipDenyPolicy,
   ipAllowPolicy,
   rateLimitPolicy,
@@ -67,6 +69,15 @@ export function parsePolicies(
   const out: PolicyConfig[] = [];
   if (!annotations) return out;
   nginxAnnotationProblems(annotations, ingress, problems);
+  const input: PolicyParseInput = {
+    annotations,
+    ingress,
+    report: (p: Omit<Problem, 'object'>) => problems.push({ object: ingress, ...p }),
+    secret,
+  };
+  // ingress-nginx's access controls close a route whether or not it has portico.dev/* annotations.
+  const closed = nginxAccessPolicy.parse(input);
+  if (closed !== undefined) out.push({ name: nginxAccessPolicy.name, config: closed });
   let any = false;
   for (const name in annotations) {
     if (!name.startsWith(ANNOTATION_PREFIX)) continue;
@@ -76,13 +87,8 @@ export function parsePolicies(
     }
   }
   if (!any) return out;
-  const input: PolicyParseInput = {
-    annotations,
-    ingress,
-    report: (p: Omit<Problem, 'object'>) => problems.push({ object: ingress, ...p }),
-    secret,
-  };
   for (const policy of sorted) {
+    if (policy === nginxAccessPolicy) continue;
     const config = policy.parse(input);
     if (config !== undefined) out.push({ name: policy.name, config });
   }

@@ -24,9 +24,14 @@ test('each nginx.ingress.kubernetes.io/* annotation gets one warning naming the 
   assert.deepEqual(
     problems.map((p) => [p.severity, p.reason, p.message]),
     [
-      ['warning', 'IngressNginxAnnotation', "annotation nginx.ingress.kubernetes.io/whitelist-source-range is ingress-nginx's and is ignored; use portico.dev/ip-allow"],
       ['warning', 'IngressNginxAnnotation', "annotation nginx.ingress.kubernetes.io/configuration-snippet is ingress-nginx's and is ignored: not supported: portico runs no nginx configuration (see docs/migrating-from-ingress-nginx.md)"],
       ['warning', 'IngressNginxAnnotation', "annotation nginx.ingress.kubernetes.io/made-up is ingress-nginx's and is ignored; portico has no equivalent (see docs/migrating-from-ingress-nginx.md)"],
+      // An access control is not ignored: the route fails closed (nginx-access.test.ts).
+      [
+        'error',
+        'IngressNginxAnnotation',
+        'annotation nginx.ingress.kubernetes.io/whitelist-source-range restricts who may use this Ingress, and portico does not apply it: every client gets 403 until it is translated (the IP lists to portico.dev/ip-allow and ip-deny) or removed (an access control left behind fails closed)',
+      ],
     ],
   );
 });
