@@ -24,6 +24,7 @@ export const nginxAccessPolicy: PolicyDefinition<NginxAccessConfig> = {
   name: 'ingress-nginx-access',
   // It reads nginx.ingress.kubernetes.io/* annotations only.
   annotations: [],
+  readsForeignAnnotations: true,
   // Before every other policy: nothing else answers for such a route.
   order: 5,
   parse(input) {

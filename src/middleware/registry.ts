@@ -75,9 +75,6 @@ export function parsePolicies(
     report: (p: Omit<Problem, 'object'>) => problems.push({ object: ingress, ...p }),
     secret,
   };
-  // ingress-nginx's access controls close a route whether or not it has portico.dev/* annotations.
-  const closed = nginxAccessPolicy.parse(input);
-  if (closed !== undefined) out.push({ name: nginxAccessPolicy.name, config: closed });
   let any = false;
   for (const name in annotations) {
     if (!name.startsWith(ANNOTATION_PREFIX)) continue;
@@ -86,9 +83,8 @@ export function parsePolicies(
       problems.push({ object: ingress, severity: 'warning', reason: 'UnknownAnnotation', message: `annotation ${name} is not a portico annotation and is ignored` });
     }
   }
-  if (!any) return out;
   for (const policy of sorted) {
-    if (policy === nginxAccessPolicy) continue;
+    if (!any && policy.readsForeignAnnotations !== true) continue;
     const config = policy.parse(input);
     if (config !== undefined) out.push({ name: policy.name, config });
   }

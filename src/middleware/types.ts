@@ -41,6 +41,11 @@ export interface PolicyDefinition<C = unknown> {
   readonly name: string;
   /** The portico.dev/* annotations this policy reads (so unknown ones can be warned about). */
   readonly annotations: readonly string[];
+  /**
+   * Parsed for every Ingress, also one without portico.dev/* annotations (the others are
+   * parsed only when it has some): it reads annotations of another controller.
+   */
+  readonly readsForeignAnnotations?: true;
   /** Position in the chain: lower runs first (filters before rewrites). */
   readonly order: number;
   /** undefined when the Ingress does not use this policy. Pure: no I/O, no clock. */
