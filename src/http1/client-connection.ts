@@ -19,7 +19,7 @@ import {
   type LlhttpParser,
   type ParserError,
 } from './parser.ts';
-import { type ClientRequest, DONE, Http1ClientError, QUEUED, RUNNING, socketError, STARTING, type RequestConnection } from './client-request.ts';
+import { type ClientRequest, DONE, Http1ClientError, parseLength, QUEUED, RUNNING, socketError, STARTING, type RequestConnection } from './client-request.ts';
 import type { Socket } from 'node:net';
 // Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const net = process.getBuiltinModule('node:net');
@@ -143,14 +143,7 @@ function lowerName(raw: string): string {
  */
 function declaredLength(record: HeaderRecord): number {
   const value = record['content-length'];
-  if (typeof value !== 'string' || value.length === 0 || value.length > 15 || record['transfer-encoding'] !== undefined) return -1;
-  let n = 0;
-  for (let i = 0; i < value.length; i++) {
-    const c = value.charCodeAt(i) - 0x30;
-    if (c < 0 || c > 9) return -1;
-    n = n * 10 + c;
-  }
-  return n;
+  return typeof value === 'string' && record['transfer-encoding'] === undefined ? parseLength(value) : -1;
 }
 
 /** Response headers as undici hands them: lowercase names, repeated ones as arrays. */

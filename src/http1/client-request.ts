@@ -62,7 +62,7 @@ function isCleanPath(s: string): boolean {
 }
 
 /** A Content-Length value: digits only; -1 when it is not one. */
-function parseLength(value: string): number {
+export function parseLength(value: string): number {
   const n = value.length;
   if (n === 0 || n > 15) return -1;
   let result = 0;
