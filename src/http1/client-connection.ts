@@ -72,6 +72,15 @@ const MAX_INFORMATIONAL_HEADS = 8;
 /** Keep-alive: timeout=N from a pod is trusted minus this margin (as undici does). */
 const KEEP_ALIVE_MARGIN = 2_000;
 
+/**
+ * Where every read of a plain TCP connection to a pod lands (net's `onread`). One buffer
+ * serves them all: each read is parsed, and its body bytes copied out, before the event
+ * loop reads again, and nothing reads a TCP socket from inside those callbacks.
+ */
+const READ_BUFFER = Buffer.allocUnsafeSlow(64 * 1024);
+/** The end of a message head (llhttp takes no line ending but CRLF). */
+const HEAD_END = Buffer.from('\r\n\r\n', 'latin1');
+
 const EMPTY_CONTEXT = Object.freeze({});
 const NO_TRAILERS = Object.freeze({});
 
@@ -205,6 +214,19 @@ export class Connection implements RequestConnection {
   private executing = false;
   /** The parser reads the socket itself (attachParser); else 'data' is fed to it. */
   private attached = false;
+  /** Reads land in READ_BUFFER and go through onRead (plain TCP). */
+  private readonly ownReads: boolean;
+  /**
+   * parser[kOnBody] is set: llhttp hands over the body, a fresh ArrayBuffer per chunk.
+   * Off for a response of known length read through onRead, whose body is copied out of
+   * the read instead: an ArrayBuffer per response made each scavenge sweep about a
+   * thousand of them, half its pause on a busy core.
+   */
+  private bodyCallback = true;
+  /** The next read begins at the start of the response (onRead can find where its body starts). */
+  private atMessageStart = true;
+  /** Heads (1xx and final) completed in the read being parsed. */
+  private headsInRead = 0;
   /** First socket error, reported when the socket closes. */
   private error: Error | null = null;
   /** ms an idle connection is kept: the pool's, or less if the pod says so. */
@@ -255,12 +277,20 @@ export class Connection implements RequestConnection {
       socket.setKeepAlive(true, 60_000);
       socket.on('secureConnect', onSocketConnect);
     } else {
-      socket = net.connect({ host: pool.host, port: pool.port, noDelay: true, keepAlive: true, keepAliveInitialDelay: 60_000 });
+      socket = net.connect({
+        host: pool.host,
+        port: pool.port,
+        noDelay: true,
+        keepAlive: true,
+        keepAliveInitialDelay: 60_000,
+        onread: { buffer: READ_BUFFER, callback: onSocketRead },
+      });
       socket.on('connect', onSocketConnect);
     }
+    this.ownReads = options === undefined;
     socket.setNoDelay(true);
     (socket as ConnSocket)[kConnection] = this;
-    socket.on('data', onSocketData);
+    if (!this.ownReads) socket.on('data', onSocketData);
     socket.on('end', onSocketEnd);
     socket.on('error', onSocketError);
     socket.on('close', onSocketClose);
@@ -272,7 +302,8 @@ export class Connection implements RequestConnection {
     parser.conn = this;
     parser[kOnHeaders] = onParserHeaders;
     parser[kOnHeadersComplete] = onParserHeadersComplete;
-    parser[kOnBody] = onParserBody;
+    if (this.ownReads) this.bodyCallback = false;
+    else parser[kOnBody] = onParserBody;
     parser[kOnMessageComplete] = onParserMessageComplete;
     this.parser = parser;
 
@@ -290,7 +321,7 @@ export class Connection implements RequestConnection {
       clearTimeout(this.connectTimer);
       this.connectTimer = null;
     }
-    if (this.parser !== null) this.attached = attachParser(this.parser, this.socket, onParserExecute);
+    if (this.parser !== null && !this.ownReads) this.attached = attachParser(this.parser, this.socket, onParserExecute);
     const request = this.request;
     this.request = null;
     this.state = BUSY;
@@ -314,6 +345,11 @@ export class Connection implements RequestConnection {
     r.conn = this;
     r.state = STARTING;
     this.idleOnBodyTimer = false;
+    if (this.ownReads) {
+      // The last response ended with its last byte (else the connection is not reused).
+      this.atMessageStart = true;
+      this.setBodyCallback(false);
+    }
     if (this.unrefed) {
       this.unrefed = false;
       this.socket.ref();
@@ -539,6 +575,39 @@ export class Connection implements RequestConnection {
     this.executed(result);
   }
 
+  /**
+   * One read of a plain TCP connection, in READ_BUFFER. With no body callback, the body
+   * bytes of a response of known length are found in the read (after the heads it
+   * completed, or from its start once the head is in) and copied out, into Buffer's pool.
+   */
+  onRead(nread: number, buf: Buffer): void {
+    const parser = this.parser;
+    const r = this.request;
+    if (this.state !== BUSY || parser === null || r === null) {
+      this.destroy();
+      return;
+    }
+    const before = this.response;
+    // Mid-head (a head in pieces, or after a 1xx): where the body starts is llhttp's to say.
+    if (!this.bodyCallback && before !== BODY && !this.atMessageStart) this.setBodyCallback(true);
+    this.headsInRead = 0;
+    const data = buf.subarray(0, nread);
+    this.executing = true;
+    const result = parser.execute(data);
+    this.executing = false;
+    if (!this.bodyCallback && this.request === r && this.response === BODY) {
+      const start = before === BODY ? 0 : bodyStart(data, this.headsInRead);
+      if (start < 0) {
+        this.fail(socketError('the response head could not be found in the bytes llhttp parsed'));
+        return;
+      }
+      const end = Math.min(typeof result === 'number' ? nread : result.bytesParsed, start + this.bodyRemaining);
+      if (end > start) this.body(copyOf(data, start, end));
+    }
+    if (this.response === AWAITING) this.atMessageStart = false;
+    this.executed(result);
+  }
+
   /** After the parser went through one read (fed by onData, or reading the socket itself). */
   executed(result: number | ParserError): void {
     this.readDone(result);
@@ -589,6 +658,7 @@ export class Connection implements RequestConnection {
         return 1;
       }
       this.informational = true;
+      this.headsInRead++;
       // Its end is only known from llhttp.
       this.callMessageComplete(true);
       // 100 Continue is for the client itself (which does not wait for it); the others are passed on.
@@ -596,6 +666,7 @@ export class Connection implements RequestConnection {
       return 1;
     }
     this.response = BODY;
+    this.headsInRead++;
     const record = headerRecord(headers);
     // HTTP/1.0 answers are not reused even with keep-alive; nor is a connection after
     // HEAD (as undici: a pod that sends a body anyway would corrupt the next response).
@@ -619,6 +690,8 @@ export class Connection implements RequestConnection {
     const length = r.isHead || statusCode === 204 || statusCode === 304 ? 0 : declaredLength(record);
     this.bodyRemaining = length;
     this.callMessageComplete(length < 0);
+    // Chunks, or a body to the close: only llhttp knows where their bytes are.
+    if (length < 0) this.setBodyCallback(true);
     r.handler.onResponseStart?.(r, statusCode, record, statusMessage);
     if (length === 0 && this.request === r && this.response === BODY) this.response = COMPLETE;
     return r.isHead ? 1 : 0;
@@ -629,6 +702,12 @@ export class Connection implements RequestConnection {
     if (this.messageCompleteCalled === call || this.parser === null) return;
     this.messageCompleteCalled = call;
     this.parser[kOnMessageComplete] = call ? onParserMessageComplete : undefined;
+  }
+
+  private setBodyCallback(on: boolean): void {
+    if (this.bodyCallback === on || this.parser === null) return;
+    this.bodyCallback = on;
+    this.parser[kOnBody] = on ? onParserBody : undefined;
   }
 
   body(chunk: Buffer): void {
@@ -799,6 +878,30 @@ function bodyClosedError(): Http1ClientError {
   return new Http1ClientError('UND_ERR_ABORTED', 'the request body ended before it was complete');
 }
 
+/**
+ * Where the body begins in a read that began at the start of a response and completed
+ * `heads` heads (1xx ones, then the final one): after the last one's blank line. llhttp
+ * skips blank lines before a head and takes no line ending but CRLF, and a head holds no
+ * blank line, so each head ends at the first CRLF CRLF after its first byte. -1 if not.
+ */
+function bodyStart(data: Buffer, heads: number): number {
+  let at = 0;
+  for (let i = 0; i < heads; i++) {
+    while (at < data.length && (data[at] === 0x0d || data[at] === 0x0a)) at++;
+    const end = data.indexOf(HEAD_END, at);
+    if (end === -1) return -1;
+    at = end + HEAD_END.length;
+  }
+  return at;
+}
+
+/** Bytes of a read, copied out of READ_BUFFER (small ones into Buffer's shared pool). */
+function copyOf(data: Buffer, start: number, end: number): Buffer {
+  const out = Buffer.allocUnsafe(end - start);
+  data.copy(out, 0, start, end);
+  return out;
+}
+
 function parseError(err: ParserError): Http1ClientError {
   return new Http1ClientError(err.code || 'HPE_ERROR', `invalid response from the pod: ${err.reason ?? err.message}`);
 }
@@ -857,6 +960,12 @@ function onSocketConnect(this: ConnSocket): void {
 }
 function onSocketData(this: ConnSocket, data: Buffer): void {
   this[kConnection]?.onData(data);
+}
+function onSocketRead(this: ConnSocket, nread: number, buf: Uint8Array): boolean {
+  const conn = this[kConnection];
+  if (conn != null) conn.onRead(nread, buf as Buffer);
+  else this.destroy();
+  return true;
 }
 function onSocketEnd(this: ConnSocket): void {
   this[kConnection]?.onEnd();

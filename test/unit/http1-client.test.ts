@@ -335,6 +335,88 @@ test('framings in turn on one connection: a length body in pieces, Content-Lengt
   assert.equal(heads(s.received[0]!), 5);
 });
 
+test('where the body lies in a read: a head in two reads, 103 and 200 and body in one, blank lines before a head, a length after chunks', async (t) => {
+  const s = await rawServer((socket, all) => {
+    if (!all.endsWith('\r\n\r\n')) return;
+    const path = all.slice(all.lastIndexOf('GET ') + 4, all.lastIndexOf(' HTTP/1.1'));
+    switch (path) {
+      case '/split-head':
+        // The head cut in the middle of a header, the body with its end.
+        socket.write('HTTP/1.1 200 OK\r\nContent-Le');
+        setTimeout(() => socket.write('ngth: 5\r\n\r\nhello'), 20);
+        break;
+      case '/split-blank-line':
+        // The blank line that ends the head cut in two.
+        socket.write('HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r');
+        setTimeout(() => socket.write('\nbody'), 20);
+        break;
+      case '/hints-at-once':
+        socket.write('HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nhinted');
+        break;
+      case '/blank-lines':
+        socket.write('\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc');
+        break;
+      case '/chunked':
+        socket.write('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n\r\n\r\n\r\r\n0\r\n\r\n');
+        break;
+      case '/length':
+        socket.write('HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\n\r\n\r\nabcd');
+        break;
+    }
+  });
+  const pool = makePool(s.port);
+  t.after(() => pool.destroy().then(() => s.close()));
+  assert.equal((await send(pool, { path: '/split-head' })).body, 'hello');
+  assert.equal((await send(pool, { path: '/split-blank-line' })).body, 'body');
+  const hinted = await send(pool, { path: '/hints-at-once' });
+  assert.deepEqual(hinted.events, ['start', 'response 103', 'response 200', 'data', 'end']);
+  assert.equal(hinted.body, 'hinted');
+  assert.equal((await send(pool, { path: '/blank-lines' })).body, 'abc');
+  // Bodies that hold CRLF CRLF themselves, chunked then counted.
+  assert.equal((await send(pool, { path: '/chunked' })).body, '\r\n\r\n\r');
+  assert.equal((await send(pool, { path: '/length' })).body, '\r\n\r\nabcd');
+  assert.equal(s.sockets.length, 1, 'every one of them left the connection reusable');
+});
+
+test('a second response after a length body in the same read: the body is whole, the rest dropped with the connection', async (t) => {
+  const s = await rawServer((socket, all) => {
+    if (all.endsWith('\r\n\r\n')) socket.write('HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabcHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nstray');
+  });
+  const pool = makePool(s.port);
+  t.after(() => pool.destroy().then(() => s.close()));
+  const first = await send(pool);
+  assert.equal(first.body, 'abc');
+  assert.deepEqual(first.events, ['start', 'response 200', 'data', 'end']);
+  assert.equal((await send(pool)).body, 'abc');
+  assert.equal(s.sockets.length, 2, 'the connection that carried a stray response was not reused');
+});
+
+test('bodies kept by the handler stay intact while other connections read: 4 responses of 1 MiB at once', async (t) => {
+  const bodies = [0, 1, 2, 3].map((i) => {
+    const b = Buffer.allocUnsafe(1024 * 1024);
+    for (let j = 0; j < b.length; j++) b[j] = (j * 31 + i * 101 + (j >> 10)) & 0xff;
+    return b;
+  });
+  const s = await nodeServer((req, res) => {
+    const body = bodies[Number(req.url!.slice(1))]!;
+    res.writeHead(200, { 'content-length': body.length });
+    // In pieces, so reads of the four connections interleave.
+    let at = 0;
+    const next = () => {
+      if (at >= body.length) return void res.end();
+      res.write(body.subarray(at, (at += 100_000)), () => setImmediate(next));
+    };
+    next();
+  });
+  const pool = makePool(s.port);
+  t.after(() => pool.destroy().then(() => s.close()));
+  const results = await Promise.all([0, 1, 2, 3].map((i) => send(pool, { path: `/${i}` })));
+  for (let i = 0; i < 4; i++) {
+    assert.ok(results[i]!.chunks.length > 1, 'the body came in more than one read');
+    assert.ok(Buffer.concat(results[i]!.chunks).equals(bodies[i]!), `body ${i} is the bytes sent`);
+  }
+});
+
 // ---- connections ----
 
 test('keep-alive: sequential requests share one connection; concurrent ones get one each', async (t) => {
