@@ -28,6 +28,14 @@
 //                               bin/portico.js) in the same interleaved rounds, same core
 //   --variant-node-args "..."   portico-b with other Node options (alone or with --variant-bin)
 //   --variant-env K=V,K=V       portico-b with extra environment
+//   --fresh-process  every proxy (nginx, portico, portico-b) is started anew for each round
+//                    and stopped after it          BENCH_FRESH_PROCESS (off; 1: on)
+//                    The rounds stay interleaved; each round then warms its new process up
+//                    first (--warmup seconds). One process for all rounds keeps the JIT
+//                    decisions of its warm-up, which differ from one process to the next (by
+//                    about 10% in req/s): an A/B with --variant-bin compares two such draws.
+//                    With fresh processes every round is a new draw, and the median of several
+//                    rounds (use 5 or more) compares the builds, not the draws.
 // Each round also reports the CPU each proxy used per request (from /proc): steadier than
 // req/s when other work shares the machine.
 import { spawnSync } from 'node:child_process';
@@ -66,6 +74,7 @@ interface BenchOptions {
   variantBin: string | undefined;
   variantNodeArgs: string[];
   variantEnv: string | undefined;
+  freshProcess: boolean;
 }
 
 function readOptions(): BenchOptions {
@@ -83,6 +92,7 @@ function readOptions(): BenchOptions {
       'variant-bin': { type: 'string' },
       'variant-node-args': { type: 'string', default: '' },
       'variant-env': { type: 'string' },
+      'fresh-process': { type: 'boolean', default: process.env.BENCH_FRESH_PROCESS === '1' },
     },
   });
   return {
@@ -97,6 +107,7 @@ function readOptions(): BenchOptions {
     variantBin: values['variant-bin'],
     variantNodeArgs: values['variant-node-args'].split(' ').filter((x) => x !== ''),
     variantEnv: values['variant-env'],
+    freshProcess: values['fresh-process'] === true,
   };
 }
 
@@ -201,10 +212,6 @@ async function main(): Promise<void> {
       logFile: join(dir, 'upstream.log'),
     });
     const proxyCore = options.workers > 1 ? undefined : PROXY_CORE;
-    const nginx = startProcess('nginx', 'nginx', ['-p', dir, '-c', join(dir, 'proxy.conf'), '-e', join(dir, 'proxy-error.log')], {
-      core: proxyCore,
-      logFile: join(dir, 'nginx.log'),
-    });
     const porticoArgs = (bin: string, port: number) => [
       bin,
       '--manifests', manifests,
@@ -216,41 +223,56 @@ async function main(): Promise<void> {
       '--shutdown-grace', '1s',
       '--workers', String(options.workers),
     ];
-    const portico = startProcess('portico', process.execPath, [...options.nodeArgs, ...porticoArgs(PORTICO_BIN, porticoPort)], { core: proxyCore, logFile: join(dir, 'portico.log') });
     const withVariant = options.variantBin !== undefined || options.variantNodeArgs.length > 0 || options.variantEnv !== undefined;
     const variantPort = await freePort();
     const variantEnv = Object.fromEntries((options.variantEnv ?? '').split(',').filter((x) => x.includes('=')).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
-    const porticoB = withVariant
-      ? startProcess('portico-b', process.execPath, [...options.variantNodeArgs, ...porticoArgs(options.variantBin ?? PORTICO_BIN, variantPort)], {
-          core: proxyCore,
-          logFile: join(dir, 'portico-b.log'),
-          env: { ...process.env, ...variantEnv },
-        })
-      : undefined;
     const targets: Target[] = withVariant ? ['nginx', 'portico', 'portico-b'] : ['nginx', 'portico'];
-    const procs: Record<Target, Managed | undefined> = { nginx, portico, 'portico-b': porticoB };
-
     const ports: Record<Target, number> = { nginx: nginxPort, portico: porticoPort, 'portico-b': variantPort };
-    await waitServing('nginx', nginxPort, nginx, join(dir, 'proxy-error.log'));
-    await waitServing('portico', porticoPort, portico, join(dir, 'portico.log'));
-    if (porticoB) await waitServing('portico-b', variantPort, porticoB, join(dir, 'portico-b.log'));
+    const logFiles: Record<Target, string> = { nginx: join(dir, 'proxy-error.log'), portico: join(dir, 'portico.log'), 'portico-b': join(dir, 'portico-b.log') };
+    /** Starts a proxy and waits until it serves (its log is appended to when it is started again). */
+    const startTarget = async (target: Target): Promise<Managed> => {
+      const proc =
+        target === 'nginx'
+          ? startProcess('nginx', 'nginx', ['-p', dir, '-c', join(dir, 'proxy.conf'), '-e', join(dir, 'proxy-error.log')], { core: proxyCore, logFile: join(dir, 'nginx.log') })
+          : target === 'portico'
+            ? startProcess('portico', process.execPath, [...options.nodeArgs, ...porticoArgs(PORTICO_BIN, porticoPort)], { core: proxyCore, logFile: logFiles.portico })
+            : startProcess('portico-b', process.execPath, [...options.variantNodeArgs, ...porticoArgs(options.variantBin ?? PORTICO_BIN, variantPort)], {
+                core: proxyCore,
+                logFile: logFiles['portico-b'],
+                env: { ...process.env, ...variantEnv },
+              });
+      await waitServing(target, ports[target], proc, logFiles[target]);
+      return proc;
+    };
+    // One process per proxy for every round; with --fresh-process, each round starts its own.
+    const procs: Record<Target, Managed | undefined> = { nginx: undefined, portico: undefined, 'portico-b': undefined };
+    if (!options.freshProcess) for (const target of targets) procs[target] = await startTarget(target);
     if (upstream.child.exitCode !== null) throw new Error('the upstream nginx exited');
 
     const nginxVersion = spawnSync('nginx', ['-v'], { encoding: 'utf8' }).stderr.trim().replace(/^nginx version: /, '');
-    const totalS = targets.length * (options.warmupS + options.rounds * options.durationS);
+    const totalS = targets.length * (options.freshProcess ? options.rounds * (options.warmupS + options.durationS) : options.warmupS + options.rounds * options.durationS);
     console.log(
       `portico vs ${nginxVersion}: ${options.rounds} rounds x ${options.durationS}s each, wrk -t1 -c${options.connections}${paceScript ? `, paced (${options.paceMs} ms between a connection's requests)` : ''}, ` +
-        `${pin ? `proxies on ${options.workers > 1 ? 'any core' : `core ${PROXY_CORE}`}, wrk + upstream on core ${LOAD_CORE}` : 'unpinned'}, ${options.workers} worker(s) each, access logs ${options.accessLog ? 'on' : 'off'}${porticoB ? `, portico-b: ${options.variantBin ?? 'same bin'} ${options.variantNodeArgs.join(' ')} ${options.variantEnv ?? ''}` : ''} (about ${totalS}s)\n`,
+        `${pin ? `proxies on ${options.workers > 1 ? 'any core' : `core ${PROXY_CORE}`}, wrk + upstream on core ${LOAD_CORE}` : 'unpinned'}, ${options.workers} worker(s) each, access logs ${options.accessLog ? 'on' : 'off'}${withVariant ? `, portico-b: ${options.variantBin ?? 'same bin'} ${options.variantNodeArgs.join(' ')} ${options.variantEnv ?? ''}` : ''}${options.freshProcess ? `, each proxy started anew every round (${options.warmupS}s warm-up each time)` : ''} (about ${totalS}s)\n`,
     );
 
-    for (const target of targets) await wrk(ports[target], options.warmupS, options.connections, paceScript);
+    if (!options.freshProcess) for (const target of targets) await wrk(ports[target], options.warmupS, options.connections, paceScript);
 
     const results: Record<Target, RoundResult[]> = { nginx: [], portico: [], 'portico-b': [] };
     for (let round = 1; round <= options.rounds; round++) {
       for (const target of roundOrder(targets, round)) {
+        if (options.freshProcess) {
+          // A new process, warmed up as the first one is without --fresh-process; stopped after its round.
+          procs[target] = await startTarget(target);
+          await wrk(ports[target], options.warmupS, options.connections, paceScript);
+        }
         const r = await wrk(ports[target], options.durationS, options.connections, paceScript, procs[target]!.child.pid);
         results[target].push(r);
         console.log(row(`round ${round}`, target, { ...r, errors: r.non2xx + r.socketErrors }));
+        if (options.freshProcess) {
+          await stopProcess(procs[target]!);
+          procs[target] = undefined;
+        }
       }
     }
 
@@ -264,7 +286,7 @@ async function main(): Promise<void> {
     const medians: Partial<Record<Target, ReturnType<typeof summary>>> & Record<'nginx' | 'portico', ReturnType<typeof summary>> = {
       nginx: summary('nginx'),
       portico: summary('portico'),
-      ...(porticoB ? { 'portico-b': summary('portico-b') } : {}),
+      ...(withVariant ? { 'portico-b': summary('portico-b') } : {}),
     };
     const ratio = {
       requestsPerSec: medians.portico.requestsPerSec / medians.nginx.requestsPerSec,
@@ -307,7 +329,7 @@ async function main(): Promise<void> {
     writeFileSync(file, JSON.stringify(report, null, 2) + '\n');
     console.log(`\nresults written to ${file}`);
 
-    await Promise.all([stopProcess(portico), ...(porticoB ? [stopProcess(porticoB)] : []), stopProcess(nginx), stopProcess(upstream)]);
+    await Promise.all([...targets.flatMap((target) => (procs[target] ? [stopProcess(procs[target])] : [])), stopProcess(upstream)]);
   } finally {
     await cleanup();
   }

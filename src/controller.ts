@@ -269,13 +269,36 @@ export class Controller {
     if (fresh.length) this.deps.onNewProblems?.(fresh);
   }
 
-  /** Debug: each Ingress not served, with why, once (Events are not ours to write for them). */
+  /**
+   * Each Ingress not served, with why, once (until its reason changes): at debug level for
+   * the Ingresses of other controllers' classes (a cluster has many), as a warning for
+   * those naming an IngressClass that does not exist (no controller's: a typo, or a class
+   * not created yet). No Events or status either way: they are not portico's to write.
+   * The warnings of one rebuild are capped; the rest are counted in one line.
+   */
   private reportIgnored(config: RoutingConfig): void {
     const next = new Set<string>();
+    let warned = 0;
+    const unlisted = new Map<string, number>();
     for (const ignored of config.ignoredIngresses) {
       const key = `${ignored.ingress}|${ignored.reason}`;
       next.add(key);
-      if (!this.knownIgnored.has(key)) this.deps.log.debug({ ingress: ignored.ingress }, `Ingress ${ignored.ingress} is not served: ${ignored.reason}`);
+      if (this.knownIgnored.has(key)) continue;
+      const message = `Ingress ${ignored.ingress} is not served: ${ignored.reason}`;
+      if (ignored.missingClass === undefined) this.deps.log.debug({ ingress: ignored.ingress }, message);
+      else if (warned < MAX_MISSING_CLASS_WARNINGS) {
+        warned++;
+        this.deps.log.warn({ ingress: ignored.ingress, reason: 'IngressClassNotFound', ingressClassName: ignored.missingClass }, message);
+      } else unlisted.set(ignored.missingClass, (unlisted.get(ignored.missingClass) ?? 0) + 1);
+    }
+    if (unlisted.size > 0) {
+      let count = 0;
+      for (const n of unlisted.values()) count += n;
+      const classes = [...unlisted].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([name, n]) => `${JSON.stringify(name)}: ${n}`);
+      this.deps.log.warn(
+        { reason: 'IngressClassNotFound', ingresses: count },
+        `${count} more Ingresses are not served: their spec.ingressClassName names no IngressClass (${classes.join(', ')}); /routes lists them under ignoredIngresses`,
+      );
     }
     this.knownIgnored = next;
   }
@@ -289,6 +312,9 @@ export class Controller {
     this.started = false;
   }
 }
+
+/** Warnings about Ingresses naming no IngressClass logged one by one in a rebuild; the rest are counted in one line. */
+const MAX_MISSING_CLASS_WARNINGS = 20;
 
 /** Beyond this many changes in one rebuild, checking everything is as cheap as tracking them. */
 const MAX_TRACKED_CHANGES = 5000;

@@ -76,7 +76,7 @@ interface FlagSpec {
   default: string | undefined;
   help: string;
   /**
-   * int and duration (ms): the smallest value that makes sense. Below it the flag is
+   * int, duration (ms) and size (bytes): the smallest value that makes sense. Below it the flag is
    * refused like any bad value, never clamped: 0 TLS contexts is not 1.
    */
   min?: number;
@@ -108,7 +108,7 @@ const FLAGS: FlagSpec[] = [
   { flag: 'upstream-keepalive', key: 'upstreamKeepAlive', kind: 'duration', default: '60s', help: 'how long an idle keep-alive connection to a pod is kept' },
   { flag: 'client-header-timeout', key: 'clientHeaderTimeout', kind: 'duration', default: '10s', help: 'time a client has to send the request headers', min: 1 },
   { flag: 'client-request-timeout', key: 'clientRequestTimeout', kind: 'duration', default: '5m', help: 'time a client has to send the whole request, body included (0: no limit)' },
-  { flag: 'client-idle-timeout', key: 'clientIdleTimeout', kind: 'duration', default: '60s', help: 'idle keep-alive time of client connections' },
+  { flag: 'client-idle-timeout', key: 'clientIdleTimeout', kind: 'duration', default: '60s', help: 'idle keep-alive time of client connections (0: no keep-alive, as nginx keepalive_timeout 0: HTTP/1.x answers Connection: close and closes, HTTP/2 sends GOAWAY once its streams are done)' },
   { flag: 'tls-handshake-timeout', key: 'tlsHandshakeTimeout', kind: 'duration', default: '10s', help: 'time a client has to complete the TLS handshake; then its connection is closed', min: 1 },
   { flag: 'tls-min-version', key: 'tlsMinVersion', kind: 'tls-version', default: 'TLSv1.2', help: 'oldest TLS version clients may use: TLSv1.2 or TLSv1.3' },
   { flag: 'tls-ciphers', key: 'tlsCiphers', kind: 'ciphers', default: undefined, help: 'OpenSSL cipher list for TLS 1.2 (TLS 1.3 suites, TLS_..., may be listed too) (default: forward-secret AES-GCM and ChaCha20 suites only: no CBC, no SHA-1, no RSA key exchange)' },
@@ -116,7 +116,7 @@ const FLAGS: FlagSpec[] = [
   { flag: 'max-body-size', key: 'maxBodySize', kind: 'size', default: '1m', help: 'largest request body, unless an Ingress sets portico.dev/max-body-size (0: no limit; as nginx client_max_body_size)' },
   { flag: 'max-requests-per-endpoint', key: 'maxRequestsPerEndpoint', kind: 'int', default: '1000', help: 'requests in flight to one pod, per process; past it another pod is chosen, or 503 with Retry-After when all are that busy (0: no limit)' },
   { flag: 'max-client-connections', key: 'maxClientConnections', kind: 'int', default: '16384', help: 'client connections each proxy listener accepts at once; more are closed at once, and logged (0: no limit)' },
-  { flag: 'cache-size', key: 'cacheSize', kind: 'size', default: '128MiB', help: 'memory for cached responses (portico.dev/cache), per worker process: each worker has its own cache; least recently used entries are evicted (headers and bodies counted)' },
+  { flag: 'cache-size', key: 'cacheSize', kind: 'size', default: '128MiB', help: 'memory for cached responses (portico.dev/cache), per worker process: each worker has its own cache; least recently used entries are evicted (headers and bodies counted)', min: 1 },
   { flag: 'cache-purge-allow', key: 'cachePurgeAllow', kind: 'cidrs', default: '', help: 'CIDR list of clients that may send PURGE and BAN to the proxy listeners (others get 405; the admin POST /cache/purge and /cache/ban are always there)' },
   { flag: 'hsts', key: 'hsts', kind: 'bool', default: 'true', help: 'send Strict-Transport-Security on HTTPS answers of hosts with a certificate' },
   { flag: 'hsts-max-age', key: 'hstsMaxAge', kind: 'int', default: '15724800', help: 'max-age of Strict-Transport-Security, in seconds (182 days, as ingress-nginx)' },
@@ -191,8 +191,9 @@ function convert(spec: FlagSpec, raw: string, source: string): unknown {
     }
     case 'size': {
       const bytes = parseSize(raw);
-      if (bytes !== undefined) return bytes;
-      return fail(spec.key === 'cacheSize' ? 'a size such as 64MiB, 512m or 1g' : 'a size such as 512k, 10m or 1g (0: no limit)');
+      const min = spec.min ?? 0;
+      if (bytes !== undefined && bytes >= min) return bytes;
+      return fail(min > 0 ? 'a size above 0 such as 64MiB, 512m or 1g' : 'a size such as 512k, 10m or 1g (0: no limit)');
     }
     case 'workers': {
       if (raw === 'auto') return availableCpus();

@@ -39,7 +39,7 @@ export interface Http1ServerOptions {
   headerTimeout: number;
   /** ms from a request's first byte to the end of its body (0: no limit) */
   requestTimeout: number;
-  /** ms a keep-alive connection may sit idle between requests */
+  /** ms a keep-alive connection may sit idle between requests (0: no keep-alive; each connection serves one request) */
   idleTimeout: number;
   /** Header lines kept per request; more are ignored (default 256). */
   maxHeaders?: number;
@@ -415,6 +415,8 @@ class Connection implements BodyFlow, ResponseOwner {
       keepAlive = false;
       this.inputDone = true;
     }
+    // --client-idle-timeout 0: no keep-alive (as nginx keepalive_timeout 0): one request per connection, answered with Connection: close.
+    if (this.server.options.idleTimeout === 0) keepAlive = false;
     if ((flags & BAD_TRANSFER_ENCODING) !== 0 && refused === undefined) {
       // A request whose last transfer coding is not chunked has no knowable length: llhttp
       // fails it right after this callback (RFC 9112 6.3: 400, close), and parseError
@@ -791,7 +793,8 @@ class Connection implements BodyFlow, ResponseOwner {
     const elapsed = now - this.since;
     switch (this.phase) {
       case IDLE:
-        if (elapsed >= options.idleTimeout) this.socket.destroy();
+        // Without keep-alive (idleTimeout 0) a connection is only idle before its first request: the header timeout bounds that wait.
+        if (elapsed >= (options.idleTimeout > 0 ? options.idleTimeout : options.headerTimeout)) this.socket.destroy();
         return;
       case LINGERING:
         if (elapsed >= LINGER_MS) this.socket.destroy();
@@ -927,7 +930,7 @@ export class Http1Server {
 
   private startSweeper(): NodeJS.Timeout {
     const o = this.options;
-    const shortest = Math.min(o.headerTimeout, o.idleTimeout, o.requestTimeout > 0 ? o.requestTimeout : Infinity);
+    const shortest = Math.min(o.headerTimeout, o.idleTimeout > 0 ? o.idleTimeout : Infinity, o.requestTimeout > 0 ? o.requestTimeout : Infinity);
     const period = Math.max(20, Math.min(1000, Math.floor(shortest / 10)));
     const timer = setInterval(() => this.sweep(), period);
     timer.unref();

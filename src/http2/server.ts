@@ -21,8 +21,14 @@ export { http2Limits } from './wire/limits.ts';
 export type Http2Handler = (req: ProxyRequest, res: ProxyResponse) => void;
 
 export interface Http2FrontOptions {
-  /** ms a connection without open streams is kept */
+  /**
+   * ms a connection without open streams is kept. 0: no keep-alive (as nginx
+   * keepalive_timeout 0): GOAWAY once the streams open are done, and a connection waits
+   * for its first stream at most firstStreamTimeout.
+   */
   idleTimeout: number;
+  /** With idleTimeout 0: ms a new connection may go without opening a stream (default 10 s). */
+  firstStreamTimeout?: number;
   /** Header fields per request, pseudo-headers excluded, as for HTTP/1.1. */
   maxHeaders: number;
   /** ms a client has to acknowledge our SETTINGS (default http2Limits.settingsAckTimeout). */
@@ -52,7 +58,7 @@ export class Http2Front implements ConnectionHost {
       socket.destroy();
       return;
     }
-    this.connections.add(new H2Connection(socket, this, this.options.idleTimeout, this.options.settingsTimeout ?? http2Limits.settingsAckTimeout));
+    this.connections.add(new H2Connection(socket, this, this.options.idleTimeout, this.options.settingsTimeout ?? http2Limits.settingsAckTimeout, this.options.firstStreamTimeout ?? 10_000));
   }
 
   request(stream: H2Stream, fields: string[], endStream: boolean): void {

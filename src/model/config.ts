@@ -362,6 +362,13 @@ export interface IgnoredIngress {
   /** "ns/name" */
   readonly ingress: string;
   readonly reason: string;
+  /**
+   * The class its spec.ingressClassName names when no IngressClass of that name exists: no
+   * controller that reads IngressClasses serves it, and it may be meant for portico (a typo,
+   * a class not created yet), so it is logged as a warning. Absent for the Ingresses of
+   * other controllers' classes (logged at debug level: a cluster has many of them).
+   */
+  readonly missingClass?: string;
 }
 
 /** The Gateway API part of a RoutingConfig when there is none (no Gateway objects, or tests of Ingress only). */

@@ -215,7 +215,7 @@ export function attachProxy(
   });
   const tlsListener = server instanceof TlsServer;
   const speaksH2 = tlsListener ? options.http2 !== false : options.h2c !== false;
-  const http2 = speaksH2 ? new Http2Front(handler.handleRequest, { idleTimeout: options.clientIdleTimeout, maxHeaders: MAX_HEADERS_COUNT }) : undefined;
+  const http2 = speaksH2 ? new Http2Front(handler.handleRequest, { idleTimeout: options.clientIdleTimeout, firstStreamTimeout: options.clientHeaderTimeout, maxHeaders: MAX_HEADERS_COUNT }) : undefined;
   // Sockets still in their TLS handshake are not http1's yet; drain closes them too.
   const handshaking = new Set<Socket>();
   let open = 0;

@@ -521,7 +521,8 @@ function removeReader(s: TranslatorState, read: string, key: string): void {
 function ignoredEntry(state: TranslatorState, key: string, ingress: Ingress, classes: ClassSelection): IgnoredIngress {
   const known = state.ignoredReasons.get(ingress);
   if (known !== undefined && known.classes === classes.signature) return known.entry;
-  const entry = { ingress: key, reason: classes.ignoredReason(ingress) };
+  const missingClass = classes.missingClass(ingress);
+  const entry: IgnoredIngress = { ingress: key, reason: classes.ignoredReason(ingress), ...(missingClass !== undefined ? { missingClass } : {}) };
   state.ignoredReasons.set(ingress, { classes: classes.signature, entry });
   return entry;
 }

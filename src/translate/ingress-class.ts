@@ -2,7 +2,10 @@
 // kubernetes.io/ingress.class annotation, else by the default IngressClass.
 // Ingresses of other controllers get no Events or status (they are not our business),
 // but why each one is not served is told (ignoredReason), for /routes and debug logs:
-// a typo in a class name must not leave an Ingress silently unserved.
+// a typo in a class name must not leave an Ingress silently unserved. An Ingress whose
+// spec.ingressClassName names no IngressClass at all is no controller's, and may be meant
+// for portico: it is marked (missingClass) and the controller logs it as a warning, still
+// without Events or status (portico does not own it).
 import type { Problem, Snapshot, TranslateOptions } from '../model/config.ts';
 import { DEFAULT_CLASS_ANNOTATION, LEGACY_CLASS_ANNOTATION, type Ingress, type IngressClass } from '../model/k8s.ts';
 
@@ -11,6 +14,8 @@ export interface ClassSelection {
   serves(ingress: Ingress): boolean;
   /** Why portico does not serve an Ingress it does not serve. */
   ignoredReason(ingress: Ingress): string;
+  /** The class spec.ingressClassName names when no IngressClass of that name exists, else undefined. */
+  missingClass(ingress: Ingress): string | undefined;
   /** Equal while the classes decide the same way (reasons may be reused). */
   readonly signature: string;
   /** Problems with the IngressClasses themselves (several defaults...). */
@@ -65,6 +70,10 @@ export function selectClasses(snapshot: Snapshot, options: TranslateOptions): Cl
       // ingress-nginx honours the legacy annotation for its own class name even without an IngressClass object.
       if (legacy !== undefined) return ours.has(legacy) || legacy === options.ingressClass;
       return hasOurDefault;
+    },
+    missingClass(ingress: Ingress): string | undefined {
+      const className = ingress.spec?.ingressClassName;
+      return className !== undefined && className !== '' && !snapshot.ingressClasses.has(className) ? className : undefined;
     },
     ignoredReason(ingress: Ingress): string {
       const className = ingress.spec?.ingressClassName;

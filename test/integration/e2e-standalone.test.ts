@@ -149,6 +149,22 @@ describe('standalone mode, black box', () => {
     await eventually(async () => (await get(portico.http, 'later.local', '/')).status === 404, 5000, 'deleted Ingress gone');
   });
 
+  test('an Ingress naming an IngressClass that does not exist is one warning line; served once the class appears', async () => {
+    dir.write('typo.yaml', [ingress('typo', { className: 'portcio', rules: [{ host: 'typo.local', paths: [{ path: '/', service: 'web' }] }] })]);
+    const warned = await portico.waitForLog((l) => typeof l.msg === 'string' && l.msg.startsWith('Ingress default/typo is not served'), 5000);
+    assert.equal(warned.level, 'warn');
+    assert.equal(warned.msg, 'Ingress default/typo is not served: spec.ingressClassName "portcio" names no IngressClass (portico serves: portico)');
+    assert.equal((await get(portico.http, 'typo.local', '/')).status, 404);
+    dir.write('typo-class.yaml', [ingressClass('portcio')]);
+    await eventually(async () => (await get(portico.http, 'typo.local', '/')).status === 200, 5000, 'served once its class exists');
+    const ignored = (await get(portico.admin, 'x', '/routes')).json().ignoredIngresses as { ingress: string }[];
+    assert.ok(!ignored.some((i) => i.ingress === 'default/typo'), 'no longer listed as ignored');
+    assert.equal(portico.logs.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('Ingress default/typo is not served')).length, 1, 'warned once');
+    dir.remove('typo.yaml');
+    dir.remove('typo-class.yaml');
+    await eventually(async () => (await get(portico.http, 'typo.local', '/')).status === 404, 5000, 'removed');
+  });
+
   test('a broken file is reported with file and line, keeps its last good objects, and affects nothing else', async () => {
     dir.write('fragile.yaml', [ingress('fragile', { rules: [{ host: 'fragile.local', paths: [{ path: '/', service: 'web' }] }] })]);
     await eventually(async () => (await get(portico.http, 'fragile.local', '/')).status === 200, 5000, 'fragile served');

@@ -10,7 +10,7 @@ import type { Problem, ProblemDelta } from '../../src/model/config.ts';
 import { buildRouteTable, type RouteTable } from '../../src/routing/table.ts';
 import { ObjectStore } from '../../src/sources/store.ts';
 import { compileForTest, scanMatcher } from './admin/fixtures.ts';
-import { OPTIONS, ingressClass, service, simpleIngress, slice } from './translate/fixtures.ts';
+import { OPTIONS, ingress, ingressClass, service, simpleIngress, slice } from './translate/fixtures.ts';
 
 const settle = () => new Promise((resolve) => setImmediate(resolve));
 
@@ -198,5 +198,44 @@ test('a bad IP list is one log line naming the Ingress, the annotation, the entr
       'ip-allow is not applied and every client gets 403 until it is fixed (an IP list with a mistake fails closed)',
   ]);
   assert.deepEqual(h.fresh, ['broken ServiceNotFound', 'locked InvalidAnnotation']);
+  h.controller.stop();
+});
+
+test('an Ingress naming an IngressClass that does not exist is one warning (no Event), again only after it changed; other controllers\' Ingresses log nothing above debug', async () => {
+  const h = harness();
+  h.store.upsert(ingressClass('nginx', { controller: 'k8s.io/ingress-nginx' }));
+  h.store.upsert(ingress('theirs', { ingressClassName: 'nginx', rules: simpleIngress('x', 'theirs.example.com', [['/', 'a']]).spec!.rules! }));
+  h.store.upsert(ingress('typo', { ingressClassName: 'portcio', rules: simpleIngress('x', 'typo.example.com', [['/', 'a']]).spec!.rules! }));
+  h.controller.start();
+  const typoLine = 'Ingress default/typo is not served: spec.ingressClassName "portcio" names no IngressClass (portico serves: portico)';
+  assert.deepEqual(h.logged.slice(1), [typoLine]);
+  assert.deepEqual(h.fresh, ['broken ServiceNotFound'], 'not a problem: no Event or status for an Ingress portico does not serve');
+
+  // Rebuilds for other changes: not logged again.
+  h.store.upsert(simpleIngress('more', 'more.example.com', [['/', 'a']]));
+  await settle();
+  assert.deepEqual(h.logged.slice(1), [typoLine]);
+
+  // The class appears (portico's): served, nothing logged; it goes: the warning is back.
+  h.store.upsert(ingressClass('portcio'));
+  await settle();
+  assert.ok(h.table().config.servedIngresses.includes('default/typo'));
+  assert.deepEqual(h.logged.slice(1), [typoLine]);
+  h.store.delete('IngressClass', 'portcio');
+  await settle();
+  assert.ok(!h.table().config.servedIngresses.includes('default/typo'));
+  assert.deepEqual(h.logged.slice(1), [typoLine, typoLine]);
+  assert.deepEqual(h.fresh, ['broken ServiceNotFound']);
+  h.controller.stop();
+});
+
+test('many Ingresses naming IngressClasses that do not exist: 20 warnings, then one line counting the rest by class', async () => {
+  const h = harness();
+  for (let i = 0; i < 30; i++) h.store.upsert(ingress(`gone${String(i).padStart(2, '0')}`, { ingressClassName: i < 25 ? 'gone' : 'old', rules: [] }));
+  h.controller.start();
+  const lines = h.logged.slice(1);
+  assert.equal(lines.length, 21);
+  assert.ok(lines.slice(0, 20).every((l) => /^Ingress default\/gone\d\d is not served: spec\.ingressClassName "(gone|old)" names no IngressClass/.test(l)));
+  assert.equal(lines[20], '10 more Ingresses are not served: their spec.ingressClassName names no IngressClass ("gone": 5, "old": 5); /routes lists them under ignoredIngresses');
   h.controller.stop();
 });

@@ -530,3 +530,25 @@ test('a steady body within the request timeout, and a slow handler, are not cut'
   c.write(get('/'));
   assert.equal((await c.readResponse()).body.toString(), '0');
 });
+
+test('idleTimeout 0 (--client-idle-timeout 0) is no keep-alive: each answer says Connection: close and the connection ends; the wait for a first request is the header timeout', async (t) => {
+  const s = await serve(echoHandler, { ...TIMEOUTS, idleTimeout: 0 });
+  t.after(() => s.close());
+  const c = await RawClient.connect(s.port);
+  t.after(() => c.destroy());
+  // A client that connects and takes its time (under the header timeout) is still answered.
+  await delay(150);
+  c.write(get('/only') + get('/pipelined'));
+  const res = await c.readResponse();
+  assert.equal(res.status, 200);
+  assert.equal(res.body.toString(), 'GET /only');
+  assert.equal(header(res, 'connection'), 'close');
+  assert.ok(await c.waitEnd(), 'the connection ends after the one answer');
+  assert.equal(c.pending.length, 0, 'the pipelined request is not answered');
+  // A connection that sends nothing is closed after the header timeout, not at once.
+  const silent = await RawClient.connect(s.port);
+  t.after(() => silent.destroy());
+  const t0 = Date.now();
+  assert.ok(await silent.waitEnd());
+  assert.ok(Date.now() - t0 >= 250, `closed after ${Date.now() - t0} ms`);
+});

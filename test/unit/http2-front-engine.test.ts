@@ -13,8 +13,8 @@ import { FLAG, FRAME, RawH2, frame, h2Connect, h2Request, hpack } from '../suppo
 const FLOW_CONTROL_ERROR = 3;
 const SETTINGS_TIMEOUT = 4;
 
-async function serve(handler: (req: ProxyRequest, res: ProxyResponse) => void, settingsTimeout?: number): Promise<{ port: number; close(): Promise<void> }> {
-  const front = new Http2Front(handler, { idleTimeout: 10_000, maxHeaders: 100, settingsTimeout });
+async function serve(handler: (req: ProxyRequest, res: ProxyResponse) => void, settingsTimeout?: number, idle: { idleTimeout: number; firstStreamTimeout?: number } = { idleTimeout: 10_000 }): Promise<{ port: number; close(): Promise<void> }> {
+  const front = new Http2Front(handler, { ...idle, maxHeaders: 100, settingsTimeout });
   const server = net.createServer((socket) => front.accept(socket));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
@@ -112,4 +112,27 @@ test('a client that acknowledges our SETTINGS is not cut when the timeout would 
   polite.write(frame(FRAME.HEADERS, FLAG.END_HEADERS | FLAG.END_STREAM, 1, hpack([[':method', 'GET'], [':scheme', 'http'], [':path', '/'], [':authority', 'test']])));
   const data = await polite.waitFor((f) => f.type === FRAME.DATA && f.streamId === 1);
   assert.equal(data?.payload.toString(), 'ok');
+});
+
+test('idleTimeout 0 (--client-idle-timeout 0) is no keep-alive: the streams open are answered, then GOAWAY NO_ERROR and the end; a connection without a stream waits firstStreamTimeout', async (t) => {
+  const server = await serve((req, res) => setTimeout(() => res.end(`ok ${req.url}`), 50), undefined, { idleTimeout: 0, firstStreamTimeout: 300 });
+  t.after(() => server.close());
+  const raw = await RawH2.open(server.port, false);
+  t.after(() => raw.close());
+  const get = (path: string) => hpack([[':method', 'GET'], [':scheme', 'http'], [':path', path], [':authority', 'test']]);
+  raw.write(frame(FRAME.HEADERS, FLAG.END_HEADERS | FLAG.END_STREAM, 1, get('/a')), frame(FRAME.HEADERS, FLAG.END_HEADERS | FLAG.END_STREAM, 3, get('/b')));
+  const goaway = await raw.waitFor((f) => f.type === FRAME.GOAWAY);
+  assert.equal(goaway?.payload.readUInt32BE(0), 3, 'the last stream served is the last one opened');
+  assert.equal(goaway?.payload.readUInt32BE(4), 0, 'NO_ERROR');
+  const bodies = raw.frames.filter((f) => f.type === FRAME.DATA).map((f) => `${f.streamId} ${f.payload.toString()}`).sort();
+  assert.deepEqual(bodies, ['1 ok /a', '3 ok /b'], 'both streams answered before GOAWAY');
+  await raw.untilClosed(5000);
+
+  const silent = await RawH2.open(server.port, false);
+  t.after(() => silent.close());
+  const t0 = Date.now();
+  const idle = await silent.waitFor((f) => f.type === FRAME.GOAWAY, 5000);
+  assert.equal(idle?.payload.readUInt32BE(4), 0);
+  assert.ok(Date.now() - t0 >= 250, `not at once: after ${Date.now() - t0} ms`);
+  await silent.untilClosed(5000);
 });

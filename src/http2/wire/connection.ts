@@ -59,7 +59,10 @@ export class H2Connection extends H2Endpoint<H2Stream> {
   /** Runs until the client acknowledges our SETTINGS. */
   private settingsTimer: NodeJS.Timeout | undefined;
 
-  constructor(socket: Socket, host: ConnectionHost, idleTimeout: number, settingsTimeout: number) {
+  /** No keep-alive (idleTimeout 0): GOAWAY once no stream is open. */
+  private readonly oneShot: boolean;
+
+  constructor(socket: Socket, host: ConnectionHost, idleTimeout: number, settingsTimeout: number, firstStreamTimeout = 10_000) {
     super(socket, http2Limits);
     this.host = host;
     this.writer.raw(OUR_SETTINGS);
@@ -70,8 +73,11 @@ export class H2Connection extends H2Endpoint<H2Stream> {
     socket.on('drain', () => this.resumeBlocked());
     socket.on('error', () => socket.destroy());
     socket.once('close', () => this.gone());
-    if (idleTimeout > 0) {
-      socket.setTimeout(idleTimeout, () => {
+    this.oneShot = idleTimeout === 0;
+    // Without keep-alive, idle only before the first stream (then GOAWAY follows the last one).
+    const idle = this.oneShot ? firstStreamTimeout : idleTimeout;
+    if (idle > 0) {
+      socket.setTimeout(idle, () => {
         // Idle means no stream open: a long answer that is quiet for a while is not idle.
         if (this.streams.size === 0) this.goaway(ErrorCode.NO_ERROR);
       });
@@ -419,6 +425,8 @@ export class H2Connection extends H2Endpoint<H2Stream> {
     if (this.goawaySent && this.streams.size === 0 && !this.failed) {
       this.flush();
       this.endSocket();
+    } else if (this.oneShot && this.streams.size === 0 && !this.failed) {
+      this.goaway(ErrorCode.NO_ERROR);
     }
   }
 

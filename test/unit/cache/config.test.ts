@@ -32,7 +32,7 @@ test('--cache-size takes MiB-style sizes, --cache-purge-allow a CIDR list', () =
   assert.equal(parseOptions(['--cache-size', '256MiB'], {}).cacheSize, 256 * 1024 * 1024);
   assert.equal(parseOptions(['--cache-size=1g'], {}).cacheSize, 1024 ** 3);
   assert.equal(parseOptions([], { PORTICO_CACHE_SIZE: '64Mi' }).cacheSize, 64 * 1024 * 1024);
-  assert.throws(() => parseOptions(['--cache-size', 'lots'], {}), (err: unknown) => err instanceof FlagError && err.message === '--cache-size: invalid value "lots": expected a size such as 64MiB, 512m or 1g');
+  assert.throws(() => parseOptions(['--cache-size', 'lots'], {}), (err: unknown) => err instanceof FlagError && err.message === '--cache-size: invalid value "lots": expected a size above 0 such as 64MiB, 512m or 1g');
   assert.equal(parseOptions(['--cache-purge-allow', '10.0.0.0/8, ::1'], {}).cachePurgeAllow, '10.0.0.0/8, ::1');
   assert.throws(() => parseOptions(['--cache-purge-allow', '10.0.0.0/99'], {}), /--cache-purge-allow: invalid value/);
 });

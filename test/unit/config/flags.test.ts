@@ -55,6 +55,10 @@ test('numbers that make no sense are refused with the same one line, never clamp
   assert.equal(parseError(['--client-header-timeout', '0']), '--client-header-timeout: invalid value "0": expected a duration above 0 such as 500ms, 5s, 2m or 1h');
   assert.equal(parseError(['--tls-handshake-timeout', '0']), '--tls-handshake-timeout: invalid value "0": expected a duration above 0 such as 500ms, 5s, 2m or 1h');
   assert.equal(parseError(['--retry-period', '0']), '--retry-period: invalid value "0": expected a duration above 0 such as 500ms, 5s, 2m or 1h');
+  // A cache of 0 bytes would take no response and say nothing (the cache is used only by Ingresses that ask for it).
+  assert.equal(parseError(['--cache-size', '0']), '--cache-size: invalid value "0": expected a size above 0 such as 64MiB, 512m or 1g');
+  assert.equal(parseError([], { PORTICO_CACHE_SIZE: '0MiB' }), '$PORTICO_CACHE_SIZE: invalid value "0MiB": expected a size above 0 such as 64MiB, 512m or 1g');
+  assert.equal(parseOptions(['--cache-size', '1'], {}).cacheSize, 1);
   assert.equal(parseError(['--resync', '500ms']), '--resync: invalid value "500ms": expected a duration of at least 1s');
   assert.equal(parseOptions(['--resync', '1s'], {}).resync, 1000);
   // Longer than a timer can wait: it would fire at once.
@@ -66,8 +70,10 @@ test('numbers that make no sense are refused with the same one line, never clamp
   // A leader must be able to retry before its renew deadline.
   assert.equal(parseError(['--retry-period', '10s']), '--retry-period (10000 ms) must be shorter than --renew-deadline (10000 ms)');
   // Where 0 is documented (or means "no limit", as in undici and node:tls), it stays accepted.
-  const zeros = parseOptions(['--client-request-timeout', '0', '--debounce', '0', '--max-body-size', '0', '--max-requests-per-endpoint', '0', '--max-client-connections', '0', '--upstream-response-timeout', '0'], {});
-  assert.deepEqual([zeros.clientRequestTimeout, zeros.debounce, zeros.maxBodySize, zeros.maxRequestsPerEndpoint, zeros.maxClientConnections, zeros.upstreamResponseTimeout], [0, 0, 0, 0, 0, 0]);
+  const zeros = parseOptions(['--client-request-timeout', '0', '--debounce', '0', '--max-body-size', '0', '--max-requests-per-endpoint', '0', '--max-client-connections', '0', '--upstream-response-timeout', '0', '--client-idle-timeout', '0'], {});
+  assert.deepEqual([zeros.clientRequestTimeout, zeros.debounce, zeros.maxBodySize, zeros.maxRequestsPerEndpoint, zeros.maxClientConnections, zeros.upstreamResponseTimeout, zeros.clientIdleTimeout], [0, 0, 0, 0, 0, 0, 0]);
+  // --client-idle-timeout 0 is no keep-alive, as nginx's keepalive_timeout 0; the help says so.
+  assert.match(helpText(), /--client-idle-timeout DURATION +idle keep-alive time of client connections \(0: no keep-alive, as nginx keepalive_timeout 0: .*Connection: close/);
 });
 
 test('--trusted-proxies: every entry must be an address or a CIDR', () => {

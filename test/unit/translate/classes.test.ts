@@ -1,6 +1,8 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ingress, ingressClass, problemLines, run, service, slice, svcBackend } from './fixtures.ts';
+import type { KubeObject } from '../../../src/model/k8s.ts';
+import { createTranslator } from '../../../src/translate/index.ts';
+import { OPTIONS, applyStep, ingress, ingressClass, problemLines, routeLines, run, service, slice, snapshotOf, svcBackend } from './fixtures.ts';
 
 const backendObjects = [service('web'), slice('web-1', 'web', [{ ip: '10.0.0.1' }])];
 const rules = [{ host: 'a.example.com', http: { paths: [{ path: '/', pathType: 'Prefix' as const, backend: svcBackend('web') }] } }];
@@ -130,8 +132,75 @@ describe('ignored Ingresses are listed with why (no Events: they are not ours)',
       { ingress: 'default/classless', reason: 'no spec.ingressClassName, and no IngressClass of portico is marked ingressclass.kubernetes.io/is-default-class: "true"' },
       { ingress: 'default/legacy', reason: 'annotation kubernetes.io/ingress.class: "traefik" is not portico\'s class (portico serves: portico)' },
       { ingress: 'default/theirs', reason: 'spec.ingressClassName "nginx" belongs to another controller (portico serves: portico)' },
-      { ingress: 'default/typo', reason: 'spec.ingressClassName "portcio" names no IngressClass (portico serves: portico)' },
+      { ingress: 'default/typo', reason: 'spec.ingressClassName "portcio" names no IngressClass (portico serves: portico)', missingClass: 'portcio' },
     ]);
     assert.deepEqual(config.problems, [], 'no problems, Events or status for them');
+  });
+
+  test('only spec.ingressClassName naming no IngressClass at all is marked missingClass (the legacy annotation needs no IngressClass object)', () => {
+    const config = run([
+      ingressClass('nginx', { controller: 'k8s.io/ingress-nginx' }),
+      ingress('theirs', { ingressClassName: 'nginx', rules }),
+      ingress('nothing', { ingressClassName: 'nothing', rules }),
+      ingress('legacy', { rules }, { annotations: { 'kubernetes.io/ingress.class': 'nothing' }, noClass: true }),
+      ...backendObjects,
+    ]);
+    assert.deepEqual(
+      config.ignoredIngresses.map((i) => [i.ingress, i.missingClass]),
+      [['default/legacy', undefined], ['default/nothing', 'nothing'], ['default/theirs', undefined]],
+    );
+    assert.match(config.ignoredIngresses[1]!.reason, /portico serves: none: no IngressClass has spec\.controller portico\.dev\/ingress-controller/);
+  });
+});
+
+describe('an Ingress naming an IngressClass that does not exist, incrementally', () => {
+  const world = () => new Map<string, KubeObject>([
+    ['IngressClass/portico', ingressClass('portico')],
+    ['IngressClass/nginx', ingressClass('nginx', { controller: 'k8s.io/ingress-nginx' })],
+    ['Ingress/typo', ingress('typo', { ingressClassName: 'portcio', rules })],
+    ['Ingress/theirs', ingress('theirs', { ingressClassName: 'nginx', rules: [{ host: 'b.example.com', http: rules[0]!.http }] })],
+    ...backendObjects.map((o) => [`${o.kind}/${o.metadata.name}`, o] as [string, KubeObject]),
+  ]);
+
+  test('the class appears as portico\'s: the mark goes and the Ingress is served; it goes again: marked again', () => {
+    const memo = createTranslator();
+    let objects: ReadonlyMap<string, KubeObject> = world();
+    let config = memo(snapshotOf([...objects.values()]), OPTIONS);
+    assert.deepEqual(config.ignoredIngresses.find((i) => i.ingress === 'default/typo')?.missingClass, 'portcio');
+    assert.deepEqual(config.servedIngresses, []);
+
+    const checkedBefore = memo.ingressesChecked();
+    let step = applyStep(objects, (o) => o.set('IngressClass/portcio', ingressClass('portcio')));
+    objects = step.next;
+    config = memo(step.snapshot, OPTIONS, step.changes);
+    // The Ingress naming the new class, and every ignored one (their reasons quote portico's classes, which changed).
+    assert.equal(memo.ingressesChecked() - checkedBefore, 2);
+    assert.deepEqual(config.servedIngresses, ['default/typo']);
+    assert.deepEqual(routeLines(config), ['a.example.com|Prefix|/ -> default/web:80']);
+    assert.deepEqual(config.ignoredIngresses.map((i) => [i.ingress, i.missingClass]), [['default/theirs', undefined]]);
+    assert.deepEqual(config.ignoredIngresses, run([...objects.values()]).ignoredIngresses, 'as a fresh translation says');
+
+    step = applyStep(objects, (o) => o.delete('IngressClass/portcio'));
+    objects = step.next;
+    config = memo(step.snapshot, OPTIONS, step.changes);
+    assert.deepEqual(config.servedIngresses, []);
+    assert.deepEqual(config.routes, []);
+    assert.equal(config.ignoredIngresses.find((i) => i.ingress === 'default/typo')?.missingClass, 'portcio');
+  });
+
+  test('the class appears as another controller\'s: the mark goes, the Ingress stays ignored', () => {
+    const memo = createTranslator();
+    const objects = world();
+    memo(snapshotOf([...objects.values()]), OPTIONS);
+    const checkedBefore = memo.ingressesChecked();
+    const step = applyStep(objects, (o) => o.set('IngressClass/portcio', ingressClass('portcio', { controller: 'example.com/other' })));
+    const config = memo(step.snapshot, OPTIONS, step.changes);
+    assert.equal(memo.ingressesChecked() - checkedBefore, 1, 'only the Ingress naming the new class is looked at again');
+    assert.deepEqual(config.servedIngresses, []);
+    assert.deepEqual(config.ignoredIngresses.find((i) => i.ingress === 'default/typo'), {
+      ingress: 'default/typo',
+      reason: 'spec.ingressClassName "portcio" belongs to another controller (portico serves: portico)',
+    });
+    assert.deepEqual(config.problems, []);
   });
 });
