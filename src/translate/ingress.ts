@@ -256,10 +256,10 @@ export function buildIngressEntry(ingress: Ingress, ctx: IngressContext, previou
     order: `${namespace}/${name}`,
     routes: exactLength(routes),
     defaultBackend,
-    tlsClaims,
-    problems,
+    tlsClaims: exactLength(tlsClaims),
+    problems: exactLength(problems),
     policies,
     backendDeps: exactLength(backendDeps),
-    secretDeps,
+    secretDeps: exactLength(secretDeps),
   };
 }
