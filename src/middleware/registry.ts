@@ -9,6 +9,7 @@ import type { PolicyDefinition, PolicyParseInput, SharedState, SharedStateStore 
 import { allowedUpgradesPolicy } from './allowed-upgrades.ts';
 import { corsPolicy } from './cors.ts';
 import { nginxAnnotationProblems } from './nginx-annotations.ts';
+import { sharedPolicyConfig } from './shared-configs.ts';
 import { nginxAccessPolicy } from './nginx-access.ts';
 import { headersPolicy } from './headers.ts';
 import { headerModifierPolicy } from './header-modifier.ts';
@@ -87,7 +88,7 @@ export function parsePolicies(
   for (const policy of sorted) {
     if (!any && policy.readsForeignAnnotations !== true) continue;
     const config = policy.parse(input);
-    if (config !== undefined) out.push({ name: policy.name, config });
+    if (config !== undefined) out.push(sharedPolicyConfig(policy.name, config));
   }
   // Kept with the Ingress's entry and its routes: a store of its length, not push()'s 17.
   return exactLength(out);

@@ -1,0 +1,63 @@
+// One PolicyConfig object per distinct policy value: clusters give thousands of Ingresses
+// the same body size, rate limit or IP allow-list, and each kept its own copy (about
+// 90 bytes for a rate limit, 250 for an allow-list of two ranges: 4 MB at 10,000
+// Ingresses with three such policies). Policy configs are immutable, and what a policy
+// keeps per route (rate-limit buckets) is keyed by the route, never by its config, so
+// sharing the object changes nothing a request sees.
+import type { PolicyConfig } from '../model/config.ts';
+
+/** Shared values by key; cleared when full, so that values unique to each Ingress (a CORS origin) cannot grow it. */
+const shared = new Map<string, PolicyConfig>();
+const MAX_SHARED = 1000;
+
+/** `{ name, config }`, or an equal one made before. Only plain data is shared: anything else (a RegExp, a Map, an undefined field) is kept as given. */
+export function sharedPolicyConfig(name: string, config: unknown): PolicyConfig {
+  const key = plainKey(config);
+  if (key === undefined) return { name, config };
+  const id = `${name}\0${key}`;
+  let policy = shared.get(id);
+  if (policy === undefined) {
+    if (shared.size >= MAX_SHARED) shared.clear();
+    policy = { name, config };
+    shared.set(id, policy);
+  }
+  return policy;
+}
+
+/**
+ * A text that is the same for two values only when they are equal plain data (objects
+ * of Object's prototype with the same keys in the same order, arrays, strings, finite
+ * numbers, booleans, null); undefined for anything else.
+ */
+export function plainKey(value: unknown): string | undefined {
+  switch (typeof value) {
+    case 'string':
+      return JSON.stringify(value);
+    case 'boolean':
+      return value ? 'true' : 'false';
+    case 'number':
+      // -0 and 0 print alike; NaN and the infinities do not survive JSON.
+      return Number.isFinite(value) && !Object.is(value, -0) ? String(value) : undefined;
+    case 'object': {
+      if (value === null) return 'null';
+      const parts: string[] = [];
+      if (Array.isArray(value)) {
+        for (const item of value) {
+          const part = plainKey(item);
+          if (part === undefined) return undefined;
+          parts.push(part);
+        }
+        return `[${parts.join(',')}]`;
+      }
+      if (Object.getPrototypeOf(value) !== Object.prototype || Object.getOwnPropertySymbols(value).length > 0) return undefined;
+      for (const field of Object.keys(value)) {
+        const part = plainKey((value as Record<string, unknown>)[field]);
+        if (part === undefined) return undefined;
+        parts.push(`${JSON.stringify(field)}:${part}`);
+      }
+      return `{${parts.join(',')}}`;
+    }
+    default:
+      return undefined;
+  }
+}
