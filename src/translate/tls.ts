@@ -45,14 +45,14 @@ export function parseTlsSecret(secret: Secret, known?: KnownChecks): ParsedSecre
 class CheckedCertificate {
   readonly ok = true;
   readonly certificate: CertificateConfig;
-  /** The certificate's DNS names when all are plain (PemCheck.names), else undefined. */
-  private readonly names: readonly string[] | undefined;
+  /** The certificate's DNS names when all are plain (PemCheck.names), joined by spaces (see nameCovers), else undefined. */
+  private readonly names: string | undefined;
   /** Hosts asked of OpenSSL (a parse of 30-50 µs each), remembered. */
   private askedOpenSsl: Map<string, boolean> | undefined = undefined;
 
   constructor(certificate: CertificateConfig, names: readonly string[] | undefined) {
     this.certificate = certificate;
-    this.names = names;
+    this.names = names === undefined ? undefined : flatString(names.join(' '));
   }
 
   covers(host: string): boolean {
