@@ -161,13 +161,15 @@ export function buildIngressEntry(ingress: Ingress, ctx: IngressContext, previou
     }
     const secretKey = `${namespace}/${entry.secretName}`;
     const secret = ctx.snapshot.secrets.get(secretKey);
-    secretDeps.push({ key: secretKey, secret });
     if (!secret) {
+      secretDeps.push({ key: secretKey, secret });
       // Other Secret types never reach portico (cluster mode lists only these), so say so.
       report('error', 'TLSSecretNotFound', `${field}.secretName: Secret ${secretKey} not found (only Secrets of type kubernetes.io/tls are read); its hosts get the default certificate`);
       return;
     }
     const parsed = ctx.secrets.parse(secret);
+    // The key kept as the certificate's own copy of the same text (one per Secret, not one more per Ingress).
+    secretDeps.push({ key: parsed.ok && parsed.certificate.secret === secretKey ? parsed.certificate.secret : secretKey, secret });
     if (!parsed.ok) {
       report('error', 'InvalidTLSSecret', `${field}.secretName: ${parsed.error}; its hosts get the default certificate`);
       return;
