@@ -88,11 +88,16 @@ function samePolicies(a: readonly PolicyConfig[], b: readonly PolicyConfig[]): b
   return true;
 }
 
-export function buildIngressEntry(ingress: Ingress, ctx: IngressContext, previous: IngressEntry | undefined): IngressEntry {
+/** `key`: the Ingress's key in the snapshot ("ns/name"), kept as the entry's order when it is that text. */
+export function buildIngressEntry(ingress: Ingress, ctx: IngressContext, previous: IngressEntry | undefined, key?: string): IngressEntry {
   const namespace = ingress.metadata.namespace ?? 'default';
   const name = ingress.metadata.name;
-  const ref: ObjectRef = { kind: 'Ingress', namespace, name };
-  const owner: RouteSource = previous?.routes[0]?.route.source ?? previous?.defaultBackend?.route.source ?? { kind: 'Ingress', namespace, name };
+  // One object says which Ingress, for its problems and as its routes' source (two of the
+  // same were 0.4 MB at 10,000 Ingresses); an entry built again keeps its predecessor's.
+  const self: ObjectRef & RouteSource = { kind: 'Ingress', namespace, name };
+  const ref: ObjectRef = previous?.ref ?? self;
+  const owner: RouteSource = previous?.routes[0]?.route.source ?? previous?.defaultBackend?.route.source ?? self;
+  const order = `${namespace}/${name}`;
   const spec = ingress.spec ?? {};
   const problems: Problem[] = [];
   const report = (severity: Problem['severity'], reason: string, message: string) => problems.push({ object: ref, severity, reason, message });
@@ -255,7 +260,8 @@ export function buildIngressEntry(ingress: Ingress, ctx: IngressContext, previou
     creationTimestamp: ingress.metadata.creationTimestamp,
     ref,
     age: parseAge(ingress.metadata.creationTimestamp),
-    order: `${namespace}/${name}`,
+    // The snapshot's key or the predecessor's copy of the same text, not one more.
+    order: previous?.order === order ? previous.order : key === order ? key : flatString(order),
     routes: exactLength(routes),
     defaultBackend,
     tlsClaims: exactLength(tlsClaims),
