@@ -9,11 +9,16 @@ import type { PolicyConfig } from '../model/config.ts';
 /** Shared values by key; cleared when full, so that values unique to each Ingress (a CORS origin) cannot grow it. */
 const shared = new Map<string, PolicyConfig>();
 const MAX_SHARED = 1000;
+/**
+ * Values whose key would be longer are not shared: the key is kept with the value, and a
+ * config may hold a whole CA bundle (upstream-ca-secret), 1,000 of which would be megabytes.
+ */
+const MAX_KEY_LENGTH = 512;
 
 /** `{ name, config }`, or an equal one made before. Only plain data is shared: anything else (a RegExp, a Map, an undefined field) is kept as given. */
 export function sharedPolicyConfig(name: string, config: unknown): PolicyConfig {
   const key = plainKey(config);
-  if (key === undefined) return { name, config };
+  if (key === undefined || key.length > MAX_KEY_LENGTH) return { name, config };
   const id = `${name}\0${key}`;
   let policy = shared.get(id);
   if (policy === undefined) {
@@ -32,7 +37,8 @@ export function sharedPolicyConfig(name: string, config: unknown): PolicyConfig 
 export function plainKey(value: unknown): string | undefined {
   switch (typeof value) {
     case 'string':
-      return JSON.stringify(value);
+      // Too long to share anyway (MAX_KEY_LENGTH): not worth quoting.
+      return value.length > MAX_KEY_LENGTH ? undefined : JSON.stringify(value);
     case 'boolean':
       return value ? 'true' : 'false';
     case 'number':

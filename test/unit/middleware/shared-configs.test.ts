@@ -34,6 +34,14 @@ describe('shared policy configs', () => {
     assert.notEqual(sharedPolicyConfig('x', { n: 1 }), sharedPolicyConfig('y', { n: 1 }));
   });
 
+  test('equal values are one object while short; a long value (a CA bundle) is kept as given, not held by the table', () => {
+    assert.equal(sharedPolicyConfig('z', { rate: 5 }), sharedPolicyConfig('z', { rate: 5 }));
+    const ca = `-----BEGIN CERTIFICATE-----\n${'A'.repeat(2000)}\n-----END CERTIFICATE-----\n`;
+    const one = sharedPolicyConfig('upstream-protocol', { protocol: 'https', ca });
+    assert.notEqual(one, sharedPolicyConfig('upstream-protocol', { protocol: 'https', ca }));
+    assert.deepEqual(one, { name: 'upstream-protocol', config: { protocol: 'https', ca } });
+  });
+
   test('plainKey tells apart what JSON would confuse', () => {
     assert.equal(plainKey(new Map([[1, 2]])), undefined);
     assert.equal(plainKey([1, , 3]), undefined); // eslint-disable-line no-sparse-arrays
