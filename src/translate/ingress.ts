@@ -9,7 +9,7 @@ import type { BackendResolver, BackendResult } from './backends.ts';
 import { normalizeHost, wildcardParent } from './hosts.ts';
 import type { SecretParser } from './tls.ts';
 import { flatString, internString } from '../util/flat-string.ts';
-import { exactLength } from '../util/exact-length.ts';
+import { exactReadonly } from '../util/exact-length.ts';
 
 /** A route before conflicts with other Ingresses are settled. */
 export interface CandidateRoute {
@@ -262,12 +262,12 @@ export function buildIngressEntry(ingress: Ingress, ctx: IngressContext, previou
     age: parseAge(ingress.metadata.creationTimestamp),
     // The snapshot's key or the predecessor's copy of the same text, not one more.
     order: previous?.order === order ? previous.order : key === order ? key : flatString(order),
-    routes: exactLength(routes),
+    routes: exactReadonly(routes),
     defaultBackend,
-    tlsClaims: exactLength(tlsClaims),
-    problems: exactLength(problems),
+    tlsClaims: exactReadonly(tlsClaims),
+    problems: exactReadonly(problems),
     policies,
-    backendDeps: exactLength(backendDeps),
-    secretDeps: exactLength(secretDeps),
+    backendDeps: exactReadonly(backendDeps),
+    secretDeps: exactReadonly(secretDeps),
   };
 }
