@@ -128,6 +128,8 @@ interface DirWatch {
   walk: number;
 }
 
+const NO_ERRORS: readonly ManifestError[] = Object.freeze([]);
+
 /** "Kind/ns/name": what makes two definitions the same object. */
 const READ_CONCURRENCY = 16;
 /** How long a file that just read empty gets to be written (see holdEmptied). */
@@ -804,7 +806,8 @@ export class ManifestDirectorySource {
       if (before && !objects.has(id)) objects.set(id, before);
     }
     errors.sort((a, b) => (a.line ?? 0) - (b.line ?? 0));
-    return { stamp: stampOf(file), objects, errors, invalidations: parsed.invalidations.length > 0 ? parsed.invalidations : undefined, seen: this.walks };
+    // Most files have no error: one shared empty list, not an empty array each (0.3 MB at 10,000 files).
+    return { stamp: stampOf(file), objects, errors: errors.length === 0 ? NO_ERRORS : errors, invalidations: parsed.invalidations.length > 0 ? parsed.invalidations : undefined, seen: this.walks };
   }
 
   // ---- applying ----
