@@ -58,6 +58,8 @@ export interface IngressContext {
   readonly secrets: SecretParser;
 }
 
+const NO_POLICIES: readonly PolicyConfig[] = Object.freeze([]);
+
 const PATH_TYPES: ReadonlySet<string> = new Set<PathType>(['Exact', 'Prefix', 'ImplementationSpecific']);
 
 /** true when `entry` still describes `ingress` given the current Services, EndpointSlices and Secrets. */
@@ -119,7 +121,9 @@ export function buildIngressEntry(ingress: Ingress, ctx: IngressContext, previou
     return secret && ctx.secrets.wireView(secret);
   };
   let policies: readonly PolicyConfig[] = parsePolicies(ingress.metadata.annotations, ref, problems, readSecret);
-  if (previous && samePolicies(previous.policies, policies)) policies = previous.policies;
+  // No policy (most Ingresses): one shared empty list for the entry and its routes, not an empty array each.
+  if (policies.length === 0) policies = NO_POLICIES;
+  else if (previous && samePolicies(previous.policies, policies)) policies = previous.policies;
 
   // Keep the identity of routes that did not change, so the proxy can reuse what it compiled.
   const previousRoutes = new Map<string, RouteConfig>();
