@@ -2,6 +2,7 @@
 // request metrics on the same registry (src/proxy/metrics.ts takes it as a parameter).
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from '../util/prom.ts';
 import type { Problem, ProblemDelta } from '../model/config.ts';
+import { internString } from '../util/flat-string.ts';
 import type { RouteTable } from '../routing/table.ts';
 
 export interface Metrics {
@@ -235,7 +236,7 @@ function countHosts(table: RouteTable): number {
 /** Adds `by` to the count of p's series (deleting it at 0); returns the series key. */
 function countProblem(counts: Map<string, number>, p: Problem, by: 1 | -1): string {
   let key = seriesKeys.get(p);
-  if (key === undefined) seriesKeys.set(p, (key = `${p.object.kind}\0${p.reason}\0${p.severity}`));
+  if (key === undefined) seriesKeys.set(p, (key = internString(`${p.object.kind}\0${p.reason}\0${p.severity}`)));
   const count = (counts.get(key) ?? 0) + by;
   if (count > 0) counts.set(key, count);
   else counts.delete(key);
@@ -247,5 +248,9 @@ function labelsOf(key: string): { kind: string; reason: string; severity: string
   return { kind, reason, severity };
 }
 
-/** The series of each Problem object: a new config keeps the problem objects of what it did not translate again (see problemKey). */
+/**
+ * The series of each Problem object: a new config keeps the problem objects of what it did
+ * not translate again (see problemKey). The keys are few (kind, reason, severity): one
+ * shared copy of each, where each problem held its own tree of pieces.
+ */
 const seriesKeys = new WeakMap<Problem, string>();

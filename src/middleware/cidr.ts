@@ -2,6 +2,8 @@
 // --trusted-proxies. Parsing keeps the valid entries and names the invalid ones, so a
 // typo costs one entry, not the whole list. Matching uses node:net BlockList.
 import { SharedByValue } from '../util/shared-by-value.ts';
+import { exactLength } from '../util/exact-length.ts';
+import { flatString } from '../util/flat-string.ts';
 // Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const { BlockList, isIP } = process.getBuiltinModule('node:net');
 
@@ -38,9 +40,11 @@ export function parseCidrList(text: string): ParsedCidrList {
   for (const entry of splitList(text)) {
     const cidr = normalizeCidr(entry);
     if (cidr === undefined) invalid.push(entry);
-    else if (!valid.includes(cidr)) valid.push(cidr);
+    else if (!valid.includes(cidr)) valid.push(flatString(cidr));
   }
-  return { valid, invalid };
+  // Kept in the policy config of each Ingress naming the list: flat entries (not
+  // `${address}/${prefix}` pieces and a slice of the annotation) in a store of the list's length.
+  return { valid: exactLength(valid), invalid };
 }
 
 /** "::ffff:1.2.3.4" -> "1.2.3.4"; "fe80::1%eth0" -> "fe80::1"; anything else unchanged. */

@@ -18,6 +18,8 @@ import type { Handler, RequestContext } from '../proxy/context.ts';
 import { parseAnnotationDuration, parseBool } from '../util/units.ts';
 import { annotation, reportIgnored, reportInvalid, reportInvalidEntries } from './annotations.ts';
 import { splitList } from './cidr.ts';
+import { exactLength } from '../util/exact-length.ts';
+import { flatString } from '../util/flat-string.ts';
 import { withHeaders, type HeaderList } from './header-list.ts';
 import { rawHeader } from './raw-header.ts';
 import type { Middleware, PolicyDefinition, PolicyParseInput } from './types.ts';
@@ -78,13 +80,15 @@ function parseList(
   for (const entry of splitList(text)) {
     const value = valid(entry);
     if (value === undefined) invalid.push(entry);
-    else if (!out.includes(value)) out.push(value);
+    else if (!out.includes(value)) out.push(flatString(value));
   }
   if (invalid.length > 0) {
     if (out.length > 0) reportInvalidEntries(input, name, invalid, expected, `skipped; the other entries apply`, 'warning');
     else reportInvalidEntries(input, name, invalid, expected, whenNone.consequence, whenNone.severity);
   }
-  return out;
+  // Kept in the config of each Ingress: flat entries (an origin is pieces of a URL and of a
+  // slice of the annotation) in a store of the list's length, not push()'s 17.
+  return exactLength(out);
 }
 
 // Shared lists, handed to requests as they are (header-list.ts: never edited in place).

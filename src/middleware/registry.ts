@@ -3,11 +3,13 @@
 // Adding a policy means adding its module to POLICIES; the proxy core does not change.
 import type { PolicyConfig, Problem, RouteConfig } from '../model/config.ts';
 import type { ObjectRef } from '../model/k8s.ts';
+import { exactLength } from '../util/exact-length.ts';
 import type { Handler } from '../proxy/context.ts';
 import type { PolicyDefinition, PolicyParseInput, SharedState, SharedStateStore } from './types.ts';
 import { allowedUpgradesPolicy } from './allowed-upgrades.ts';
 import { corsPolicy } from './cors.ts';
 import { nginxAnnotationProblems } from './nginx-annotations.ts';
+import { sharedPolicyConfig } from './shared-configs.ts';
 import { nginxAccessPolicy } from './nginx-access.ts';
 import { headersPolicy } from './headers.ts';
 import { headerModifierPolicy } from './header-modifier.ts';
@@ -86,9 +88,10 @@ export function parsePolicies(
   for (const policy of sorted) {
     if (!any && policy.readsForeignAnnotations !== true) continue;
     const config = policy.parse(input);
-    if (config !== undefined) out.push({ name: policy.name, config });
+    if (config !== undefined) out.push(sharedPolicyConfig(policy.name, config));
   }
-  return out;
+  // Kept with the Ingress's entry and its routes: a store of its length, not push()'s 17.
+  return exactLength(out);
 }
 
 /**

@@ -34,7 +34,8 @@ const { basename, dirname, join } = process.getBuiltinModule('node:path');
 
 export interface ManifestDirectorySourceOptions {
   dir: string;
-  store: Pick<ObjectStore, 'upsert' | 'delete'>;
+  /** Written by this source alone (see applyFiles). */
+  store: Pick<ObjectStore, 'upsert' | 'delete' | 'get'>;
   /** The full list of file problems, each time it changes (and once after the first load). */
   onProblems?: (problems: readonly Problem[]) => void;
   /** Quiet time after a file event before reading, in ms (events keep extending it, up to 10x); 0 (default): read at once. */
@@ -127,6 +128,8 @@ interface DirWatch {
   walk: number;
 }
 
+const NO_ERRORS: readonly ManifestError[] = Object.freeze([]);
+
 /** "Kind/ns/name": what makes two definitions the same object. */
 const READ_CONCURRENCY = 16;
 /** How long a file that just read empty gets to be written (see holdEmptied). */
@@ -218,8 +221,6 @@ export class ManifestDirectorySource {
   readonly ready: Promise<void>;
   private readonly o: Required<Omit<ManifestDirectorySourceOptions, 'onProblems' | 'log' | 'onCacheInvalidations' | 'onObjectRead'>> & Pick<ManifestDirectorySourceOptions, 'onProblems' | 'log' | 'onCacheInvalidations' | 'onObjectRead'>;
   private readonly files = new Map<string, FileEntry>();
-  /** What this source put in the store, by identity. */
-  private readonly applied = new Map<string, KubeObject>();
   /** Files named by watch events since the last scan: re-read even if their stamp looks unchanged. */
   private dirty = new Set<string>();
   /** An event named no file (or a directory outside the tree): the next scan walks the whole tree. */
@@ -805,7 +806,8 @@ export class ManifestDirectorySource {
       if (before && !objects.has(id)) objects.set(id, before);
     }
     errors.sort((a, b) => (a.line ?? 0) - (b.line ?? 0));
-    return { stamp: stampOf(file), objects, errors, invalidations: parsed.invalidations.length > 0 ? parsed.invalidations : undefined, seen: this.walks };
+    // Most files have no error: one shared empty list, not an empty array each (0.3 MB at 10,000 files).
+    return { stamp: stampOf(file), objects, errors: errors.length === 0 ? NO_ERRORS : errors, invalidations: parsed.invalidations.length > 0 ? parsed.invalidations : undefined, seen: this.walks };
   }
 
   // ---- applying ----
@@ -850,15 +852,17 @@ export class ManifestDirectorySource {
       const winner = files !== undefined ? this.winnerOf(id, files) : undefined;
       if (fileCount(files) > 1) this.duplicated.add(id);
       else this.duplicated.delete(id);
-      const applied = this.applied.get(id);
+      // What the store holds is what this source put there (it is the only source in
+      // standalone mode): no map of its own by identity (1.75 MB at 40,000 objects). The
+      // store keeps its object when given an equal one, which upsert then finds unchanged.
+      const slash = id.indexOf('/');
+      const kind = id.slice(0, slash) as RoutingKind;
+      const key = id.slice(slash + 1);
+      const applied = store.get(kind, key);
       if (winner === undefined) {
-        if (applied) {
-          store.delete(applied.kind as RoutingKind, objectKey(applied.metadata.namespace, applied.metadata.name));
-          this.applied.delete(id);
-        }
+        if (applied) store.delete(kind, key);
       } else if (applied !== winner) {
         store.upsert(winner);
-        this.applied.set(id, winner);
       }
     }
   }

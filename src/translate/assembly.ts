@@ -14,10 +14,10 @@ import { PatchedMap } from '../util/patched-map.ts';
 interface HostState {
   /** Served routes on this host, tls flag settled, sorted by path, type and id. */
   routes: RouteConfig[];
-  /** The claim that won the host's certificate. */
-  certificate: { readonly entry: IngressEntry; readonly claim: TlsClaim } | undefined;
+  /** The certificate of the claim that won the host (only the certificate is kept: an object per TLS host, 0.8 MB at 20,000, was the claim and its Ingress). */
+  certificate: CertificateConfig | undefined;
   /** Conflicts settled on this host, with the losing entry's key and an order within it. */
-  conflicts: Conflict[];
+  conflicts: readonly Conflict[];
 }
 
 /** A conflict problem, with the key of the Ingress it is reported on and its order there. */
@@ -156,8 +156,8 @@ export class IngressAssembly {
     for (const host of dirty) {
       const state = this.settle(host);
       settled.set(host, state);
-      const before = this.hosts.get(host)?.certificate?.claim.certificate;
-      const now = state.certificate?.claim.certificate;
+      const before = this.hosts.get(host)?.certificate;
+      const now = state.certificate;
       if (before !== now) certificateChanges.push([host, now]);
     }
     if (certificateChanges.length > 0) {
@@ -239,9 +239,9 @@ export class IngressAssembly {
     const touching = (keys === undefined ? [] : typeof keys === 'string' ? [keys] : [...keys]).map((k) => ({ key: k, entry: this.entries.get(k)! }));
     touching.sort((a, b) => compareEntries(a.entry, b.entry));
     const routes: RouteConfig[] = [];
-    const conflicts: HostState['conflicts'] = [];
+    const conflicts: Conflict[] = [];
     const pathOwners = new Map<string, { field: string; route: RouteConfig; entry: IngressEntry }>();
-    let certificate: HostState['certificate'];
+    let certificate: { readonly entry: IngressEntry; readonly claim: TlsClaim } | undefined;
     for (const { key, entry } of touching) {
       entry.routes.forEach((candidate, index) => {
         if (candidate.route.host !== host) return;
@@ -284,7 +284,8 @@ export class IngressAssembly {
       });
     }
     routes.sort(compareRoutes);
-    return { routes: exactLength(routes), certificate, conflicts };
+    // Most hosts have no conflict: one shared empty list, not an empty array each (0.6 MB at 20,000 hosts).
+    return { routes: exactLength(routes), certificate: certificate?.claim.certificate, conflicts: conflicts.length === 0 ? NO_CONFLICTS : conflicts };
   }
 
   /** HTTPS is a property of the host: its certificate (or its wildcard parent's) makes every path on it tls. */

@@ -11,6 +11,7 @@ import { SERVICE_NAME_LABEL } from '../model/k8s.ts';
 import type { EndpointSlice, IngressBackend, Service, ServicePort } from '../model/k8s.ts';
 import { sleepPolicyOf } from '../scale-to-zero/policy.ts';
 import { exactLength } from '../util/exact-length.ts';
+import { flatString } from '../util/flat-string.ts';
 import { SmallMap } from '../util/small-map.ts';
 
 /** What is wrong with a backend, relative to the backend's field path (e.g. ".service.port.name"). */
@@ -202,7 +203,8 @@ function computeBackend(
   options: TranslateOptions,
 ): BackendResult {
   const port = portNumber !== undefined ? String(portNumber) : portName!;
-  const key = `${namespace}/${name}:${port}`;
+  // Kept in the config of every route to the port: flat, not three pieces.
+  const key = flatString(`${namespace}/${name}:${port}`);
   const svcName = `Service ${namespace}/${name}`;
   const fail = (error: BackendError, field: string, detail: string, severity: Severity = 'error', appProtocol?: string): BackendResult => ({
     config: { key, namespace, service: name, port, addresses: [], error, ...(appProtocol ? { appProtocol } : {}) },

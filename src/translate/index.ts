@@ -246,7 +246,7 @@ export function createTranslator(knownChecks?: KnownChecks): IncrementalTranslat
       s.byClass.set(key, ingress);
       const previous = s.assembly.entry(key);
       if (ingress !== undefined && classes.serves(ingress)) {
-        const entry = previous && isCurrent(previous, ingress, ctx) ? previous : buildIngressEntry(ingress, ctx, previous);
+        const entry = previous && isCurrent(previous, ingress, ctx) ? previous : buildIngressEntry(ingress, ctx, previous, key);
         if (entry !== previous) {
           ingressesTranslated++;
           if (previous !== undefined) unindexReads(s, key, previous);

@@ -321,10 +321,14 @@ describe('certificate store', () => {
     const next = certificates([...first, ['Bar.Example.com', { secret: 'ns/bar', ...wild }]]);
     store.update(next, { from: first, hosts: ['Bar.Example.com'] });
     assert.notEqual(store.contextFor('bar.example.com'), store.contextFor('unknown.test'));
+    assert.notEqual(store.contextFor('FOO.example.com.'), store.contextFor('unknown.test'));
+    assert.equal(store.hosts, 2);
     // Now the last map has such a host, so later patches read the whole map too (two hosts may share a key).
     const last = certificates([['foo.example.com', { secret: 'ns/foo', ...foo }]]);
     store.update(last, { from: next, hosts: ['foo.example.com'] });
     assert.equal(store.contextFor('bar.example.com'), store.contextFor('unknown.test'));
+    assert.notEqual(store.contextFor('Foo.Example.com'), store.contextFor('unknown.test'), 'every host written as its key again: still served');
+    assert.equal(store.hosts, 1);
   });
 
   test('certificateChangesSince: the delta\'s hosts when it follows the config the store has, else nothing', () => {

@@ -176,6 +176,12 @@ describe('sanitize: malformed objects', () => {
       { apiVersion: 'networking.k8s.io/v1', kind: 'Ingress', metadata: { name: 'x' }, spec: { rules: [{ http: { paths: [{ path: '/' }] } }] } },
       /^spec\.rules\[0\]\.http\.paths\[0\]\.backend: is required/,
     ],
+    [
+      // spec.tls is read before spec.rules (its hosts are shared with the rules'): the first mistake is still the one told.
+      'mistakes in spec.tls and spec.rules',
+      { apiVersion: 'networking.k8s.io/v1', kind: 'Ingress', metadata: { name: 'x' }, spec: { tls: [{ hosts: [7] }], rules: [{ http: { paths: [{ path: '/' }] } }] } },
+      /^spec\.tls\[0\]\.hosts\[0\]: must be a string/,
+    ],
     ['annotation not a string', { apiVersion: 'networking.k8s.io/v1', kind: 'IngressClass', metadata: { name: 'x', annotations: { 'ingressclass.kubernetes.io/is-default-class': true } } }, /must be a string, not true \(quote the value\)/],
     ['port out of range', { apiVersion: 'v1', kind: 'Service', metadata: { name: 'x' }, spec: { ports: [{ port: 70000 }] } }, /^spec\.ports\[0\]\.port: must be between 1 and 65535/],
     ['port as a string', { apiVersion: 'v1', kind: 'Service', metadata: { name: 'x' }, spec: { ports: [{ port: '80' }] } }, /^spec\.ports\[0\]\.port: must be an integer/],
@@ -191,6 +197,13 @@ describe('sanitize: malformed objects', () => {
       assert.match(result.error ?? '', reason);
     });
   }
+
+  test("an Ingress's spec.tls hosts are kept as written, those no rule names too", () => {
+    const raw = ingressRaw();
+    raw.spec.tls = [{ hosts: ['web.example.com', 'other.example.com'], secretName: 'web-tls' }];
+    const { object } = sanitize(raw);
+    assert.deepEqual((object as Ingress).spec!.tls, [{ hosts: ['web.example.com', 'other.example.com'], secretName: 'web-tls' }]);
+  });
 
   test('a rejected object with a readable name says which object it was', () => {
     const result = sanitize({ apiVersion: 'networking.k8s.io/v1', kind: 'Ingress', metadata: { name: 'x', namespace: 'ns' }, spec: 'nope' });

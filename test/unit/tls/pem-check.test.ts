@@ -31,6 +31,8 @@ const NAME_SETS: readonly (readonly string[])[] = [
   ['xn--bcher-kva.example', '*.xn--bcher-kva.example'],
   ['f*.example.com'],
   ['*.a-b.example.org', 'a-.example.org'],
+  // Names that contain a host's name without being it.
+  ['xa.example.com', 'a.example.comx'],
   // No DNS name: OpenSSL looks at the subject's CN.
   [],
 ];
@@ -84,7 +86,7 @@ describe('certificate host coverage', () => {
       assert.ok(check.ok);
       return check.names;
     });
-    assert.deepEqual(names, [['a.example.com', '*.example.com', 'mixed.example.com'], undefined, ['xn--bcher-kva.example', '*.xn--bcher-kva.example'], undefined, undefined, undefined]);
+    assert.deepEqual(names, [['a.example.com', '*.example.com', 'mixed.example.com'], undefined, ['xn--bcher-kva.example', '*.xn--bcher-kva.example'], undefined, undefined, ['xa.example.com', 'a.example.comx'], undefined]);
     assert.deepEqual(plainDnsNames('DNS:a.example.com, IP Address:10.0.0.1, email:x@example.com'), ['a.example.com']);
     assert.equal(plainDnsNames('DNS:a.example.com, DNS:"b,c.example.com"'), undefined);
     assert.equal(plainDnsNames(undefined), undefined);
