@@ -4,7 +4,7 @@
 // against this table by a test, so the guide and the warnings cannot drift apart.
 import type { Problem } from '../model/config.ts';
 import type { ObjectRef } from '../model/k8s.ts';
-import { flatString } from '../util/flat-string.ts';
+import { internString } from '../util/flat-string.ts';
 
 export const NGINX_PREFIX = 'nginx.ingress.kubernetes.io/';
 
@@ -93,24 +93,14 @@ export function nginxAnnotationProblems(annotations: Readonly<Record<string, str
 
 /**
  * The warning's text depends on the annotation's name alone, and a migrated cluster has
- * the same few on thousands of Ingresses: one flat copy per name, where each warning kept
- * its own tree of pieces (about 90 bytes; 1.7 MB at 20,000 warnings). Cleared when full,
- * so names made up by the thousand cannot grow it.
+ * the same few on thousands of Ingresses: interned, one flat copy per name, where each
+ * warning kept its own tree of pieces (about 90 bytes; 1.7 MB at 20,000 warnings).
  */
-const ignoredMessages = new Map<string, string>();
-const MAX_IGNORED_MESSAGES = 1000;
-
 function ignoredMessage(name: string): string {
-  let message = ignoredMessages.get(name);
-  if (message === undefined) {
-    const known = NGINX_EQUIVALENTS[name.slice(NGINX_PREFIX.length)];
-    message = flatString(
-      known?.portico
-        ? `annotation ${name} is ingress-nginx's and is ignored; use ${known.portico}${known.note ? ` (${known.note})` : ''}`
-        : `annotation ${name} is ingress-nginx's and is ignored${known?.note ? `: ${known.note}` : '; portico has no equivalent'} (see docs/migrating-from-ingress-nginx.md)`,
-    );
-    if (ignoredMessages.size >= MAX_IGNORED_MESSAGES) ignoredMessages.clear();
-    ignoredMessages.set(name, message);
-  }
-  return message;
+  const known = NGINX_EQUIVALENTS[name.slice(NGINX_PREFIX.length)];
+  return internString(
+    known?.portico
+      ? `annotation ${name} is ingress-nginx's and is ignored; use ${known.portico}${known.note ? ` (${known.note})` : ''}`
+      : `annotation ${name} is ingress-nginx's and is ignored${known?.note ? `: ${known.note}` : '; portico has no equivalent'} (see docs/migrating-from-ingress-nginx.md)`,
+  );
 }

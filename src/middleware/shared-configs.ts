@@ -6,7 +6,11 @@
 // sharing the object changes nothing a request sees.
 import type { PolicyConfig } from '../model/config.ts';
 
-/** Shared values by key; cleared when full, so that values unique to each Ingress (a CORS origin) cannot grow it. */
+/**
+ * Shared values by key; cleared when full, so that values unique to each Ingress (a CORS
+ * origin) cannot grow it. Not util/shared-by-value.ts: its WeakRef and key per distinct
+ * value would cost about as much as the copies saved when values are unique.
+ */
 const shared = new Map<string, PolicyConfig>();
 const MAX_SHARED = 1000;
 /**

@@ -2,8 +2,6 @@
 // certificate and the key, whether they match, and the names the certificate is for.
 // Pure and synchronous, so the same function runs in translation and in the threads
 // that check Secrets ahead of it (./secret-checks.ts); its result is plain data.
-import { exactLength } from '../util/exact-length.ts';
-import { flatString } from '../util/flat-string.ts';
 // Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const { X509Certificate, createPrivateKey } = process.getBuiltinModule('node:crypto');
 type X509Certificate = import('node:crypto').X509Certificate;
@@ -65,10 +63,10 @@ export function plainDnsNames(subjectAltName: string | undefined): readonly stri
     const name = entry.slice(4).toLowerCase();
     const rest = name.startsWith('*.') ? name.slice(2) : name;
     if (!PLAIN_NAME.test(rest) || (rest !== name && !rest.includes('.'))) return undefined;
-    names.push(flatString(name));
+    names.push(name);
   }
-  // Kept with the parsed Secret: flat names (not slices holding the whole subjectAltName) in a store of their number.
-  return names.length > 0 ? exactLength(names) : undefined;
+  // Not kept as they are: a checked certificate keeps them joined, in one flat string (translate/tls.ts).
+  return names.length > 0 ? names : undefined;
 }
 
 /** A plain host (see plainDnsNames), for which nameCovers answers as X509Certificate.checkHost does. */
