@@ -87,6 +87,10 @@ interface FlagSpec {
 /** setTimeout's limit (about 24.8 days): longer timers fire at once, so longer durations are refused. */
 const MAX_DURATION_MS = 2 ** 31 - 1;
 
+// Where 0 is refused rather than given a meaning: --upstream-connect-timeout and
+// --upstream-idle-timeout 0 were silently "no limit" (a pod that never answers held the
+// request and its connection forever); nginx's proxy_connect_timeout and proxy_read_timeout
+// have no such value either.
 const FLAGS: FlagSpec[] = [
   { flag: 'manifests', key: 'manifests', kind: 'string', default: undefined, help: 'standalone mode: serve the Kubernetes objects in this directory (watched); without it, cluster mode' },
   { flag: 'kubeconfig', key: 'kubeconfig', kind: 'string', default: undefined, help: 'cluster mode: kubeconfig file (else in-cluster config, $KUBECONFIG, ~/.kube/config)' },
@@ -102,9 +106,9 @@ const FLAGS: FlagSpec[] = [
   { flag: 'ingress-class', key: 'ingressClass', kind: 'string', default: 'portico', help: 'IngressClass name served (its spec.controller must be portico.dev/ingress-controller)' },
   { flag: 'gateway-controller-name', key: 'gatewayControllerName', kind: 'string', default: 'portico.dev/gateway-controller', help: 'GatewayClass spec.controllerName served (Gateway API)' },
   { flag: 'allow-external-name', key: 'allowExternalName', kind: 'bool', default: 'false', help: 'route to ExternalName Services (off: an Ingress could send traffic outside the cluster)' },
-  { flag: 'upstream-connect-timeout', key: 'upstreamConnectTimeout', kind: 'duration', default: '5s', help: 'time to connect to a pod' },
+  { flag: 'upstream-connect-timeout', key: 'upstreamConnectTimeout', kind: 'duration', default: '5s', help: 'time to connect to a pod', min: 1 },
   { flag: 'upstream-response-timeout', key: 'upstreamResponseTimeout', kind: 'duration', default: '60s', help: 'time from sending a request to the response headers' },
-  { flag: 'upstream-idle-timeout', key: 'upstreamIdleTimeout', kind: 'duration', default: '60s', help: 'time without data on an upstream connection mid-response' },
+  { flag: 'upstream-idle-timeout', key: 'upstreamIdleTimeout', kind: 'duration', default: '60s', help: 'time without data on an upstream connection mid-response', min: 1 },
   { flag: 'upstream-keepalive', key: 'upstreamKeepAlive', kind: 'duration', default: '60s', help: 'how long an idle keep-alive connection to a pod is kept' },
   { flag: 'client-header-timeout', key: 'clientHeaderTimeout', kind: 'duration', default: '10s', help: 'time a client has to send the request headers', min: 1 },
   { flag: 'client-request-timeout', key: 'clientRequestTimeout', kind: 'duration', default: '5m', help: 'time a client has to send the whole request, body included (0: no limit)' },

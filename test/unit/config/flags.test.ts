@@ -55,6 +55,13 @@ test('numbers that make no sense are refused with the same one line, never clamp
   assert.equal(parseError(['--client-header-timeout', '0']), '--client-header-timeout: invalid value "0": expected a duration above 0 such as 500ms, 5s, 2m or 1h');
   assert.equal(parseError(['--tls-handshake-timeout', '0']), '--tls-handshake-timeout: invalid value "0": expected a duration above 0 such as 500ms, 5s, 2m or 1h');
   assert.equal(parseError(['--retry-period', '0']), '--retry-period: invalid value "0": expected a duration above 0 such as 500ms, 5s, 2m or 1h');
+  // A connect or idle timeout of 0 was silently "no limit": a pod that never answers held the request forever.
+  // nginx's proxy_connect_timeout and proxy_read_timeout have no such value either.
+  assert.equal(parseError(['--upstream-connect-timeout', '0']), '--upstream-connect-timeout: invalid value "0": expected a duration above 0 such as 500ms, 5s, 2m or 1h');
+  assert.equal(parseError([], { PORTICO_UPSTREAM_CONNECT_TIMEOUT: '0s' }), '$PORTICO_UPSTREAM_CONNECT_TIMEOUT: invalid value "0s": expected a duration above 0 such as 500ms, 5s, 2m or 1h');
+  assert.equal(parseError(['--upstream-idle-timeout', '0']), '--upstream-idle-timeout: invalid value "0": expected a duration above 0 such as 500ms, 5s, 2m or 1h');
+  assert.equal(parseError([], { PORTICO_UPSTREAM_IDLE_TIMEOUT: '0ms' }), '$PORTICO_UPSTREAM_IDLE_TIMEOUT: invalid value "0ms": expected a duration above 0 such as 500ms, 5s, 2m or 1h');
+  assert.equal(parseOptions(['--upstream-connect-timeout', '1ms', '--upstream-idle-timeout', '1ms'], {}).upstreamIdleTimeout, 1);
   // A cache of 0 bytes would take no response and say nothing (the cache is used only by Ingresses that ask for it).
   assert.equal(parseError(['--cache-size', '0']), '--cache-size: invalid value "0": expected a size above 0 such as 64MiB, 512m or 1g');
   assert.equal(parseError([], { PORTICO_CACHE_SIZE: '0MiB' }), '$PORTICO_CACHE_SIZE: invalid value "0MiB": expected a size above 0 such as 64MiB, 512m or 1g');
