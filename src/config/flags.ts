@@ -90,7 +90,9 @@ const MAX_DURATION_MS = 2 ** 31 - 1;
 // Where 0 is refused rather than given a meaning: --upstream-connect-timeout and
 // --upstream-idle-timeout 0 were silently "no limit" (a pod that never answers held the
 // request and its connection forever); nginx's proxy_connect_timeout and proxy_read_timeout
-// have no such value either.
+// have no such value either. --cache-invalidation-ttl 0 deleted an object as soon as it was
+// Complete, and without --publish-service Complete means that one replica applied it: the
+// others, which forget an object deleted before they reach it, kept their stale entries.
 const FLAGS: FlagSpec[] = [
   { flag: 'manifests', key: 'manifests', kind: 'string', default: undefined, help: 'standalone mode: serve the Kubernetes objects in this directory (watched); without it, cluster mode' },
   { flag: 'kubeconfig', key: 'kubeconfig', kind: 'string', default: undefined, help: 'cluster mode: kubeconfig file (else in-cluster config, $KUBECONFIG, ~/.kube/config)' },
@@ -145,7 +147,7 @@ const FLAGS: FlagSpec[] = [
   { flag: 'lease-duration', key: 'leaseDuration', kind: 'duration', default: '15s', help: 'cluster mode: how long a lease holds without renewal', min: 1 },
   { flag: 'renew-deadline', key: 'renewDeadline', kind: 'duration', default: '10s', help: 'cluster mode: a leader that cannot renew for this long stops writing', min: 1 },
   { flag: 'retry-period', key: 'retryPeriod', kind: 'duration', default: '2s', help: 'cluster mode: how often to try to acquire or renew the lease', min: 1 },
-  { flag: 'cache-invalidation-ttl', key: 'cacheInvalidationTtl', kind: 'duration', default: '1h', help: 'cluster mode: how long a Complete or Failed CacheInvalidation stays before the leader deletes it (its spec.ttl wins)' },
+  { flag: 'cache-invalidation-ttl', key: 'cacheInvalidationTtl', kind: 'duration', default: '1h', help: 'cluster mode: how long a Complete or Failed CacheInvalidation stays before the leader deletes it (its spec.ttl wins); at least 1s', min: 1000 },
   { flag: 'help', key: 'help', kind: 'bool', default: 'false', help: 'print this help and exit' },
 ];
 

@@ -62,6 +62,10 @@ test('numbers that make no sense are refused with the same one line, never clamp
   assert.equal(parseError(['--upstream-idle-timeout', '0']), '--upstream-idle-timeout: invalid value "0": expected a duration above 0 such as 500ms, 5s, 2m or 1h');
   assert.equal(parseError([], { PORTICO_UPSTREAM_IDLE_TIMEOUT: '0ms' }), '$PORTICO_UPSTREAM_IDLE_TIMEOUT: invalid value "0ms": expected a duration above 0 such as 500ms, 5s, 2m or 1h');
   assert.equal(parseOptions(['--upstream-connect-timeout', '1ms', '--upstream-idle-timeout', '1ms'], {}).upstreamIdleTimeout, 1);
+  // A CacheInvalidation deleted the moment one replica made it Complete could go before the others applied it.
+  assert.equal(parseError(['--cache-invalidation-ttl', '0']), '--cache-invalidation-ttl: invalid value "0": expected a duration of at least 1s');
+  assert.equal(parseError(['--cache-invalidation-ttl', '500ms']), '--cache-invalidation-ttl: invalid value "500ms": expected a duration of at least 1s');
+  assert.equal(parseOptions(['--cache-invalidation-ttl', '1s'], {}).cacheInvalidationTtl, 1000);
   // A cache of 0 bytes would take no response and say nothing (the cache is used only by Ingresses that ask for it).
   assert.equal(parseError(['--cache-size', '0']), '--cache-size: invalid value "0": expected a size above 0 such as 64MiB, 512m or 1g');
   assert.equal(parseError([], { PORTICO_CACHE_SIZE: '0MiB' }), '$PORTICO_CACHE_SIZE: invalid value "0MiB": expected a size above 0 such as 64MiB, 512m or 1g');
