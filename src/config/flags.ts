@@ -128,7 +128,7 @@ const FLAGS: FlagSpec[] = [
   { flag: 'hsts-max-age', key: 'hstsMaxAge', kind: 'int', default: '15724800', help: 'max-age of Strict-Transport-Security, in seconds (182 days, as ingress-nginx)' },
   { flag: 'hsts-include-subdomains', key: 'hstsIncludeSubdomains', kind: 'bool', default: 'false', help: 'add includeSubDomains to Strict-Transport-Security' },
   { flag: 'hsts-preload', key: 'hstsPreload', kind: 'bool', default: 'false', help: 'add preload to Strict-Transport-Security' },
-  { flag: 'shutdown-grace', key: 'shutdownGrace', kind: 'duration', default: '25s', help: 'on SIGTERM, time to finish requests in flight before exiting' },
+  { flag: 'shutdown-grace', key: 'shutdownGrace', kind: 'duration', default: '25s', help: 'on SIGTERM, time to finish requests in flight before exiting; also how long a removed Gateway listener finishes its requests (0: no wait: connections close at once and requests in flight are cut)' },
   { flag: 'default-certificate', key: 'defaultCertificate', kind: 'string', default: undefined, help: 'PEM certificate for unknown SNI names (default: self-signed, generated at start)' },
   { flag: 'default-key', key: 'defaultKey', kind: 'string', default: undefined, help: 'PEM private key of --default-certificate' },
   { flag: 'trusted-proxies', key: 'trustedProxies', kind: 'cidrs', default: '', help: 'CIDR list of peers whose X-Forwarded-For (or PROXY protocol) gives the client address' },

@@ -3,6 +3,8 @@
 // - --upstream-keepalive 0: no idle connection to pods is kept. An HTTP/1.1 pod sees a
 //   new connection for each request, closed once its response is done; an h2c pod a new
 //   HTTP/2 session each time, closed the same way. The requests still succeed.
+// - --shutdown-grace 0: on SIGTERM portico does not wait for requests in flight; it cuts
+//   them, closes its connections to pods and exits 0 at once.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
@@ -123,4 +125,42 @@ describe('--upstream-keepalive 0: no idle connection to a pod is kept', () => {
     assert.equal(h2c.sessions, 3);
     await eventually(async () => h2c.closed === 3, 2000, 'every HTTP/2 session to the pod closed');
   });
+});
+
+describe('--shutdown-grace 0: SIGTERM does not wait for requests in flight', () => {
+  const dir = new ManifestDir();
+  let pod: Awaited<ReturnType<typeof countingPod>>;
+
+  before(async () => {
+    pod = await countingPod();
+    dir.write('all.yaml', [ingressClass('portico'), ingress('slow', { rules: [{ host: 'slow.test', paths: [{ path: '/', service: 'slow' }] }] }), ...serviceWithEndpoints('slow', [pod.port])]);
+  });
+
+  after(async () => {
+    await pod?.close();
+    dir.cleanup();
+  });
+
+  for (const workers of ['1', '2']) {
+    test(`--workers ${workers}: a request the pod never answers is cut, the pod's connection closed, and portico exits 0 at once`, async () => {
+      const portico = await startPortico(['--manifests', dir.path, '--shutdown-grace', '0', '--workers', workers]);
+      const closedBefore = pod.closed;
+      const requestsBefore = pod.requests;
+      const inFlight = get(portico.http, 'slow.test', '/hang', { timeoutMs: 30_000 }).then(
+        (r) => `answered ${r.status}`,
+        (err: Error) => `cut: ${err.message}`,
+      );
+      await eventually(async () => pod.requests === requestsBefore + 1, 5000, 'the request reached the pod');
+      const signalled = Date.now();
+      const code = await portico.stop();
+      const took = Date.now() - signalled;
+      assert.equal(code, 0);
+      // The default grace (25 s) or "wait for ever" would hold it; 0 is at once (2 s: a loaded machine).
+      assert.ok(took < 2000, `exited ${took} ms after SIGTERM`);
+      assert.match(await inFlight, /^cut: /);
+      await eventually(async () => pod.closed === closedBefore + 1, 2000, "portico's connection to the pod closed");
+      const shutdown = portico.logs.find((l) => l.msg === 'shutting down: no new connections, finishing requests in flight');
+      assert.equal(shutdown?.graceMs, 0);
+    });
+  }
 });

@@ -81,15 +81,16 @@ test('numbers that make no sense are refused with the same one line, never clamp
   // A leader must be able to retry before its renew deadline.
   assert.equal(parseError(['--retry-period', '10s']), '--retry-period (10000 ms) must be shorter than --renew-deadline (10000 ms)');
   // Where 0 is documented (or means "no limit", as in undici and node:tls), it stays accepted.
-  const zeros = parseOptions(['--client-request-timeout', '0', '--debounce', '0', '--max-body-size', '0', '--max-requests-per-endpoint', '0', '--max-client-connections', '0', '--upstream-response-timeout', '0', '--client-idle-timeout', '0', '--upstream-keepalive', '0'], {});
+  const zeros = parseOptions(['--client-request-timeout', '0', '--debounce', '0', '--max-body-size', '0', '--max-requests-per-endpoint', '0', '--max-client-connections', '0', '--upstream-response-timeout', '0', '--client-idle-timeout', '0', '--upstream-keepalive', '0', '--shutdown-grace', '0'], {});
   assert.deepEqual(
-    [zeros.clientRequestTimeout, zeros.debounce, zeros.maxBodySize, zeros.maxRequestsPerEndpoint, zeros.maxClientConnections, zeros.upstreamResponseTimeout, zeros.clientIdleTimeout, zeros.upstreamKeepAlive],
-    [0, 0, 0, 0, 0, 0, 0, 0],
+    [zeros.clientRequestTimeout, zeros.debounce, zeros.maxBodySize, zeros.maxRequestsPerEndpoint, zeros.maxClientConnections, zeros.upstreamResponseTimeout, zeros.clientIdleTimeout, zeros.upstreamKeepAlive, zeros.shutdownGrace],
+    [0, 0, 0, 0, 0, 0, 0, 0, 0],
   );
   // --client-idle-timeout 0 is no keep-alive, as nginx's keepalive_timeout 0; the help says so.
   assert.match(helpText(), /--client-idle-timeout DURATION +idle keep-alive time of client connections \(0: no keep-alive, as nginx keepalive_timeout 0: .*Connection: close/);
-  // --upstream-keepalive 0 keeps no idle connection to pods; the help says so.
+  // --upstream-keepalive 0 keeps no idle connection to pods; --shutdown-grace 0 does not wait on SIGTERM. The help says so.
   assert.match(helpText(), /--upstream-keepalive DURATION +how long an idle keep-alive connection to a pod is kept \(0: no keep-alive, .*each connection to a pod closes once its response is done\)/);
+  assert.match(helpText(), /--shutdown-grace DURATION +on SIGTERM, time to finish requests in flight before exiting; .*\(0: no wait: connections close at once and requests in flight are cut\)/);
 });
 
 test('--trusted-proxies: every entry must be an address or a CIDR', () => {
