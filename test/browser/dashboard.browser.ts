@@ -31,7 +31,10 @@ describe('dashboard in Chromium', () => {
       ingress('shop', { rules: [{ host: 'shop.example.com', paths: [{ path: '/', service: 'shop' }, { path: '/api', service: 'api' }, { path: '/health', pathType: 'Exact', service: 'shop' }] }] }, { annotations: { 'portico.dev/rate-limit': '100', 'portico.dev/under-attack': 'false' } }),
       ingress('blog', { rules: [{ host: 'blog.example.com', paths: [{ path: '/', service: 'shop' }] }] }, { annotations: { 'portico.dev/under-attack': 'true', 'portico.dev/response-headers': 'X-Frame-Options: DENY' } }),
       ingress('cold', { rules: [{ host: 'cold.example.com', paths: [{ path: '/', service: 'cold' }] }] }),
+      // No IngressClass nginx exists: legacy is marked missingClass. theirs names a class that exists, of another controller.
       ingress('legacy', { className: 'nginx', rules: [{ host: 'legacy.example.com', paths: [{ path: '/', service: 'shop' }] }] }),
+      ingressClass('other', { controller: 'example.com/other-controller' }),
+      ingress('theirs', { className: 'other', rules: [{ host: 'theirs.example.com', paths: [{ path: '/', service: 'shop' }] }] }),
       ingress('typo', { rules: [{ host: 'typo.example.com', paths: [{ path: '/', service: 'missing' }] }] }, { annotations: { 'portico.dev/rate-limt': '5' } }),
       ...serviceWithEndpoints('shop', [shop.port]),
       ...serviceWithEndpoints('api', [api.port]),
@@ -73,6 +76,11 @@ describe('dashboard in Chromium', () => {
     assert.match(problems, /portico\.dev\/rate-limt/);
     const ignored = await page.$eval('#ignored', (n) => (n as unknown as { innerText: string }).innerText);
     assert.match(ignored, /default\/legacy/);
+    // An Ingress whose spec.ingressClassName names no IngressClass (/routes: missingClass) is marked beside it, as a warning.
+    assert.match(ignored, /default\/legacy class "nginx" does not exist: spec\.ingressClassName "nginx"/);
+    assert.match(ignored, /default\/theirs: spec\.ingressClassName "other" belongs to another controller/);
+    const marked = await page.$$eval('#ignored [data-missing-class]', (nodes) => nodes.map((n) => [n.getAttribute('data-missing-class'), n.className]));
+    assert.deepEqual(marked, [['nginx', 'warning']]);
     const listeners = await page.$eval('#listeners', (n) => (n as unknown as { innerText: string }).innerText);
     assert.match(listeners, new RegExp(`HTTP :${portico.http}`));
     assert.deepEqual(consoleErrors, []);

@@ -114,7 +114,12 @@ function renderProblems() {
     root.append(el('div', { class: 'problem', 'data-object': object }, el('h3', {}, object), ul));
   }
   const ignored = document.getElementById('ignored');
-  ignored.replaceChildren(...routes.ignoredIngresses.map((i) => el('li', {}, el('code', {}, i.ingress), ': ', i.reason)));
+  // missingClass: its spec.ingressClassName names no IngressClass at all (a typo, or a class not
+  // created yet): maybe meant for portico, so marked as a warning, as portico logs it.
+  ignored.replaceChildren(...routes.ignoredIngresses.map((i) => el('li', {},
+    el('code', {}, i.ingress),
+    ...(i.missingClass === undefined ? [] : [' ', el('strong', { class: 'warning', 'data-missing-class': i.missingClass }, 'class "' + i.missingClass + '" does not exist')]),
+    ': ', i.reason)));
   document.getElementById('ignored-section').hidden = routes.ignoredIngresses.length === 0;
 }
 
