@@ -109,7 +109,7 @@ const FLAGS: FlagSpec[] = [
   { flag: 'gateway-controller-name', key: 'gatewayControllerName', kind: 'string', default: 'portico.dev/gateway-controller', help: 'GatewayClass spec.controllerName served (Gateway API)' },
   { flag: 'allow-external-name', key: 'allowExternalName', kind: 'bool', default: 'false', help: 'route to ExternalName Services (off: an Ingress could send traffic outside the cluster)' },
   { flag: 'upstream-connect-timeout', key: 'upstreamConnectTimeout', kind: 'duration', default: '5s', help: 'time to connect to a pod', min: 1 },
-  { flag: 'upstream-response-timeout', key: 'upstreamResponseTimeout', kind: 'duration', default: '60s', help: 'time from sending a request to the response headers' },
+  { flag: 'upstream-response-timeout', key: 'upstreamResponseTimeout', kind: 'duration', default: '60s', help: 'time from sending a request to the response headers (0: no limit)' },
   { flag: 'upstream-idle-timeout', key: 'upstreamIdleTimeout', kind: 'duration', default: '60s', help: 'time without data on an upstream connection mid-response', min: 1 },
   { flag: 'upstream-keepalive', key: 'upstreamKeepAlive', kind: 'duration', default: '60s', help: 'how long an idle keep-alive connection to a pod is kept (0: no keep-alive, as nginx upstreams without keepalive: each connection to a pod closes once its response is done)' },
   { flag: 'client-header-timeout', key: 'clientHeaderTimeout', kind: 'duration', default: '10s', help: 'time a client has to send the request headers', min: 1 },
