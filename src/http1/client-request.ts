@@ -6,6 +6,7 @@
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { isCleanValue, isToken } from './header-chars.ts';
+import { headBytes } from './head-bytes.ts';
 
 /** An error of the client, with the `code` undici would give it (see src/proxy/forward.ts describe()). */
 export class Http1ClientError extends Error {
@@ -45,6 +46,7 @@ export const RUNNING = 2;
 export const DONE = 3;
 
 const DEFAULT_TIMEOUT = 300_000;
+const EMPTY = Buffer.alloc(0);
 
 /**
  * A request target in origin form ("/..."), with no space, control character or
@@ -130,8 +132,8 @@ export interface Http1DispatchOptions {
 
 export class ClientRequest implements Dispatcher.DispatchController {
   readonly handler: Dispatcher.DispatchHandler;
-  /** The request head, as one latin1 string. */
-  head = '';
+  /** The request head, as written (built in head-bytes.ts's scratch buffer, then copied out). */
+  head: Buffer = EMPTY;
   body: RequestBody = null;
   /** A Readable body without Content-Length: sent chunked. */
   chunked = false;
@@ -169,7 +171,12 @@ export class ClientRequest implements Dispatcher.DispatchController {
     const path = options.path;
     if (typeof path !== 'string' || !isCleanPath(path)) return invalidArgument('invalid request path');
     this.isHead = method === 'HEAD';
-    let head = method + ' ' + path + ' HTTP/1.1\r\n';
+    const head = headBytes;
+    head.begin();
+    head.text(method);
+    head.text(' ');
+    head.text(path);
+    head.text(' HTTP/1.1\r\n');
     let hasHost = false;
     let contentLength = -1;
     const headers = options.headers;
@@ -217,30 +224,31 @@ export class ClientRequest implements Dispatcher.DispatchController {
             if (first === 0x65 /* e */ && name.toLowerCase() === 'expect') return invalidArgument('expect is not supported');
             break;
         }
-        head += name + ': ' + value + '\r\n';
+        head.field(name, value);
       }
     }
-    if (!hasHost) head += 'host: ' + hostHeader + '\r\n';
+    if (!hasHost) head.field('host', hostHeader);
 
     const body = options.body ?? null;
     if (body === null) {
       if (contentLength > 0) return new Http1ClientError('UND_ERR_REQ_CONTENT_LENGTH_MISMATCH', 'request body length does not match content-length header');
-      if (contentLength < 0 && expectsPayload(method)) head += 'content-length: 0\r\n';
+      if (contentLength < 0 && expectsPayload(method)) head.text('content-length: 0\r\n');
     } else if (typeof body === 'string' || body instanceof Uint8Array) {
       const bytes = typeof body === 'string' ? Buffer.from(body) : Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
-      if (contentLength < 0) head += 'content-length: ' + bytes.length + '\r\n';
+      if (contentLength < 0) head.field('content-length', String(bytes.length));
       else if (contentLength !== bytes.length) return new Http1ClientError('UND_ERR_REQ_CONTENT_LENGTH_MISMATCH', 'request body length does not match content-length header');
       this.body = bytes;
     } else if (typeof (body as Readable).on === 'function' && typeof (body as Readable).pause === 'function') {
       if (contentLength < 0) {
-        head += 'transfer-encoding: chunked\r\n';
+        head.text('transfer-encoding: chunked\r\n');
         this.chunked = true;
       }
       this.body = body as Readable;
     } else {
       return invalidArgument('body must be a Readable, a Buffer, a string or null');
     }
-    this.head = head + '\r\n';
+    head.crlf();
+    this.head = head.copy();
     this.contentLength = contentLength;
 
     const headersTimeout = options.headersTimeout;

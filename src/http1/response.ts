@@ -5,6 +5,7 @@
 import type { Socket } from 'node:net';
 import { isCleanValue, isToken } from './header-chars.ts';
 import type { Http1Request } from './request.ts';
+import { headBytes } from './head-bytes.ts';
 // Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const { EventEmitter } = process.getBuiltinModule('node:events');
 const { STATUS_CODES } = process.getBuiltinModule('node:http');
@@ -30,16 +31,9 @@ function flatHeaders(input: HeaderInput | undefined): readonly (string | HeaderV
 
 const CRLF = '\r\n';
 
-/** Bodies up to this size are copied behind the head, so the answer is one plain write. */
+/** Bodies up to this size are copied behind the head, so the answer is one write. */
 const COPY_LIMIT = 16 * 1024;
 
-/** The head (latin1) and a body chunk in one buffer: one write instead of a corked writev. */
-function joined(head: string, chunk: Buffer): Buffer {
-  const out = Buffer.allocUnsafe(head.length + chunk.length);
-  out.write(head, 0, 'latin1');
-  chunk.copy(out, head.length);
-  return out;
-}
 const LAST_CHUNK = '0\r\n\r\n';
 
 // The Date header, rendered at most once a second.
@@ -53,6 +47,12 @@ function httpDate(): string {
     dateText = new Date(now).toUTCString();
   }
   return dateText;
+}
+
+// "HTTP/1.1 200 OK\r\n" and the like, made once per status code.
+const statusLines: string[] = [];
+function statusLine(status: number): string {
+  return (statusLines[status] ??= `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Unknown'}\r\n`);
 }
 
 function bodyForbidden(method: string, status: number): boolean {
@@ -128,16 +128,18 @@ export class Http1Response extends EventEmitter {
   }
 
   /**
-   * Renders the head. `endLength` >= 0: the whole body is that one final chunk, so it
-   * can be sent with a Content-Length instead of chunked.
+   * Renders the head into `headBytes` (head-bytes.ts), to be sent or copied out before
+   * anything else builds a head. `endLength` >= 0: the whole body is that one final
+   * chunk, so it can be sent with a Content-Length instead of chunked.
    */
-  private renderHead(endLength: number): string {
+  private renderHead(endLength: number): void {
     const req = this.req;
     const status = this.statusCode;
     const list = this.headerList;
-    let reason = this.statusMessage;
-    if (reason === '' || !isCleanValue(reason)) reason = STATUS_CODES[status] ?? 'Unknown';
-    let head = `HTTP/1.1 ${status} ${reason}\r\n`;
+    const head = headBytes;
+    head.begin();
+    const reason = this.statusMessage;
+    head.text(reason === '' || !isCleanValue(reason) ? statusLine(status) : `HTTP/1.1 ${status} ${reason}\r\n`);
     let hasLength = false;
     let hasDate = false;
     let closeAsked = false;
@@ -168,11 +170,11 @@ export class Http1Response extends EventEmitter {
             break;
         }
         if (typeof value === 'string') {
-          if (!check || isCleanValue(value)) head += `${name}: ${value}\r\n`;
+          if (!check || isCleanValue(value)) head.field(name, value);
         } else if (typeof value === 'number') {
-          head += `${name}: ${value}\r\n`;
+          head.field(name, String(value));
         } else {
-          for (let j = 0; j < value.length; j++) if (!check || isCleanValue(value[j]!)) head += `${name}: ${value[j]}\r\n`;
+          for (let j = 0; j < value.length; j++) if (!check || isCleanValue(value[j]!)) head.field(name, value[j]!);
         }
       }
     }
@@ -184,20 +186,20 @@ export class Http1Response extends EventEmitter {
     if (endLength >= 0 && !req.complete) keepAlive = false;
     if (!this.noBody && !hasLength) {
       if (endLength >= 0) {
-        head += `content-length: ${endLength}\r\n`;
+        head.field('content-length', String(endLength));
       } else if (http10) {
         // HTTP/1.0 has no chunked encoding: the end of the body is the end of the connection.
         keepAlive = false;
       } else {
         this.chunked = true;
-        head += 'transfer-encoding: chunked\r\n';
+        head.text('transfer-encoding: chunked\r\n');
       }
     }
-    if (!hasDate) head += `date: ${httpDate()}\r\n`;
-    if (!keepAlive) head += 'connection: close\r\n';
-    else if (http10) head += 'connection: keep-alive\r\n';
+    if (!hasDate) head.field('date', httpDate());
+    if (!keepAlive) head.text('connection: close\r\n');
+    else if (http10) head.text('connection: keep-alive\r\n');
     this.keepAlive = keepAlive;
-    return head + CRLF;
+    head.crlf();
   }
 
   /** Writes a body chunk; false when the client is slow (wait for 'drain'). */
@@ -207,11 +209,15 @@ export class Http1Response extends EventEmitter {
     if (!this.headersSent) this.writeHead(this.statusCode);
     if (this.headPending) {
       this.headPending = false;
-      const head = this.renderHead(-1);
-      if (this.noBody || chunk.length === 0) return socket.write(head, 'latin1');
-      if (!this.chunked && typeof chunk !== 'string' && chunk.length <= COPY_LIMIT) return socket.write(joined(head, chunk));
+      this.renderHead(-1);
+      const head = headBytes;
+      if (this.noBody || chunk.length === 0) return head.send(socket);
+      if (!this.chunked && typeof chunk !== 'string' && chunk.length <= COPY_LIMIT) {
+        head.append(chunk);
+        return head.send(socket);
+      }
       socket.cork();
-      socket.write(head, 'latin1');
+      socket.write(head.copy());
       const ok = this.writeChunk(chunk);
       socket.uncork();
       return ok;
@@ -252,17 +258,19 @@ export class Http1Response extends EventEmitter {
     if (this.headPending) {
       this.headPending = false;
       const length = hasChunk ? (typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk!.length) : 0;
-      const head = this.renderHead(length);
+      this.renderHead(length);
+      const head = headBytes;
       if (hasChunk && !this.noBody && typeof chunk !== 'string' && chunk!.length <= COPY_LIMIT) {
-        socket.write(joined(head, chunk!));
+        head.append(chunk!);
+        head.send(socket);
       } else if (hasChunk && !this.noBody) {
         socket.cork();
-        socket.write(head, 'latin1');
+        socket.write(head.copy());
         if (typeof chunk === 'string') socket.write(chunk, 'utf8');
         else socket.write(chunk!);
         socket.uncork();
       } else {
-        socket.write(head, 'latin1');
+        head.send(socket);
       }
     } else if (this.chunked) {
       socket.cork();

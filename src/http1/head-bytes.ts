@@ -1,0 +1,104 @@
+// HTTP/1.1 heads written as bytes into one shared scratch buffer, not built as strings.
+// Joining a head from strings (status line, then "name: value\r\n" per header) made about
+// a third of the bytes a proxied request allocates: a cons string per piece, then a flat
+// copy to write it. Those bytes set how often the young generation is collected, and
+// each collection holds up every request in flight. Here the head's characters go
+// straight into a buffer that is reused from one head to the next.
+//
+// Reuse is safe because a write to a plain TCP socket that completes at once (the common
+// case: the kernel took every byte) keeps no reference to the buffer. A socket that
+// would keep it (TLS, corked, or still writing) is given a copy; when the kernel takes
+// only part of a write, the socket's writableLength says so, and the scratch buffer is
+// left to that write and a new one made (`send`).
+import type { Socket } from 'node:net';
+
+/** Room for a head and a small body behind it (bigger ones get a buffer of their own). */
+const SCRATCH_SIZE = 64 * 1024;
+/** Longer strings are copied by Buffer's latin1Write, shorter ones character by character. */
+const LOOP_LIMIT = 32;
+
+/**
+ * Builds one head at a time. Not reentrant: a head is begun, written to and sent (or
+ * copied out) before the next one begins, all in one synchronous run.
+ */
+export class HeadBytes {
+  buf: Buffer = Buffer.allocUnsafeSlow(SCRATCH_SIZE);
+  at = 0;
+
+  begin(): void {
+    this.at = 0;
+  }
+
+  /** Makes room for `n` more bytes (a head over 64 KiB gets a bigger buffer, kept for the next ones until released). */
+  room(n: number): void {
+    const need = this.at + n;
+    if (need <= this.buf.length) return;
+    const bigger = Buffer.allocUnsafeSlow(Math.max(need, this.buf.length * 2));
+    this.buf.copy(bigger, 0, 0, this.at);
+    this.buf = bigger;
+  }
+
+  /**
+   * Appends `s` as latin1 (each character's low byte, as socket.write(s, 'latin1') does;
+   * callers have checked that there is none above U+00FF).
+   */
+  text(s: string): void {
+    const n = s.length;
+    this.room(n);
+    const buf = this.buf;
+    let at = this.at;
+    if (n > LOOP_LIMIT) {
+      buf.write(s, at, n, 'latin1');
+      this.at = at + n;
+      return;
+    }
+    for (let i = 0; i < n; i++) buf[at++] = s.charCodeAt(i);
+    this.at = at;
+  }
+
+  /** Appends "name: value\r\n". */
+  field(name: string, value: string): void {
+    this.text(name);
+    this.room(2);
+    this.buf[this.at++] = 0x3a; // :
+    this.buf[this.at++] = 0x20;
+    this.text(value);
+    this.crlf();
+  }
+
+  crlf(): void {
+    this.room(2);
+    this.buf[this.at++] = 0x0d;
+    this.buf[this.at++] = 0x0a;
+  }
+
+  /** Appends `chunk` (a small body behind its head). */
+  append(chunk: Uint8Array): void {
+    this.room(chunk.length);
+    this.buf.set(chunk, this.at);
+    this.at += chunk.length;
+  }
+
+  /** The bytes so far in a buffer of their own (for a head kept past this run). */
+  copy(): Buffer {
+    const out = Buffer.allocUnsafe(this.at);
+    this.buf.copy(out, 0, 0, this.at);
+    return out;
+  }
+
+  /** Writes the bytes so far to `socket`; returns what socket.write returned. */
+  send(socket: Socket): boolean {
+    // A socket that would keep the buffer gets a copy of its own: TLS completes every
+    // write later (after encrypting), and a corked or busy socket queues the write.
+    if (socket.writableLength !== 0 || socket.writableCorked !== 0 || (socket as Socket & { encrypted?: boolean }).encrypted === true) {
+      return socket.write(this.copy());
+    }
+    const ok = socket.write(this.buf.subarray(0, this.at));
+    // The kernel took only part: the socket keeps this buffer, and the next head gets a new one.
+    if (socket.writableLength !== 0) this.buf = Buffer.allocUnsafeSlow(SCRATCH_SIZE);
+    return ok;
+  }
+}
+
+/** The one builder: heads are built and sent one at a time on the one JavaScript thread. */
+export const headBytes = new HeadBytes();
