@@ -274,7 +274,10 @@ class Session implements ClientConnectionHost {
   }
 
   private idle(): void {
-    if (!this.usable) {
+    // No keep-alive (--upstream-keepalive 0): closed now, not by a timer of 0 ms, which a
+    // request arriving in between would find still open and use.
+    if (!this.usable || this.pool.keepAliveTimeout <= 0) {
+      this.usable = false;
       this.conn?.close();
       return;
     }
