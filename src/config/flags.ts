@@ -111,7 +111,7 @@ const FLAGS: FlagSpec[] = [
   { flag: 'upstream-connect-timeout', key: 'upstreamConnectTimeout', kind: 'duration', default: '5s', help: 'time to connect to a pod', min: 1 },
   { flag: 'upstream-response-timeout', key: 'upstreamResponseTimeout', kind: 'duration', default: '60s', help: 'time from sending a request to the response headers (0: no limit)' },
   { flag: 'upstream-idle-timeout', key: 'upstreamIdleTimeout', kind: 'duration', default: '60s', help: 'time without data on an upstream connection mid-response', min: 1 },
-  { flag: 'upstream-keepalive', key: 'upstreamKeepAlive', kind: 'duration', default: '60s', help: 'how long an idle keep-alive connection to a pod is kept (0: no keep-alive, as nginx upstreams without keepalive: each connection to a pod closes once its response is done)' },
+  { flag: 'upstream-keepalive', key: 'upstreamKeepAlive', kind: 'duration', default: '60s', help: 'how long an idle keep-alive connection to a pod is kept (0: no keep-alive, as nginx upstreams without keepalive: HTTP/1.1 requests to pods say Connection: close, and each connection to a pod closes once its response is done)' },
   { flag: 'client-header-timeout', key: 'clientHeaderTimeout', kind: 'duration', default: '10s', help: 'time a client has to send the request headers', min: 1 },
   { flag: 'client-request-timeout', key: 'clientRequestTimeout', kind: 'duration', default: '5m', help: 'time a client has to send the whole request, body included (0: no limit)' },
   { flag: 'client-idle-timeout', key: 'clientIdleTimeout', kind: 'duration', default: '60s', help: 'idle keep-alive time of client connections (0: no keep-alive, as nginx keepalive_timeout 0: HTTP/1.x answers Connection: close and closes, HTTP/2 sends GOAWAY once its streams are done)' },

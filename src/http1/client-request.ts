@@ -164,7 +164,12 @@ export class ClientRequest implements Dispatcher.DispatchController {
    * Checks the request and builds its head. Returns the error to fail it with, or
    * null. `hostHeader` is sent when the headers carry no Host.
    */
-  prepare(options: Http1DispatchOptions, hostHeader: string, tls: boolean, defaultServername: string): Http1ClientError | null {
+  /**
+   * `keepAlive` false: the pool keeps no idle connection (--upstream-keepalive 0), so the
+   * request says "Connection: close", as RFC 9112 section 9.6 asks of a client that does
+   * not keep connections (the pod then need not hold the connection open after answering).
+   */
+  prepare(options: Http1DispatchOptions, hostHeader: string, tls: boolean, defaultServername: string, keepAlive = true): Http1ClientError | null {
     const method = options.method;
     if (typeof method !== 'string' || !isToken(method)) return invalidArgument('invalid method');
     if (method === 'CONNECT') return invalidArgument('CONNECT is not supported');
@@ -178,6 +183,7 @@ export class ClientRequest implements Dispatcher.DispatchController {
     head.text(path);
     head.text(' HTTP/1.1\r\n');
     let hasHost = false;
+    let hasConnection = false;
     let contentLength = -1;
     const headers = options.headers;
     if (headers !== undefined && headers !== null) {
@@ -212,6 +218,7 @@ export class ClientRequest implements Dispatcher.DispatchController {
             if (first === 0x63 /* c */ && name.toLowerCase() === 'connection') {
               const close = connectionSaysClose(value);
               if (close === undefined) return invalidArgument('invalid connection header');
+              hasConnection = true;
               if (close) this.closeAfter = true;
             } else if (first === 0x6b /* k */ && name.toLowerCase() === 'keep-alive') {
               return invalidArgument('invalid keep-alive header');
@@ -228,6 +235,10 @@ export class ClientRequest implements Dispatcher.DispatchController {
       }
     }
     if (!hasHost) head.field('host', hostHeader);
+    if (!keepAlive && !hasConnection) {
+      head.text('connection: close\r\n');
+      this.closeAfter = true;
+    }
 
     const body = options.body ?? null;
     if (body === null) {

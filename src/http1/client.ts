@@ -112,7 +112,7 @@ export class Http1Pool implements ConnectionPool {
   /** Sends a request; the handler hears how it goes (see the top of this file). Returns false when it failed at once. */
   dispatch(options: Dispatcher.DispatchOptions | Http1DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
     const request = new ClientRequest(handler);
-    let problem = request.prepare(options as Http1DispatchOptions, this.hostHeader, this.tls !== undefined, this.defaultServername);
+    let problem = request.prepare(options as Http1DispatchOptions, this.hostHeader, this.tls !== undefined, this.defaultServername, this.keepAliveTimeout > 0);
     if (problem === null && this.closing) {
       problem = this.destroyed ? new Http1ClientError('UND_ERR_DESTROYED', 'the pool was destroyed') : new Http1ClientError('UND_ERR_CLOSED', 'the pool is closed');
     }

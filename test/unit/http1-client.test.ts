@@ -442,6 +442,25 @@ test('keep-alive: sequential requests share one connection; concurrent ones get 
   assert.equal(pool.idleCount, 4);
 });
 
+test('a pool that keeps no idle connection (keepAliveTimeout 0) says Connection: close, one connection per request; a keep-alive pool says nothing', async (t) => {
+  const heads: string[] = [];
+  const s = await nodeServer((req, res) => {
+    heads.push(String(req.headers.connection));
+    res.end('ok');
+  });
+  const closing = makePool(s.port, { keepAliveTimeout: 0 });
+  const keeping = makePool(s.port);
+  t.after(() => Promise.all([closing.destroy(), keeping.destroy()]).then(() => s.close()));
+  for (let i = 0; i < 3; i++) assert.equal((await send(closing)).body, 'ok');
+  assert.deepEqual(heads, ['close', 'close', 'close']);
+  assert.equal(s.connections, 3);
+  assert.equal(closing.idleCount, 0);
+  heads.length = 0;
+  for (let i = 0; i < 2; i++) assert.equal((await send(keeping)).body, 'ok');
+  assert.deepEqual(heads, ['undefined', 'undefined']);
+  assert.equal(s.connections, 4);
+});
+
 test('idle connections are reused most recently used first', async (t) => {
   const pending: net.Socket[] = [];
   const s = await rawServer((socket, all) => {
