@@ -12,7 +12,7 @@
 // Ingress (rate limits) are compiled with the table, as before.
 import type { Registry } from 'prom-client';
 import type { ProxyResponse } from './exchange-types.ts';
-import type { BackendConfig, PolicyConfig, RouteConfig, RouteSource, RoutingConfig } from '../model/config.ts';
+import type { RouteConfig, RouteSource, RoutingConfig } from '../model/config.ts';
 import type { Route, RouteCompiler } from '../routing/table.ts';
 import { composeChain, composeListed, keepsState, readsRoute } from '../middleware/registry.ts';
 import { routeChanges } from '../routing/route-changes.ts';
@@ -20,7 +20,7 @@ import type { SharedState, SharedStateStore } from '../middleware/types.ts';
 import type { AccessLogHook } from './access-log.ts';
 import { kContext, type Handler, type RequestContext, type UpstreamTimeouts } from './context.ts';
 import { Forwarder } from './forward.ts';
-import { ProxyMetrics, type RouteMetrics } from './metrics.ts';
+import { ProxyMetrics, type PendingCounts, type RouteMetrics } from './metrics.ts';
 import type { HistogramSeries } from './latency-histogram.ts';
 import type { UpstreamPools } from './upstreams.ts';
 import type { WakeGates } from '../scale-to-zero/gates.ts';
@@ -61,6 +61,9 @@ type TrackedResponse = ProxyResponse & { [kContext]?: RequestContext; [kRoute]?:
 /** A compiled route: Route plus what the proxy needs when a request finishes. */
 export class CompiledRoute implements Route {
   readonly config: RouteConfig;
+  /** Its request counts (by status). */
+  readonly requests: PendingCounts<number>;
+  /** What its forwarder(s) count into: shared with the routes that share its forwarder. */
   readonly metrics: RouteMetrics;
   readonly accessLog: AccessLogHook | undefined;
   /** SharedState keys its policies read: kept while the route is live. */
@@ -76,6 +79,7 @@ export class CompiledRoute implements Route {
   constructor(
     config: RouteConfig,
     chain: Handler,
+    requests: PendingCounts<number>,
     metrics: RouteMetrics,
     accessLog: AccessLogHook | undefined,
     timeouts: UpstreamTimeouts | undefined,
@@ -85,6 +89,7 @@ export class CompiledRoute implements Route {
     this.forwarders = forwarders;
     this.config = config;
     this.chain = chain;
+    this.requests = requests;
     this.metrics = metrics;
     this.accessLog = accessLog;
     this.timeouts = timeouts;
@@ -166,7 +171,7 @@ export function requestFinished(res: ProxyResponse): void {
   if (ctx === undefined || route === undefined) return;
   tracked[kContext] = undefined;
   const status = finalStatus(ctx);
-  route.metrics.countResponse(status);
+  route.requests.add(status);
   if (route.accessLog !== undefined) route.accessLog(ctx, status, ctx.responseBytes, ctx.upstreamMillis, ctx.upstreamAddress);
 }
 
@@ -226,9 +231,7 @@ function split(
  * each had been requested.
  */
 class SharedChain {
-  readonly backend: BackendConfig;
-  readonly policies: readonly PolicyConfig[];
-  readonly tls: boolean;
+  /** Its config (backend, policies, tls) is its first route's. */
   readonly forwarder: Forwarder;
   readonly chain: Handler;
   /** The SharedState keys its policies read when it was made. */
@@ -236,17 +239,15 @@ class SharedChain {
   /** Compiled routes using it. */
   refs = 0;
 
-  constructor(config: RouteConfig, forwarder: Forwarder, chain: Handler, sharedKeys: readonly string[]) {
-    this.backend = config.backend;
-    this.policies = config.policies;
-    this.tls = config.tls;
+  constructor(forwarder: Forwarder, chain: Handler, sharedKeys: readonly string[]) {
     this.forwarder = forwarder;
     this.chain = chain;
     this.sharedKeys = sharedKeys;
   }
 
   fits(config: RouteConfig): boolean {
-    return this.backend === config.backend && this.policies === config.policies && this.tls === config.tls;
+    const first = this.forwarder.config;
+    return first.backend === config.backend && first.policies === config.policies && first.tls === config.tls;
   }
 }
 
@@ -313,25 +314,29 @@ export function createRouteCompiler(deps: RouteCompilerDeps): ProxyRoutes {
   let generation = 0;
   // Policies may replace ctx.timeouts, never edit the shared defaults.
   const timeouts = deps.timeouts ? Object.freeze({ ...deps.timeouts }) : undefined;
-  const unrouted = new CompiledRoute(UNROUTED_CONFIG, () => {}, metrics.unrouted, deps.accessLog, undefined);
+  const unrouted = new CompiledRoute(UNROUTED_CONFIG, () => {}, metrics.unroutedRequests, metrics.unrouted, deps.accessLog, undefined);
 
   /** The chain of a table route: its forwarder(s) in its policies, its metric handles. */
   const build = (tableRoute: TableRoute): CompiledRoute => {
     const config = tableRoute.config;
-    const routeMetrics = metrics.forRoute(config, tableRoute.latency);
+    const requests = metrics.requestsFor(config);
     const key = sourceKey(config);
     // Arrays made at their size: one grown by push keeps room for 17.
     let forwarders: Forwarder | Forwarder[];
     let chain: Handler;
     let sharedKeys: readonly string[];
+    let routeMetrics: RouteMetrics;
     const share = shareable(config);
     const found = share ? findShared(config) : undefined;
     if (found !== undefined) {
       found.refs++;
       forwarders = found.forwarder;
+      routeMetrics = found.forwarder.metrics;
+      metrics.retainErrors(config);
       chain = found.chain;
       sharedKeys = found.sharedKeys;
     } else {
+      routeMetrics = metrics.forRoute(config, tableRoute.latency);
       const read: string[] = [];
       const shared = recordingKeys(deps.shared, read);
       let terminal: Handler;
@@ -345,14 +350,14 @@ export function createRouteCompiler(deps: RouteCompilerDeps): ProxyRoutes {
       chain = composeChain(config.policies, terminal, shared, key, config);
       sharedKeys = read.length === 0 ? NO_KEYS : keyList(read);
       if (share) {
-        const made = new SharedChain(config, forwarders as Forwarder, chain, sharedKeys);
+        const made = new SharedChain(forwarders as Forwarder, chain, sharedKeys);
         made.refs = 1;
         addShared(config.source, made);
       }
     }
     for (const k of sharedKeys) sharedRefs.set(k, (sharedRefs.get(k) ?? 0) + 1);
     if (sharedKeys.length > 0) statefulSources.set(key, (statefulSources.get(key) ?? 0) + 1);
-    const route = new CompiledRoute(config, chain, routeMetrics, deps.accessLog, timeouts, sharedKeys, forwarders);
+    const route = new CompiledRoute(config, chain, requests, routeMetrics, deps.accessLog, timeouts, sharedKeys, forwarders);
     if (tableRoute.released) {
       // Matched on a table already replaced: serve this request, hold nothing.
       releaseCompiled(route);
@@ -374,7 +379,7 @@ export function createRouteCompiler(deps: RouteCompilerDeps): ProxyRoutes {
 
   /** A compiled chain is no longer used: its references to series and state go. */
   const releaseCompiled = (route: CompiledRoute): void => {
-    metrics.release(route.metrics);
+    metrics.release(route.requests, route.metrics);
     if (route.forwarders instanceof Forwarder) {
       if (releaseShared(route.config.source, route.forwarders)) route.forwarders.dispose();
     } else {

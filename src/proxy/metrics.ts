@@ -24,7 +24,7 @@ function backendLabels(config: RouteConfig): Labels {
 }
 
 /** Counts of one label set by the value of one more label (status, kind), not yet handed to prom-client. */
-class PendingCounts<K extends number | string> {
+export class PendingCounts<K extends number | string> {
   readonly labels: Labels;
   /** Compiled routes counting here. */
   refs = 0;
@@ -143,22 +143,20 @@ class ScrapedCounter<K extends number | string> {
   }
 }
 
-/** The metrics of one route, bound when the route is compiled. */
+/**
+ * What a route's forwarder counts into: the latency and error series of its source and
+ * Service, bound when the route is compiled. Routes that share a forwarder (compile.ts)
+ * share one; a route's request counts are its own (ProxyMetrics.requestsFor).
+ */
 export class RouteMetrics {
-  readonly requests: PendingCounts<number>;
   readonly latency: HistogramSeries;
   readonly errors: PendingCounts<UpstreamErrorKind>;
   private readonly histogram: LatencyHistogram;
 
-  constructor(requests: PendingCounts<number>, histogram: LatencyHistogram, latency: HistogramSeries, errors: PendingCounts<UpstreamErrorKind>) {
-    this.requests = requests;
+  constructor(histogram: LatencyHistogram, latency: HistogramSeries, errors: PendingCounts<UpstreamErrorKind>) {
     this.histogram = histogram;
     this.latency = latency;
     this.errors = errors;
-  }
-
-  countResponse(status: number): void {
-    this.requests.add(status);
   }
 
   /** Time from sending the request to the response headers. */
@@ -177,6 +175,8 @@ export class ProxyMetrics {
   private readonly latency: LatencyHistogram;
   private readonly errors: ScrapedCounter<UpstreamErrorKind>;
   /** Requests answered before a route was found: counted under UNROUTED_LABELS, never removed. */
+  readonly unroutedRequests: PendingCounts<number>;
+  /** The unrouted pseudo-route's latency and errors: never exported. */
   readonly unrouted: RouteMetrics;
 
   constructor(registry: Registry) {
@@ -201,7 +201,8 @@ export class ProxyMetrics {
       'kind',
     );
     // Nothing unrouted reaches a pod: its latency and errors are never exported.
-    this.unrouted = new RouteMetrics(this.requests.countsFor({ ...UNROUTED_LABELS }), this.latency, this.latency.newSeries({}), this.errors.unexported());
+    this.unroutedRequests = this.requests.countsFor({ ...UNROUTED_LABELS });
+    this.unrouted = new RouteMetrics(this.latency, this.latency.newSeries({}), this.errors.unexported());
   }
 
   /**
@@ -219,22 +220,33 @@ export class ProxyMetrics {
   }
 
   /**
-   * Metrics handles for a route, over the latency series latencyFor() gave it; routes with
-   * the same labels share their series. Made when the route is compiled (its first request).
+   * A route's request counts, one more reference to them; routes with the same labels
+   * share them. Taken when the route is compiled (its first request).
    */
-  forRoute(config: RouteConfig, latency: HistogramSeries): RouteMetrics {
-    const labels = backendLabels(config);
-    return new RouteMetrics(
-      this.requests.countsFor({ namespace: labels.namespace, ingress: labels.ingress, host: config.host, path: config.path, service: labels.service }),
-      this.latency,
-      latency,
-      this.errors.countsFor(labels),
-    );
+  requestsFor(config: RouteConfig): PendingCounts<number> {
+    return this.requests.countsFor({ namespace: config.source.namespace, ingress: config.source.name, host: config.host, path: config.path, service: config.backend.service });
   }
 
-  /** The compiled route of `m` is gone: series no other route uses are removed (the latency series goes with releaseLatency). */
-  release(m: RouteMetrics): void {
-    this.requests.release(m.requests);
+  /**
+   * The handles a forwarder of `config` counts into, over the latency series latencyFor()
+   * gave the route, and one more reference to its error counts (release with release()).
+   */
+  forRoute(config: RouteConfig, latency: HistogramSeries): RouteMetrics {
+    return new RouteMetrics(this.latency, latency, this.errors.countsFor(backendLabels(config)));
+  }
+
+  /**
+   * One more reference to the error counts of a forwarder's RouteMetrics, for another
+   * route of `config` that counts into it: a shared forwarder's routes have its source and
+   * Service, so the same label set, whose counts are that forwarder's while it is used.
+   */
+  retainErrors(config: RouteConfig): void {
+    this.errors.countsFor(backendLabels(config));
+  }
+
+  /** A compiled route is gone: series no other route uses are removed (the latency series goes with releaseLatency). */
+  release(requests: PendingCounts<number>, m: RouteMetrics): void {
+    this.requests.release(requests);
     this.errors.release(m.errors);
   }
 }

@@ -58,6 +58,9 @@ test('routes of one source with the same backend, policies and tls share their f
   assert.notEqual(forwarderOf(table.get(tls)), fa, 'another tls flag');
   assert.notEqual(forwarderOf(table.get(rewritten1)), forwarderOf(table.get(rewritten2)), 'a policy that reads its route');
   assert.notEqual(forwarderOf(table.get(elsewhere)), fa, 'another Ingress');
+  const compiledOf = (c: RouteConfig) => (table.get(c) as unknown as { compiled: { metrics: unknown; requests: unknown } }).compiled;
+  assert.equal(compiledOf(a).metrics, compiledOf(b).metrics, 'one set of latency and error handles for the shared forwarder');
+  assert.notEqual(compiledOf(a).requests, compiledOf(b).requests, 'request counts of each route (host label)');
 
   // The route that made the shared forwarder leaves: the others keep it, following their backend.
   compiler.retain(config([b, api]));
