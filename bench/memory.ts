@@ -19,7 +19,7 @@
 // command line, as the image's ENTRYPOINT puts them, and the workers inherit them.
 import { spawn } from 'node:child_process';
 import http from 'node:http';
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, cpSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -228,8 +228,21 @@ try {
   if (snapshotDir) {
     const before = new Set(readdirSync(snapshotDir));
     process.kill(pid, 'SIGUSR2');
-    while (!readdirSync(snapshotDir).some((f) => !before.has(f) && f.endsWith('.heapsnapshot'))) await new Promise((r) => setTimeout(r, 500));
-    await new Promise((r) => setTimeout(r, 5000)); // the file appears before it is complete
+    let file: string | undefined;
+    while ((file = readdirSync(snapshotDir).find((f) => !before.has(f) && f.endsWith('.heapsnapshot'))) === undefined) await new Promise((r) => setTimeout(r, 500));
+    // The file appears before it is complete, and its writing pauses: wait until it ends
+    // as the JSON does (a fixed 5 s wait cut a 280 MB snapshot short on a busy machine).
+    const path = join(snapshotDir, file);
+    const complete = () => {
+      const size = statSync(path).size;
+      if (size < 2) return false;
+      const tail = Buffer.alloc(2);
+      const fd = openSync(path, 'r');
+      readSync(fd, tail, 0, 2, size - 2);
+      closeSync(fd);
+      return tail.toString() === ']}';
+    };
+    while (!complete()) await new Promise((r) => setTimeout(r, 1000));
     console.log(`heap snapshot written to ${snapshotDir}; RSS after it (a full GC): ${fmt(rss())} MB`);
   }
   child.kill('SIGTERM');

@@ -130,6 +130,12 @@ export function keepsState(route: RouteConfig): boolean {
   return listed(route.policies) || (route.backends?.some((wb) => listed(wb.policies)) ?? false);
 }
 
+/** Whether a policy of the list reads more of its route than `tls` when its middleware is made (readsRoute). */
+export function readsRoute(policies: readonly PolicyConfig[]): boolean {
+  for (const p of policies) if (byName.get(p.name)?.readsRoute === true) return true;
+  return false;
+}
+
 /** Names of the policies that act on `route`, in chain order (what /routes shows). */
 export function activePolicies(route: RouteConfig): string[] {
   return activeConfigs(route.policies, route).map((a) => a.def.name);

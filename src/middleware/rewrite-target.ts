@@ -51,6 +51,7 @@ export const rewriteTargetPolicy: PolicyDefinition<RewriteTargetConfig> = {
     }
     return { target };
   },
+  readsRoute: true,
   create(config, _shared, _key, route): Middleware {
     // Without the route there is no matched prefix to replace.
     if (route === undefined) return (next) => next;

@@ -70,6 +70,13 @@ export interface PolicyDefinition<C = unknown> {
    */
   readonly keepsState?: boolean;
   /**
+   * Its create() reads `route` (its path, its match type): each route gets a chain of its
+   * own. Without it, the routes of one source with the same backend, policies and tls flag
+   * share one chain (src/proxy/compile.ts): create() and applies() may read `route.tls`,
+   * nothing else of it.
+   */
+  readonly readsRoute?: true;
+  /**
    * Whether the policy does anything on `route` with `config` (default: yes). A policy
    * that does not apply is left out of the chain, and out of /routes.
    */

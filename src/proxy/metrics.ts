@@ -24,14 +24,20 @@ function backendLabels(config: RouteConfig): Labels {
 }
 
 /** Counts of one label set by the value of one more label (status, kind), not yet handed to prom-client. */
-class PendingCounts<K extends number | string> {
+export class PendingCounts<K extends number | string> {
   readonly labels: Labels;
   /** Compiled routes counting here. */
   refs = 0;
   /**
-   * Every value seen, so that removing the series removes all of them, and its count
-   * not yet flushed. Made at the first count: most of a large table's routes never see
-   * one (100 bytes each at 40,000 routes).
+   * The first value seen and its count not yet flushed: a route usually answers with one
+   * status (and a backend fails one way), and two arrays for it cost 112 bytes a route
+   * (2.2 MB at 20,000 routes with traffic). undefined: nothing counted yet.
+   */
+  first: K | undefined = undefined;
+  firstPending = 0;
+  /**
+   * Every further value, so that removing the series removes all of them, and its count
+   * not yet flushed. Made at the second value.
    */
   values: K[] | undefined = undefined;
   pending: number[] | undefined = undefined;
@@ -41,6 +47,15 @@ class PendingCounts<K extends number | string> {
   }
 
   add(value: K): void {
+    if (this.first === value) {
+      this.firstPending++;
+      return;
+    }
+    if (this.first === undefined) {
+      this.first = value;
+      this.firstPending = 1;
+      return;
+    }
     const values = this.values;
     if (values !== undefined) {
       for (let i = 0; i < values.length; i++) {
@@ -58,6 +73,12 @@ class PendingCounts<K extends number | string> {
   }
 
   flush(counter: Counter, label: string): void {
+    if (this.first === undefined) return;
+    if (this.firstPending !== 0) {
+      const n = this.firstPending;
+      this.firstPending = 0;
+      counter.inc({ ...this.labels, [label]: String(this.first) }, n);
+    }
     const { values, pending } = this;
     if (values === undefined || pending === undefined) return;
     for (let i = 0; i < values.length; i++) {
@@ -69,6 +90,8 @@ class PendingCounts<K extends number | string> {
   }
 
   removeFrom(counter: Counter, label: string): void {
+    if (this.first === undefined) return;
+    counter.remove({ ...this.labels, [label]: String(this.first) });
     for (const value of this.values ?? []) counter.remove({ ...this.labels, [label]: String(value) });
   }
 }
@@ -120,22 +143,20 @@ class ScrapedCounter<K extends number | string> {
   }
 }
 
-/** The metrics of one route, bound when the route is compiled. */
+/**
+ * What a route's forwarder counts into: the latency and error series of its source and
+ * Service, bound when the route is compiled. Routes that share a forwarder (compile.ts)
+ * share one; a route's request counts are its own (ProxyMetrics.requestsFor).
+ */
 export class RouteMetrics {
-  readonly requests: PendingCounts<number>;
   readonly latency: HistogramSeries;
   readonly errors: PendingCounts<UpstreamErrorKind>;
   private readonly histogram: LatencyHistogram;
 
-  constructor(requests: PendingCounts<number>, histogram: LatencyHistogram, latency: HistogramSeries, errors: PendingCounts<UpstreamErrorKind>) {
-    this.requests = requests;
+  constructor(histogram: LatencyHistogram, latency: HistogramSeries, errors: PendingCounts<UpstreamErrorKind>) {
     this.histogram = histogram;
     this.latency = latency;
     this.errors = errors;
-  }
-
-  countResponse(status: number): void {
-    this.requests.add(status);
   }
 
   /** Time from sending the request to the response headers. */
@@ -154,6 +175,8 @@ export class ProxyMetrics {
   private readonly latency: LatencyHistogram;
   private readonly errors: ScrapedCounter<UpstreamErrorKind>;
   /** Requests answered before a route was found: counted under UNROUTED_LABELS, never removed. */
+  readonly unroutedRequests: PendingCounts<number>;
+  /** The unrouted pseudo-route's latency and errors: never exported. */
   readonly unrouted: RouteMetrics;
 
   constructor(registry: Registry) {
@@ -178,7 +201,8 @@ export class ProxyMetrics {
       'kind',
     );
     // Nothing unrouted reaches a pod: its latency and errors are never exported.
-    this.unrouted = new RouteMetrics(this.requests.countsFor({ ...UNROUTED_LABELS }), this.latency, this.latency.newSeries({}), this.errors.unexported());
+    this.unroutedRequests = this.requests.countsFor({ ...UNROUTED_LABELS });
+    this.unrouted = new RouteMetrics(this.latency, this.latency.newSeries({}), this.errors.unexported());
   }
 
   /**
@@ -196,22 +220,33 @@ export class ProxyMetrics {
   }
 
   /**
-   * Metrics handles for a route, over the latency series latencyFor() gave it; routes with
-   * the same labels share their series. Made when the route is compiled (its first request).
+   * A route's request counts, one more reference to them; routes with the same labels
+   * share them. Taken when the route is compiled (its first request).
    */
-  forRoute(config: RouteConfig, latency: HistogramSeries): RouteMetrics {
-    const labels = backendLabels(config);
-    return new RouteMetrics(
-      this.requests.countsFor({ namespace: labels.namespace, ingress: labels.ingress, host: config.host, path: config.path, service: labels.service }),
-      this.latency,
-      latency,
-      this.errors.countsFor(labels),
-    );
+  requestsFor(config: RouteConfig): PendingCounts<number> {
+    return this.requests.countsFor({ namespace: config.source.namespace, ingress: config.source.name, host: config.host, path: config.path, service: config.backend.service });
   }
 
-  /** The compiled route of `m` is gone: series no other route uses are removed (the latency series goes with releaseLatency). */
-  release(m: RouteMetrics): void {
-    this.requests.release(m.requests);
+  /**
+   * The handles a forwarder of `config` counts into, over the latency series latencyFor()
+   * gave the route, and one more reference to its error counts (release with release()).
+   */
+  forRoute(config: RouteConfig, latency: HistogramSeries): RouteMetrics {
+    return new RouteMetrics(this.latency, latency, this.errors.countsFor(backendLabels(config)));
+  }
+
+  /**
+   * One more reference to the error counts of a forwarder's RouteMetrics, for another
+   * route of `config` that counts into it: a shared forwarder's routes have its source and
+   * Service, so the same label set, whose counts are that forwarder's while it is used.
+   */
+  retainErrors(config: RouteConfig): void {
+    this.errors.countsFor(backendLabels(config));
+  }
+
+  /** A compiled route is gone: series no other route uses are removed (the latency series goes with releaseLatency). */
+  release(requests: PendingCounts<number>, m: RouteMetrics): void {
+    this.requests.release(requests);
     this.errors.release(m.errors);
   }
 }

@@ -93,14 +93,16 @@ export function optStringList(v: unknown, field: string): string[] | undefined {
 export function optStringMap(v: unknown, field: string, drop?: ReadonlySet<string>, shared = false): Record<string, string> | undefined {
   const obj = optObject(v, field);
   if (!obj) return undefined;
-  const out: Record<string, string> = {};
+  const keys: string[] = [];
+  const values: string[] = [];
   for (const [key, value] of Object.entries(obj)) {
     if (drop?.has(key)) continue;
     // The API server rejects `key: true` in labels and annotations; so do we, with the fix in the message.
     if (typeof value !== 'string') fail(`${field}[${JSON.stringify(key)}]`, `must be a string, not ${describe(value)} (quote the value)`);
-    out[key] = shared ? internString(value) : unsliced(value);
+    keys.push(key);
+    values.push(shared ? internString(value) : unsliced(value));
   }
-  return out;
+  return exactObject(keys, values) as Record<string, string>;
 }
 
 export function describe(v: unknown): string {
@@ -118,12 +120,44 @@ export function describe(v: unknown): string {
  * hundreds of thousands of these at 10,000 Ingresses.
  */
 export function compact<T extends object>(obj: T): T {
-  const out: Record<string, unknown> = {};
+  const keys: string[] = [];
+  const values: unknown[] = [];
   for (const key of Object.keys(obj)) {
     const value = (obj as Record<string, unknown>)[key];
-    if (value !== undefined) out[key] = value;
+    if (value === undefined) continue;
+    keys.push(key);
+    values.push(value);
   }
-  return out as T;
+  return exactObject(keys, values) as T;
+}
+
+/**
+ * Makers of objects of a given list of keys, as object literals: an object filled from
+ * `{}` has room for four fields whatever it holds (56 bytes for one or two) and keeps any
+ * more in a separate array, where a literal's object is its fields' size. Bounded: keys
+ * come from users' objects (labels, annotations); beyond MAX_SHAPES, objects are filled.
+ */
+const makers = new Map<string, (values: readonly unknown[]) => object>();
+const MAX_SHAPES = 500;
+
+/** An object of `keys` (distinct, in this order) and `values`, no bigger than its fields need. */
+export function exactObject(keys: readonly string[], values: readonly unknown[]): object {
+  if (keys.length === 0) return {};
+  const shape = keys.join('\0');
+  let make = makers.get(shape);
+  if (make === undefined) {
+    // "__proto__" in a literal sets the prototype; index-like keys are elements anyway.
+    if (makers.size >= MAX_SHAPES || keys.includes('__proto__') || keys.some((k) => k.includes('\0'))) return filled(keys, values);
+    make = new Function('v', `return {${keys.map((k, i) => `${JSON.stringify(k)}: v[${i}]`).join(', ')}};`) as (values: readonly unknown[]) => object;
+    makers.set(shape, make);
+  }
+  return make(values);
+}
+
+function filled(keys: readonly string[], values: readonly unknown[]): object {
+  const out: Record<string, unknown> = {};
+  for (let i = 0; i < keys.length; i++) out[keys[i]!] = values[i];
+  return out;
 }
 
 export function deepFreeze<T>(value: T): T {

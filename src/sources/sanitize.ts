@@ -48,6 +48,7 @@ import {
   optStringMap,
   describe,
   compact,
+  exactObject,
   deepFreeze,
   shared,
   type Json,
@@ -314,15 +315,19 @@ function base64Value(v: unknown, field: string): string | undefined {
 function sanitizeSecret(o: Json, metadata: ObjectMeta): Secret {
   const data = optObject(o.data, 'data');
   const stringData = optObject(o.stringData, 'stringData');
-  const kept: Record<string, string> = {};
+  const keys: string[] = [];
+  const values: string[] = [];
   for (const key of TLS_KEYS) {
     // stringData wins over data, as when the API server merges them on write.
     const plain = optString(stringData?.[key], `stringData[${JSON.stringify(key)}]`);
     const encoded = plain === undefined ? base64Value(data?.[key], `data[${JSON.stringify(key)}]`) : undefined;
     const value = plain ?? (encoded === undefined ? undefined : Buffer.from(encoded, 'base64').toString('utf8'));
-    if (value !== undefined) kept[key] = value;
+    if (value !== undefined) {
+      keys.push(key);
+      values.push(value);
+    }
   }
-  return { apiVersion: ROUTING_API_VERSIONS.Secret, kind: 'Secret', metadata, type: TLS_SECRET_TYPE, stringData: kept };
+  return { apiVersion: ROUTING_API_VERSIONS.Secret, kind: 'Secret', metadata, type: TLS_SECRET_TYPE, stringData: exactObject(keys, values) as Record<string, string> };
 }
 
 // ---- discovery.k8s.io/v1 ----

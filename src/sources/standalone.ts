@@ -190,26 +190,6 @@ class DirectoryGone extends Error {}
  */
 type DefiningFiles = string | Set<string>;
 
-function withFile(files: DefiningFiles | undefined, path: string): DefiningFiles {
-  if (files === undefined || files === path) return path;
-  if (typeof files === 'string') return new Set([files, path]);
-  files.add(path);
-  return files;
-}
-
-/** undefined: no file defines it any more. */
-function withoutFile(files: DefiningFiles, path: string): DefiningFiles | undefined {
-  if (typeof files === 'string') return files === path ? undefined : files;
-  files.delete(path);
-  if (files.size > 1) return files;
-  for (const only of files) return only;
-  return undefined;
-}
-
-function fileCount(files: DefiningFiles | undefined): number {
-  return files === undefined ? 0 : typeof files === 'string' ? 1 : files.size;
-}
-
 function firstPath(paths: Iterable<string>): string {
   let first: string | undefined;
   for (const p of paths) if (first === undefined || p < first) first = p;
@@ -225,10 +205,12 @@ export class ManifestDirectorySource {
   private dirty = new Set<string>();
   /** An event named no file (or a directory outside the tree): the next scan walks the whole tree. */
   private walkNeeded = true;
-  /** Object identity -> the files that define it (usually one). */
-  private readonly definedIn = new Map<string, DefiningFiles>();
-  /** Identities defined in more than one file. */
-  private readonly duplicated = new Set<string>();
+  /**
+   * Identities defined in more than one file, with those files. An identity defined in one
+   * file is found in that file's entry (applyFiles): a map of every identity to its file
+   * held 1.8 MB at 40,000 objects.
+   */
+  private readonly duplicated = new Map<string, Set<string>>();
   /** Files that currently have errors. */
   private readonly failing = new Set<string>();
   /** Files that read empty once and are read again before their objects are dropped. */
@@ -818,27 +800,30 @@ export class ManifestDirectorySource {
    * change, not to the tree.
    */
   private applyFiles(updates: ReadonlyMap<string, FileEntry | undefined>): void {
-    const touched = new Set<string>();
+    /** Each identity the changed files define or defined, with those files. */
+    const touched = new Map<string, string | string[]>();
+    /** Identities a changed file defined before: then no other file did unless `duplicated` says so. */
+    const definedBefore = new Set<string>();
+    const mention = (id: string, path: string) => {
+      const paths = touched.get(id);
+      if (paths === undefined) touched.set(id, path);
+      else if (typeof paths === 'string') {
+        if (paths !== path) touched.set(id, [paths, path]);
+      } else if (!paths.includes(path)) paths.push(path);
+    };
     for (const [path, entry] of updates) {
       if (this.readingBeside !== undefined) this.appliedDuringWalk?.add(path);
       if (entry?.invalidations !== undefined || this.files.get(path)?.invalidations !== undefined) this.o.onCacheInvalidations?.(path, entry?.invalidations ?? []);
       const before = this.files.get(path);
       if (before) {
         for (const id of before.objects.keys()) {
-          touched.add(id);
-          const files = this.definedIn.get(id);
-          if (files === undefined) continue;
-          const rest = withoutFile(files, path);
-          if (rest === undefined) this.definedIn.delete(id);
-          else this.definedIn.set(id, rest);
+          mention(id, path);
+          definedBefore.add(id);
         }
       }
       if (entry) {
         this.files.set(path, entry);
-        for (const id of entry.objects.keys()) {
-          touched.add(id);
-          this.definedIn.set(id, withFile(this.definedIn.get(id), path));
-        }
+        for (const id of entry.objects.keys()) mention(id, path);
         if (entry.errors.length > 0) this.failing.add(path);
         else this.failing.delete(path);
       } else {
@@ -847,18 +832,51 @@ export class ManifestDirectorySource {
       }
     }
     const { store } = this.o;
-    for (const id of touched) {
-      const files = this.definedIn.get(id);
-      const winner = files !== undefined ? this.winnerOf(id, files) : undefined;
-      if (fileCount(files) > 1) this.duplicated.add(id);
-      else this.duplicated.delete(id);
-      // What the store holds is what this source put there (it is the only source in
-      // standalone mode): no map of its own by identity (1.75 MB at 40,000 objects). The
-      // store keeps its object when given an equal one, which upsert then finds unchanged.
+    /** Identity -> a file not changed now that defines it; made only when needed (an object defined again elsewhere). */
+    let unchangedFiles: Map<string, string> | undefined;
+    const definedElsewhere = (id: string): string | undefined => {
+      if (unchangedFiles === undefined) {
+        unchangedFiles = new Map();
+        for (const [path, entry] of this.files) {
+          if (updates.has(path)) continue;
+          for (const other of entry.objects.keys()) if (!unchangedFiles.has(other)) unchangedFiles.set(other, path);
+        }
+      }
+      return unchangedFiles.get(id);
+    };
+    for (const [id, paths] of touched) {
       const slash = id.indexOf('/');
       const kind = id.slice(0, slash) as RoutingKind;
       const key = id.slice(slash + 1);
       const applied = store.get(kind, key);
+      // The files that define it now: those of `duplicated`, or the one file that did
+      // (found only when a changed file did not: the store holds what some file defines),
+      // with the changed files brought up to date.
+      let files = this.duplicated.get(id);
+      let single: string | undefined;
+      if (files === undefined) {
+        const other = !definedBefore.has(id) && applied !== undefined ? definedElsewhere(id) : undefined;
+        if (other === undefined && typeof paths === 'string') single = this.files.get(paths)?.objects.has(id) ? paths : undefined;
+        else files = new Set(other === undefined ? [] : [other]);
+      }
+      if (files !== undefined) {
+        for (const path of typeof paths === 'string' ? [paths] : paths) {
+          if (this.files.get(path)?.objects.has(id)) files.add(path);
+          else files.delete(path);
+        }
+        if (files.size > 1) {
+          this.duplicated.set(id, files);
+        } else {
+          this.duplicated.delete(id);
+          single = files.size === 1 ? files.values().next().value : undefined;
+          files = undefined;
+        }
+      }
+      const defining = files ?? single;
+      const winner = defining !== undefined ? this.winnerOf(id, defining) : undefined;
+      // What the store holds is what this source put there (it is the only source in
+      // standalone mode): no map of its own by identity (1.75 MB at 40,000 objects). The
+      // store keeps its object when given an equal one, which upsert then finds unchanged.
       if (winner === undefined) {
         if (applied) store.delete(kind, key);
       } else if (applied !== winner) {
@@ -875,9 +893,8 @@ export class ManifestDirectorySource {
   /** A warning per definition that lost to the same object in an earlier file. */
   private duplicateProblems(): Problem[] {
     const lost: { path: string; line: number | undefined; problem: Problem }[] = [];
-    for (const id of this.duplicated) {
-      const files = this.definedIn.get(id)!;
-      const paths = typeof files === 'string' ? [files] : [...files].sort();
+    for (const [id, files] of this.duplicated) {
+      const paths = [...files].sort();
       const first = paths[0]!;
       const firstAt = where(first, this.files.get(first)!.objects.get(id)!.line);
       for (const path of paths.slice(1)) {

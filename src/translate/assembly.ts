@@ -6,7 +6,7 @@
 import { diffProblems, NO_PROBLEM_CHANGES, problemChanges, problemDelta, type CertificateConfig, type Problem, type ProblemDelta, type RouteConfig } from '../model/config.ts';
 import { compareEntries, precedence } from './conflicts.ts';
 import { wildcardParent } from './hosts.ts';
-import type { IngressEntry, TlsClaim } from './ingress.ts';
+import { pathKeyOf, type IngressEntry, type TlsClaim } from './ingress.ts';
 import { insertSorted, removeSorted } from '../util/sorted.ts';
 import { exactLength } from '../util/exact-length.ts';
 import { PatchedMap } from '../util/patched-map.ts';
@@ -245,9 +245,10 @@ export class IngressAssembly {
     for (const { key, entry } of touching) {
       entry.routes.forEach((candidate, index) => {
         if (candidate.route.host !== host) return;
-        const owned = pathOwners.get(candidate.matchKey);
+        const pathKey = pathKeyOf(candidate.route.pathType, candidate.route.path);
+        const owned = pathOwners.get(pathKey);
         if (owned === undefined) {
-          pathOwners.set(candidate.matchKey, { field: candidate.field, route: candidate.route, entry });
+          pathOwners.set(pathKey, { field: candidate.field, route: candidate.route, entry });
           routes.push(candidate.route);
           return;
         }

@@ -5,7 +5,7 @@ import { checkPems, isPlainHost, nameCovers, type PemCheck } from '../tls/pem-ch
 import type { CertificateConfig } from '../model/config.ts';
 import { TLS_SECRET_TYPE, type Secret } from '../model/k8s.ts';
 import { sampleHostFor } from './hosts.ts';
-import { flatString } from '../util/flat-string.ts';
+import { flatString, internString } from '../util/flat-string.ts';
 // Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const { X509Certificate } = process.getBuiltinModule('node:crypto');
 
@@ -52,7 +52,8 @@ class CheckedCertificate {
 
   constructor(certificate: CertificateConfig, names: readonly string[] | undefined) {
     this.certificate = certificate;
-    this.names = names === undefined ? undefined : flatString(names.join(' '));
+    // Interned: Secrets copied into many namespaces (a wildcard certificate) have the same names.
+    this.names = names === undefined ? undefined : internString(names.join(' '));
   }
 
   covers(host: string): boolean {

@@ -15,7 +15,9 @@ test('a route that served nothing yet is exported with zero buckets and no reque
   const registry = new Registry();
   const metrics = new ProxyMetrics(registry);
   const one = metrics.forRoute(route('/'), metrics.latencyFor(route('/')));
+  const oneRequests = metrics.requestsFor(route('/'));
   metrics.forRoute(route('/api'), metrics.latencyFor(route('/api')));
+  metrics.requestsFor(route('/api'));
   let text = await registry.metrics();
   const buckets = lines(text, 'portico_upstream_latency_seconds_bucket{namespace="ns",ingress="app",service="web"');
   assert.equal(buckets.length, 17);
@@ -25,9 +27,9 @@ test('a route that served nothing yet is exported with zero buckets and no reque
 
   one.observeLatency(0.003);
   one.observeLatency(2);
-  one.countResponse(200);
-  one.countResponse(200);
-  one.countResponse(502);
+  oneRequests.add(200);
+  oneRequests.add(200);
+  oneRequests.add(502);
   one.countError('connect');
   text = await registry.metrics();
   assert.match(text, /^portico_upstream_latency_seconds_bucket\{namespace="ns",ingress="app",service="web",le="0.0025"\} 0$/m);
