@@ -29,7 +29,7 @@ export class HeadBytes {
     this.at = 0;
   }
 
-  /** Makes room for `n` more bytes (a head over 64 KiB gets a bigger buffer, kept for the next ones until released). */
+  /** Makes room for `n` more bytes: a head over 64 KiB gets a bigger buffer, which the next heads then use too. */
   room(n: number): void {
     const need = this.at + n;
     if (need <= this.buf.length) return;
