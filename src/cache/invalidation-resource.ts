@@ -79,12 +79,21 @@ export function requestOf(obj: CacheInvalidation): { request: InvalidationReques
   return { error: `spec.type must be Purge or Ban, not ${JSON.stringify(spec.type ?? null)}` };
 }
 
-/** spec.ttl in ms; undefined when absent. A ttl that is not a duration is reported and the default used. */
+/**
+ * The shortest spec.ttl, as for --cache-invalidation-ttl (config/flags.ts says why): with
+ * less, the leader could delete an object once one replica applied it, before the others
+ * reached it, and they kept their stale entries.
+ */
+export const MIN_TTL_MS = 1000;
+
+/** spec.ttl in ms; undefined when absent. A ttl that is not a duration of at least 1s is reported and the default used. */
 export function ttlOf(obj: CacheInvalidation): { ms?: number; error?: string } {
   const ttl = obj.spec?.ttl;
   if (ttl === undefined || ttl === null || ttl === '') return {};
   const ms = typeof ttl === 'string' ? parseDuration(ttl) : undefined;
-  return ms === undefined ? { error: `spec.ttl: ${JSON.stringify(ttl)} is not a duration such as 10m or 1h30m` } : { ms };
+  if (ms === undefined) return { error: `spec.ttl: ${JSON.stringify(ttl)} is not a duration such as 10m or 1h30m` };
+  if (ms < MIN_TTL_MS) return { error: `spec.ttl: ${JSON.stringify(ttl)} is under 1s: the other replicas could miss the object before it is deleted` };
+  return { ms };
 }
 
 /** The entry a replica writes for a result (or for an object it could not read). */

@@ -7,6 +7,7 @@ import {
   appliedBy,
   entryFor,
   expired,
+  ttlOf,
   isCacheInvalidation,
   overallPhase,
   requestOf,
@@ -111,6 +112,18 @@ describe('CacheInvalidation TTL', () => {
     assert.equal(expired(done(), 60_000, at + 60_000), true);
     assert.equal(expired(done('5s'), 60_000, at + 5_000), true);
     assert.equal(expired(done('5s'), 60_000, at + 4_999), false);
+  });
+
+  test('a spec.ttl under 1s is refused with its reason, and the object expires after the default TTL', () => {
+    for (const ttl of ['0s', '0', '999ms']) {
+      const obj = done(ttl);
+      assert.match(ttlOf(obj).error ?? '', /^spec\.ttl: ".+" is under 1s/, ttl);
+      assert.equal(ttlOf(obj).ms, undefined);
+      assert.equal(expired(obj, 60_000, at + 59_999), false, ttl);
+      assert.equal(expired(obj, 60_000, at + 60_000), true, ttl);
+    }
+    assert.deepEqual(ttlOf(done('1s')), { ms: 1000 });
+    assert.match(ttlOf(done('soon')).error ?? '', /is not a duration/);
   });
 
   test('a Pending object never expires (it waits for its replicas)', () => {
