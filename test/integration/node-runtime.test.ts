@@ -9,6 +9,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { eventually, startPortico, type PorticoProcess } from '../support/portico-process.ts';
+import { NODE_FLAGS } from '../../bin/node-flags.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'portico-runtime-'));
 const started: PorticoProcess[] = [];
@@ -39,7 +40,7 @@ test('portico runs with a fixed malloc mmap threshold and the young generation c
   started.push(portico);
   const primary = processOf(portico.child.pid!);
   assert.equal(primary.env.get('MALLOC_MMAP_THRESHOLD_'), '131072');
-  assert.ok(primary.argv.includes('--max-semi-space-size=16'), primary.argv.join(' '));
+  for (const flag of NODE_FLAGS) assert.ok(primary.argv.includes(flag), `${flag} in ${primary.argv.join(' ')}`);
   const workers = childrenOf(portico.child.pid!);
   assert.equal(workers.length, 2);
   for (const pid of workers) assert.equal(processOf(pid).env.get('MALLOC_MMAP_THRESHOLD_'), '131072');

@@ -9,9 +9,9 @@ import { startPortico } from '../../support/portico-process.ts';
 
 test('missingFlags: all of them when none is given, none once each is set in any spelling', () => {
   assert.deepEqual(missingFlags([]), [...NODE_FLAGS]);
-  assert.deepEqual(missingFlags(['--max-semi-space-size=16', '--heap-growing-percent=100']), []);
-  assert.deepEqual(missingFlags(['--max_semi_space_size=32']), ['--heap-growing-percent=100']);
-  assert.deepEqual(missingFlags(['--heap-growing-percent=50', '--inspect']), ['--max-semi-space-size=16']);
+  assert.deepEqual(missingFlags(['--max-semi-space-size=16', '--semi-space-growth-factor=4', '--heap-growing-percent=100']), []);
+  assert.deepEqual(missingFlags(['--max_semi_space_size=32', '--semi_space_growth_factor=2']), ['--heap-growing-percent=100']);
+  assert.deepEqual(missingFlags(['--heap-growing-percent=50', '--inspect']), ['--max-semi-space-size=16', '--semi-space-growth-factor=4']);
   assert.deepEqual(missingFlags(['', 'bin/portico.js']), [...NODE_FLAGS]);
 });
 
