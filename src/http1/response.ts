@@ -6,8 +6,8 @@ import type { Socket } from 'node:net';
 import { isCleanValue, isToken } from './header-chars.ts';
 import type { Http1Request } from './request.ts';
 import { headBytes } from './head-bytes.ts';
+import { ShapedEmitter } from '../util/shaped-emitter.ts';
 // Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
-const { EventEmitter } = process.getBuiltinModule('node:events');
 const { STATUS_CODES } = process.getBuiltinModule('node:http');
 
 /** What a response needs from its connection. */
@@ -60,7 +60,7 @@ function bodyForbidden(method: string, status: number): boolean {
 }
 
 
-export class Http1Response extends EventEmitter {
+export class Http1Response extends ShapedEmitter {
   readonly req: Http1Request;
   readonly socket: Socket;
   statusCode = 200;

@@ -9,11 +9,9 @@ import { isCleanValue, isToken } from '../http1/header-chars.ts';
 import type { HeaderInput, HeaderValue } from '../http1/response.ts';
 import type { Http2Request } from './request.ts';
 import { ErrorCode } from './wire/frames.ts';
+import { ShapedEmitter } from '../util/shaped-emitter.ts';
 import { HeaderBlock } from './wire/hpack.ts';
 import type { H2Stream, OutboundSink } from './wire/stream.ts';
-// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
-const { EventEmitter } = process.getBuiltinModule('node:events');
-type EventEmitter = import('node:events').EventEmitter;
 
 /** Connection-specific headers, which HTTP/2 forbids (RFC 9113 section 8.2.2): a pod's are dropped. */
 function isConnectionSpecific(lower: string): boolean {
@@ -33,21 +31,6 @@ function isConnectionSpecific(lower: string): boolean {
 function bodyForbidden(method: string, status: number): boolean {
   return method === 'HEAD' || status === 204 || status === 304;
 }
-
-/**
- * EventEmitter with its listener table made up front with the events a response has
- * ('close', 'drain'), as Node's streams do: EventEmitter then keeps it as is ("shape
- * mode"), where its own is an object in dictionary mode (about 180 bytes per request,
- * held for the whole of it: heap snapshot under h2load). A function, since a class
- * cannot set a field before calling its base's constructor.
- */
-const ShapedEmitter = function ShapedEmitter(this: EventEmitter & { _events: object; _eventsCount: number }): void {
-  this._events = { close: undefined, drain: undefined };
-  this._eventsCount = 0;
-  EventEmitter.call(this);
-} as unknown as typeof EventEmitter;
-Object.setPrototypeOf(ShapedEmitter.prototype, EventEmitter.prototype);
-Object.setPrototypeOf(ShapedEmitter, EventEmitter);
 
 export class Http2Response extends ShapedEmitter implements OutboundSink {
   readonly req: Http2Request;
