@@ -372,13 +372,13 @@ export class Connection implements RequestConnection {
     const socket = this.socket;
     const body = r.body;
     if (body === null) {
-      socket.write(r.head);
+      r.sendHead(socket);
       this.requestSent(r);
       return;
     }
     if (Buffer.isBuffer(body)) {
       socket.cork();
-      socket.write(r.head);
+      socket.write(r.ownHead());
       socket.write(body);
       socket.uncork();
       r.bodySent = body.length;
@@ -391,7 +391,7 @@ export class Connection implements RequestConnection {
       this.abortRequest(r, stream.errored ?? bodyClosedError());
       return;
     }
-    socket.write(r.head);
+    r.sendHead(socket);
     if (stream.readableEnded) {
       this.bodyEnded(r);
       return;

@@ -3,6 +3,7 @@
 // runs on. It is also the request's dispatch controller (pause/resume/abort), so a
 // handler that keeps it after the request ended cannot touch the connection's next
 // request: the link is cut (`conn = null`) when the request ends.
+import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { isCleanValue, isToken } from './header-chars.ts';
@@ -132,8 +133,11 @@ export interface Http1DispatchOptions {
 
 export class ClientRequest implements Dispatcher.DispatchController {
   readonly handler: Dispatcher.DispatchHandler;
-  /** The request head, as written (built in head-bytes.ts's scratch buffer, then copied out). */
-  head: Buffer = EMPTY;
+  /**
+   * The request head, once copied out of head-bytes.ts's scratch buffer (EMPTY while the
+   * buffer still holds it: see sendHead).
+   */
+  private head: Buffer = EMPTY;
   body: RequestBody = null;
   /** A Readable body without Content-Length: sent chunked. */
   chunked = false;
@@ -259,7 +263,6 @@ export class ClientRequest implements Dispatcher.DispatchController {
       return invalidArgument('body must be a Readable, a Buffer, a string or null');
     }
     head.crlf();
-    this.head = head.copy();
     this.contentLength = contentLength;
 
     const headersTimeout = options.headersTimeout;
@@ -276,7 +279,24 @@ export class ClientRequest implements Dispatcher.DispatchController {
       const servername = options.servername;
       this.servername = typeof servername === 'string' && servername !== '' ? servername : defaultServername;
     }
+    // Left in the scratch buffer: a free connection writes it from there (sendHead).
+    head.hold(this);
     return null;
+  }
+
+  keepHead(copy: Buffer): void {
+    this.head = copy;
+  }
+
+  /** Writes the head: from the scratch buffer if it is still there, else the copy. */
+  sendHead(socket: Socket): void {
+    if (!headBytes.sendHeld(this, socket)) socket.write(this.head);
+  }
+
+  /** The head as a buffer of its own (for a corked write with the body). */
+  ownHead(): Buffer {
+    headBytes.release(this);
+    return this.head;
   }
 
   // ---- DispatchController ----

@@ -12,10 +12,17 @@
 // left to that write and a new one made (`send`).
 import type { Socket } from 'node:net';
 
+/** Keeps a head left in the scratch buffer (hold) once the buffer is needed again. */
+export interface HeadHolder {
+  keepHead(copy: Buffer): void;
+}
+
 /** Room for a head and a small body behind it (bigger ones get a buffer of their own). */
 const SCRATCH_SIZE = 64 * 1024;
 /** Longer strings are copied by Buffer's latin1Write, shorter ones character by character. */
 const LOOP_LIMIT = 32;
+/** Views of the scratch buffer kept for reuse, by length (see view). */
+const MAX_VIEWS = 64;
 
 /**
  * Builds one head at a time. Not reentrant: a head is begun, written to and sent (or
@@ -24,9 +31,43 @@ const LOOP_LIMIT = 32;
 export class HeadBytes {
   buf: Buffer = Buffer.allocUnsafeSlow(SCRATCH_SIZE);
   at = 0;
+  /**
+   * Whose head the scratch buffer still holds, unwritten (a request to a pod, built before
+   * its connection is known: written from here when a free connection takes it in the same
+   * run, as most do, else copied out when the next head begins).
+   */
+  private held: HeadHolder | null = null;
+  private readonly views = new Map<number, Buffer>();
+  /** The buffer the views are of. */
+  private viewsOf: Buffer | null = null;
 
   begin(): void {
+    const held = this.held;
+    if (held !== null) {
+      this.held = null;
+      held.keepHead(this.copy());
+    }
     this.at = 0;
+  }
+
+  /** Leaves the head just built here for `holder`: sendHeld writes it, or it gets a copy (keepHead) when the next head begins. */
+  hold(holder: HeadHolder): void {
+    this.held = holder;
+  }
+
+  /** Writes `holder`'s head if the scratch buffer still holds it (returns false, writing nothing, if it was copied out). */
+  sendHeld(holder: HeadHolder, socket: Socket): boolean {
+    if (this.held !== holder) return false;
+    this.held = null;
+    this.send(socket);
+    return true;
+  }
+
+  /** `holder`'s head for keeping: copied out now if the scratch buffer still holds it. */
+  release(holder: HeadHolder): void {
+    if (this.held !== holder) return;
+    this.held = null;
+    holder.keepHead(this.copy());
   }
 
   /** Makes room for `n` more bytes: a head over 64 KiB gets a bigger buffer, which the next heads then use too. */
@@ -86,6 +127,27 @@ export class HeadBytes {
     return out;
   }
 
+  /**
+   * The first `n` bytes of the scratch buffer as a Buffer. The views are kept by length
+   * and reused (heads of one client or pod tend to have the same length): a view is an
+   * object of about 100 bytes, and this was one per head. Reuse is safe where the scratch
+   * buffer's is: a write that completes at once keeps neither.
+   */
+  private view(n: number): Buffer {
+    const views = this.views;
+    if (this.viewsOf !== this.buf) {
+      views.clear();
+      this.viewsOf = this.buf;
+    }
+    let view = views.get(n);
+    if (view === undefined) {
+      if (views.size >= MAX_VIEWS) views.clear();
+      view = this.buf.subarray(0, n);
+      views.set(n, view);
+    }
+    return view;
+  }
+
   /** Writes the bytes so far to `socket`; returns what socket.write returned. */
   send(socket: Socket): boolean {
     // A socket that would keep the buffer gets a copy of its own: TLS completes every
@@ -93,7 +155,7 @@ export class HeadBytes {
     if (socket.writableLength !== 0 || socket.writableCorked !== 0 || (socket as Socket & { encrypted?: boolean }).encrypted === true) {
       return socket.write(this.copy());
     }
-    const ok = socket.write(this.buf.subarray(0, this.at));
+    const ok = socket.write(this.view(this.at));
     // The kernel took only part: the socket keeps this buffer, and the next head gets a new one.
     if (socket.writableLength !== 0) this.buf = Buffer.allocUnsafeSlow(SCRATCH_SIZE);
     return ok;

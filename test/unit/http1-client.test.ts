@@ -177,6 +177,25 @@ test('the request head is written as given, in one piece, with the caller Host k
   assert.equal(s.received[0], 'DELETE /x?y=%20z HTTP/1.1\r\nHost: app.example\r\nX-Latin: caf\u00e9\r\n\r\n');
 });
 
+test('request heads left in the scratch buffer: written from it by a free connection, copied out for one still connecting', async (t) => {
+  const s = await rawServer((socket, all) => {
+    if (all.endsWith('\r\n\r\n')) socket.write('HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok');
+  });
+  const pool = makePool(s.port);
+  t.after(() => pool.destroy().then(() => s.close()));
+  // A free connection, then requests dispatched in one run: the first one takes the idle
+  // connection and is written from the scratch buffer; the others wait for connections
+  // being made while the next heads are built there, so theirs must have been copied out.
+  assert.equal((await send(pool, { path: '/warm' })).body, 'ok');
+  const paths = ['/a', '/bb', '/ccc', '/dddd'];
+  const results = paths.map((path, i) => send(pool, { path, headers: ['X-N', String(i).repeat(i + 1)] }));
+  for (const r of await Promise.all(results)) assert.equal(r.body, 'ok');
+  const sent = s.received.join('').split('\r\n\r\n').filter((h) => h !== '').sort();
+  const expected = ['GET /warm HTTP/1.1\r\nhost: 127.0.0.1:' + s.port, ...paths.map((path, i) => `GET ${path} HTTP/1.1\r\nX-N: ${String(i).repeat(i + 1)}\r\nhost: 127.0.0.1:${s.port}`)].sort();
+  assert.deepEqual(sent, expected);
+  assert.equal(s.sockets.length, 4, 'one connection reused, three made');
+});
+
 test('HEAD: no body even with a Content-Length; the connection is not reused (as undici)', async (t) => {
   const s = await rawServer((socket, all) => {
     if (all.endsWith('\r\n\r\n')) socket.write('HTTP/1.1 200 OK\r\ncontent-length: 30\r\ncontent-type: text/plain\r\n\r\n');

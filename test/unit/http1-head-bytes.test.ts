@@ -136,3 +136,53 @@ test('a TLS socket, which completes its writes later, gets a copy: the scratch b
     server.close();
   }
 });
+
+test('a held head is written from the scratch buffer once, or copied out to its holder when the next head begins', async () => {
+  const { writer, received, close } = await pair();
+  try {
+    const head = new HeadBytes();
+    const kept: Buffer[] = [];
+    const first = { keepHead: (copy: Buffer) => kept.push(copy) };
+    const second = { keepHead: (copy: Buffer) => kept.push(copy) };
+    const one = build(head, 1);
+    head.hold(first);
+    assert.equal(head.sendHeld(second, writer), false, 'not the holder: nothing written');
+    assert.equal(head.sendHeld(first, writer), true);
+    assert.equal(head.sendHeld(first, writer), false, 'written once');
+    const two = build(head, 2);
+    head.hold(second);
+    assert.equal(kept.length, 0, 'the first was written, never copied');
+    const three = build(head, 3);
+    assert.equal(kept.length, 1, 'the second is copied out when the third begins');
+    assert.equal(kept[0]!.toString('latin1'), two);
+    assert.equal(head.sendHeld(second, writer), false, 'copied out: written from its copy, not the scratch buffer');
+    head.hold(first);
+    head.release(first);
+    assert.equal(kept[1]!.toString('latin1'), three);
+    head.send(writer);
+    const got = await receivedLength(received, one.length + three.length);
+    assert.equal(got.toString('latin1'), one + three, 'the released head is not the one in the scratch buffer any more; send writes what was built last');
+  } finally {
+    close();
+  }
+});
+
+test('heads of one length, written one after another, each go out as built (their views are reused)', async () => {
+  const { writer, received, close } = await pair();
+  try {
+    const head = new HeadBytes();
+    let expected = '';
+    for (let n = 0; n < 10; n++) {
+      head.begin();
+      const text = `HTTP/1.1 200 OK\r\nx-n: ${n}\r\n\r\n`;
+      head.text(text);
+      head.send(writer);
+      expected += text;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    const got = await receivedLength(received, expected.length);
+    assert.equal(got.toString('latin1'), expected);
+  } finally {
+    close();
+  }
+});
