@@ -15,15 +15,26 @@ const START = fileURLToPath(new URL('../../examples/start.ts', import.meta.url))
 // handed to another test's server at once and would look like portico still listening.
 const args = async () => ['--http-port', String(await freePort()), '--https-port', 'off', '--admin-port', 'off', '--access-log=false'];
 
-/** Resolves with portico's HTTP port once the demo's portico says it is ready. */
+/**
+ * Resolves with portico's HTTP port once the demo's portico says it is ready. Fails when
+ * the demo exits first (an example backend's port taken, say) or is not ready in 45 s,
+ * and then kills it: a demo left running would keep this file's process from ending.
+ */
 function readyPort(child: ChildProcess): Promise<number> {
-  return new Promise((resolve, reject) => {
+  return new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('the demo did not get ready in 45 s')), 45_000);
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`the demo exited before it was ready (${signal ?? `code ${code}`})`));
+    });
     createInterface({ input: child.stdout! }).on('line', (line) => {
       if (!line.includes('portico ready')) return;
       clearTimeout(timer);
       resolve((JSON.parse(line) as { http: number }).http);
     });
+  }).catch((err: unknown) => {
+    child.kill('SIGKILL');
+    throw err;
   });
 }
 
@@ -59,8 +70,8 @@ test('SIGKILL of the starter: portico and the backends go with it', async () => 
 });
 
 test('SIGKILL of the process above the starter (npm): the starter notices and stops everything', async () => {
-  // A stand-in for npm: runs the starter and shares its stdout.
-  const npm = spawn(process.execPath, ['-e', `require('node:child_process').spawn(process.execPath, ${JSON.stringify([START, ...(await args())])}, { stdio: 'inherit' }); setInterval(() => {}, 1000);`], {
+  // A stand-in for npm: runs the starter, shares its stdout, and exits with it.
+  const npm = spawn(process.execPath, ['-e', `require('node:child_process').spawn(process.execPath, ${JSON.stringify([START, ...(await args())])}, { stdio: 'inherit' }).on('exit', (code) => process.exit(code ?? 1)); setInterval(() => {}, 1000);`], {
     stdio: ['ignore', 'pipe', 'ignore'],
   });
   const port = await readyPort(npm);
