@@ -13,7 +13,7 @@
 //   the scavenges come twice as often or more, and each one, however short, is followed
 //   by ~10 ms in which the machine serves slower (README, Known limits: p99 latency). In
 //   the bench's closed loop (fresh processes, 2 s warm-up) p99 was 2.42 ms against 2.83 ms,
-//   lower in 5 of 7 paired rounds. The cap, and so the peak, is the same: at 10,000
+//   lower in 6 of 8 paired rounds. The cap, and so the peak, is the same: at 10,000
 //   Ingresses RSS moved within the noise (TLS 192.9 against 191.1 MB), idle 62.6 against
 //   62.2 MB, under load 109.6 against 110.0 MB.
 // - The old generation collected once it doubled since the last full GC, rather than V8's
