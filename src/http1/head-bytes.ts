@@ -9,7 +9,10 @@
 // case: the kernel took every byte) keeps no reference to the buffer. A socket that
 // would keep it (TLS, corked, or still writing) is given a copy; when the kernel takes
 // only part of a write, the socket's writableLength says so, and the scratch buffer is
-// left to that write and a new one made (`send`).
+// left to that write and a new one made (`send`). A request to a pod, whose head is built
+// before its connection is known, leaves it here (`hold`): a free connection taking it in
+// the same run writes it from here, and otherwise it is copied out for the request when
+// the next head begins.
 import type { Socket } from 'node:net';
 
 /** Keeps a head left in the scratch buffer (hold) once the buffer is needed again. */
