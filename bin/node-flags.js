@@ -10,8 +10,9 @@
 //   scavenges as it holds, and a proxy's requests leave little behind (about 50 KB per
 //   scavenge): doubling, it reached 8 MB 3 s and 16 MB 10 s into a load (--trace-gc-nvp,
 //   new_space_capacity); by 4x, 4 MB at start-up and 16 MB 3 s into the load. Until then
-//   the scavenges come twice as often or more, and each one, however short, is followed
-//   by ~10 ms in which the machine serves slower (README, Known limits: p99 latency). In
+//   the scavenges come twice as often or more, and each one holds up every request in
+//   flight and is followed by 2-4 ms in which fewer are served (README, Known limits:
+//   p99 latency). In
 //   the bench's closed loop (fresh processes, 2 s warm-up) p99 was 2.42 ms against 2.83 ms,
 //   lower in 6 of 8 paired rounds. The cap is the same, and so are idle RSS (62.6 against
 //   62.2 MB) and RSS under load (109.6 against 110.0 MB); at 10,000 Ingresses, after the
