@@ -84,7 +84,7 @@ export function requestOf(obj: CacheInvalidation): { request: InvalidationReques
  * less, the leader could delete an object once one replica applied it, before the others
  * reached it, and they kept their stale entries.
  */
-export const MIN_TTL_MS = 1000;
+const MIN_TTL_MS = 1000;
 
 /** spec.ttl in ms; undefined when absent. A ttl that is not a duration of at least 1s is reported and the default used. */
 export function ttlOf(obj: CacheInvalidation): { ms?: number; error?: string } {

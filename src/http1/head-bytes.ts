@@ -45,11 +45,7 @@ export class HeadBytes {
   private viewsOf: Buffer | null = null;
 
   begin(): void {
-    const held = this.held;
-    if (held !== null) {
-      this.held = null;
-      held.keepHead(this.copy());
-    }
+    if (this.held !== null) this.release(this.held);
     this.at = 0;
   }
 
