@@ -21,6 +21,7 @@ import {
 } from './parser.ts';
 import { type ClientRequest, DONE, Http1ClientError, parseLength, QUEUED, RUNNING, socketError, STARTING, type RequestConnection } from './client-request.ts';
 import type { Socket } from 'node:net';
+import { PrefixViews } from '../util/prefix-views.ts';
 // Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const net = process.getBuiltinModule('node:net');
 const tls = process.getBuiltinModule('node:tls');
@@ -78,6 +79,8 @@ const KEEP_ALIVE_MARGIN = 2_000;
  * loop reads again, and nothing reads a TCP socket from inside those callbacks.
  */
 const READ_BUFFER = Buffer.allocUnsafeSlow(64 * 1024);
+/** Views of READ_BUFFER by read length (nothing keeps a read's view past its parse). */
+const READ_VIEWS = new PrefixViews();
 /** The end of a message head (llhttp takes no line ending but CRLF). */
 const HEAD_END = Buffer.from('\r\n\r\n', 'latin1');
 
@@ -591,7 +594,7 @@ export class Connection implements RequestConnection {
     // Mid-head (a head in pieces, or after a 1xx): where the body starts is llhttp's to say.
     if (!this.bodyCallback && before !== BODY && !this.atMessageStart) this.setBodyCallback(true);
     this.headsInRead = 0;
-    const data = buf.subarray(0, nread);
+    const data = buf === READ_BUFFER ? READ_VIEWS.get(READ_BUFFER, nread) : buf.subarray(0, nread);
     this.executing = true;
     const result = parser.execute(data);
     this.executing = false;
@@ -692,6 +695,7 @@ export class Connection implements RequestConnection {
     this.callMessageComplete(length < 0);
     // Chunks, or a body to the close: only llhttp knows where their bytes are.
     if (length < 0) this.setBodyCallback(true);
+    r.responseRawHeaders = headers;
     r.handler.onResponseStart?.(r, statusCode, record, statusMessage);
     if (length === 0 && this.request === r && this.response === BODY) this.response = COMPLETE;
     return r.isHead ? 1 : 0;

@@ -159,6 +159,8 @@ export class ClientRequest implements Dispatcher.DispatchController {
   aborted = false;
   paused = false;
   reason: Error | null = null;
+  /** The final response's header pairs as the pod sent them (names as written), for a handler that passes them on as they are. */
+  responseRawHeaders: string[] | null = null;
 
   constructor(handler: Dispatcher.DispatchHandler) {
     this.handler = handler;

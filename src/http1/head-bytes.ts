@@ -14,6 +14,8 @@
 // the same run writes it from here, and otherwise it is copied out for the request when
 // the next head begins.
 import type { Socket } from 'node:net';
+import { QUEUED, WRITTEN, writeDirect } from './direct-write.ts';
+import { PrefixViews } from '../util/prefix-views.ts';
 
 /** Keeps a head left in the scratch buffer (hold) once the buffer is needed again. */
 export interface HeadHolder {
@@ -40,9 +42,7 @@ export class HeadBytes {
    * run, as most do, else copied out when the next head begins).
    */
   private held: HeadHolder | null = null;
-  private readonly views = new Map<number, Buffer>();
-  /** The buffer the views are of. */
-  private viewsOf: Buffer | null = null;
+  private readonly views = new PrefixViews(MAX_VIEWS);
 
   begin(): void {
     if (this.held !== null) this.release(this.held);
@@ -126,25 +126,9 @@ export class HeadBytes {
     return out;
   }
 
-  /**
-   * The first `n` bytes of the scratch buffer as a Buffer. The views are kept by length
-   * and reused (heads of one client or pod tend to have the same length): a view is an
-   * object of about 100 bytes, and this was one per head. Reuse is safe where the scratch
-   * buffer's is: a write that completes at once keeps neither.
-   */
+  /** The first `n` bytes of the scratch buffer (a write that completes at once keeps neither the view nor the buffer). */
   private view(n: number): Buffer {
-    const views = this.views;
-    if (this.viewsOf !== this.buf) {
-      views.clear();
-      this.viewsOf = this.buf;
-    }
-    let view = views.get(n);
-    if (view === undefined) {
-      if (views.size >= MAX_VIEWS) views.clear();
-      view = this.buf.subarray(0, n);
-      views.set(n, view);
-    }
-    return view;
+    return this.views.get(this.buf, n);
   }
 
   /** Writes the bytes so far to `socket`; returns what socket.write returned. */
@@ -154,7 +138,15 @@ export class HeadBytes {
     if (socket.writableLength !== 0 || socket.writableCorked !== 0 || (socket as Socket & { encrypted?: boolean }).encrypted === true) {
       return socket.write(this.copy());
     }
-    const ok = socket.write(this.view(this.at));
+    const view = this.view(this.at);
+    const direct = writeDirect(socket, view);
+    if (direct === WRITTEN) return true;
+    if (direct === QUEUED) {
+      // The kernel took only part: libuv keeps this buffer, and the next head gets a new one.
+      this.buf = Buffer.allocUnsafeSlow(SCRATCH_SIZE);
+      return false;
+    }
+    const ok = socket.write(view);
     // The kernel took only part: the socket keeps this buffer, and the next head gets a new one.
     if (socket.writableLength !== 0) this.buf = Buffer.allocUnsafeSlow(SCRATCH_SIZE);
     return ok;

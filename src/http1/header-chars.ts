@@ -31,3 +31,20 @@ export function isCleanValue(s: string): boolean {
   }
   return true;
 }
+
+/**
+ * Whether header name `name` is `lower` (a lowercase name) in any case, without making a
+ * lowercase copy: a pod's names come as it wrote them ("Content-Length"), and a copy per
+ * name compared is garbage on every response.
+ */
+export function isNamed(name: string, lower: string): boolean {
+  if (name === lower) return true;
+  const n = lower.length;
+  if (name.length !== n) return false;
+  for (let i = 0; i < n; i++) {
+    const c = name.charCodeAt(i);
+    // ASCII letters fold by their 0x20 bit; anything else must be equal as it is.
+    if (c !== lower.charCodeAt(i) && (c < 0x41 || c > 0x5a || (c | 0x20) !== lower.charCodeAt(i))) return false;
+  }
+  return true;
+}

@@ -3,10 +3,11 @@
 // RFC 9112: Content-Length when known, chunked for HTTP/1.1 otherwise, close-delimited
 // for HTTP/1.0; no body for HEAD, 1xx, 204 and 304.
 import type { Socket } from 'node:net';
-import { isCleanValue, isToken } from './header-chars.ts';
+import { isCleanValue, isNamed, isToken } from './header-chars.ts';
 import type { Http1Request } from './request.ts';
 import { headBytes } from './head-bytes.ts';
 import { ShapedEmitter } from '../util/shaped-emitter.ts';
+import { kContext, kExchange, kRoute } from '../util/response-slots.ts';
 // Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const { STATUS_CODES } = process.getBuiltinModule('node:http');
 
@@ -81,6 +82,10 @@ export class Http1Response extends ShapedEmitter {
    * per-character checks are skipped. Values must still be strings or numbers.
    */
   headersChecked = false;
+  /** Filled by the proxy layer (response-slots.ts). */
+  [kContext]: unknown = undefined;
+  [kRoute]: unknown = undefined;
+  [kExchange]: unknown = undefined;
   private readonly owner: ResponseOwner;
   private headerList: readonly (string | HeaderValue)[] | undefined = undefined;
   /** The head is built but not written yet (it goes out with the first body bytes). */
@@ -152,21 +157,21 @@ export class Http1Response extends ShapedEmitter {
         if (check && !isToken(name)) continue;
         switch (name.length) {
           case 4:
-            if (name.toLowerCase() === 'date') hasDate = true;
+            if (isNamed(name, 'date')) hasDate = true;
             break;
           case 10:
-            if (name.toLowerCase() === 'connection') {
+            if (isNamed(name, 'connection')) {
               // The connection's fate is decided here; only "close" is passed on.
               if (String(value).toLowerCase().includes('close')) closeAsked = true;
               continue;
             }
             break;
           case 14:
-            if (name.toLowerCase() === 'content-length') hasLength = true;
+            if (isNamed(name, 'content-length')) hasLength = true;
             break;
           case 17:
             // Framing is this writer's job.
-            if (name.toLowerCase() === 'transfer-encoding') continue;
+            if (isNamed(name, 'transfer-encoding')) continue;
             break;
         }
         if (typeof value === 'string') {

@@ -10,6 +10,7 @@ import type { HeaderInput, HeaderValue } from '../http1/response.ts';
 import type { Http2Request } from './request.ts';
 import { ErrorCode } from './wire/frames.ts';
 import { ShapedEmitter } from '../util/shaped-emitter.ts';
+import { kContext, kExchange, kRoute } from '../util/response-slots.ts';
 import { HeaderBlock } from './wire/hpack.ts';
 import type { H2Stream, OutboundSink } from './wire/stream.ts';
 
@@ -46,6 +47,10 @@ export class Http2Response extends ShapedEmitter implements OutboundSink {
   writableEnded = false;
   writableFinished = false;
   destroyed = false;
+  /** Filled by the proxy layer (response-slots.ts). */
+  [kContext]: unknown = undefined;
+  [kRoute]: unknown = undefined;
+  [kExchange]: unknown = undefined;
   private headerList: readonly (string | HeaderValue)[] | Readonly<Record<string, HeaderValue>> | undefined = undefined;
   private responded = false;
   private noBody = false;

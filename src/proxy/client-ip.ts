@@ -37,7 +37,7 @@ export function isTrustedProxy(ip: string): boolean {
 
 /** The socket's peer is a trusted proxy, whose forwarding headers are passed on. */
 export function isTrustedPeer(socket: Socket): boolean {
-  return trusted !== undefined && trusted.has(canonicalIp(socket.remoteAddress ?? ''));
+  return trusted !== undefined && trusted.has(peerAddress(socket));
 }
 
 const kProxiedAddress = Symbol('portico.proxiedAddress');
@@ -79,9 +79,17 @@ function forwardedFor(req: Pick<ProxyRequest, 'rawHeaders'>): string[] | undefin
   return entries;
 }
 
+const kPeerAddress = Symbol('portico.peerAddress');
+
+/** The socket's peer address, canonical (worked out once per connection). */
+export function peerAddress(socket: Socket): string {
+  const s = socket as Socket & { [kPeerAddress]?: string };
+  return (s[kPeerAddress] ??= canonicalIp(socket.remoteAddress ?? ''));
+}
+
 export function resolveClientIp(req: Pick<ProxyRequest, 'rawHeaders' | 'socket'>): string {
   const socket = req.socket;
-  let address = canonicalIp(socket.remoteAddress ?? '');
+  let address = peerAddress(socket);
   if (trusted === undefined || !trusted.has(address)) return address;
   const proxied = proxiedAddress(socket);
   if (proxied !== undefined) {

@@ -24,6 +24,7 @@ import { ProxyMetrics, type PendingCounts, type RouteMetrics } from './metrics.t
 import type { HistogramSeries } from './latency-histogram.ts';
 import type { UpstreamPools } from './upstreams.ts';
 import type { WakeGates } from '../scale-to-zero/gates.ts';
+import { kRoute } from '../util/response-slots.ts';
 
 export interface RouteCompilerDeps {
   upstreams: UpstreamPools;
@@ -55,7 +56,6 @@ export interface ProxyRoutes {
   retain(config: RoutingConfig): void;
 }
 
-const kRoute = Symbol('portico.route');
 type TrackedResponse = ProxyResponse & { [kContext]?: RequestContext; [kRoute]?: CompiledRoute };
 
 /** A compiled route: Route plus what the proxy needs when a request finishes. */

@@ -3,6 +3,7 @@ import { DEFAULT_UPGRADES } from '../middleware/allowed-upgrades.ts';
 import type { HeaderEntry } from '../middleware/header-list.ts';
 import type { ProxyRequest, ProxyResponse } from './exchange-types.ts';
 import type { Route } from '../routing/table.ts';
+import { kContext } from '../util/response-slots.ts';
 
 /** How to talk to the pods of a route; set per route by the upstream-protocol policy. */
 export interface UpstreamProfile {
@@ -104,7 +105,7 @@ export class RequestContext {
 export type Handler = (ctx: RequestContext) => void;
 
 /** The request context a response belongs to, set while its route handles it (compile.ts). */
-export const kContext = Symbol('portico.context');
+export { kContext };
 
 export function contextOf(res: ProxyResponse): RequestContext | undefined {
   return (res as ProxyResponse & { [kContext]?: RequestContext })[kContext];

@@ -9,8 +9,8 @@
 // then X-Forwarded-For is appended to and the others are passed on as that proxy sent
 // them (a load balancer that terminated TLS says X-Forwarded-Proto: https).
 import type { IncomingHttpHeaders } from 'node:http';
-import { isTrustedPeer } from './client-ip.ts';
-import { canonicalIp } from '../middleware/cidr.ts';
+import { isTrustedPeer, peerAddress } from './client-ip.ts';
+import { isNamed } from '../http1/header-chars.ts';
 import type { RequestContext } from './context.ts';
 import type { HeaderEntry } from '../middleware/header-list.ts';
 // Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
@@ -210,7 +210,7 @@ export function buildRequestHeaders(ctx: RequestContext, head: UpstreamRequestHe
   }
   if (upgradeValue !== '') out.push('connection', 'upgrade', 'upgrade', upgradeValue);
   // From a trusted proxy, the client address is already the last X-Forwarded-For entry it sent, or its peer.
-  out.push('x-forwarded-for', forwardedFor === '' ? ctx.clientIp : `${forwardedFor}, ${peerAddress(ctx)}`);
+  out.push('x-forwarded-for', forwardedFor === '' ? ctx.clientIp : `${forwardedFor}, ${peerAddress(ctx.req.socket)}`);
   out.push('x-real-ip', ctx.clientIp);
   out.push('x-forwarded-proto', proto !== '' ? proto : ctx.secure ? 'https' : 'http');
   if (forwardedHost !== '') out.push('x-forwarded-host', forwardedHost);
@@ -233,11 +233,6 @@ export function buildRequestHeaders(ctx: RequestContext, head: UpstreamRequestHe
   head.upgrade = upgradeValue;
 }
 
-/** The socket peer (a trusted proxy), as the hop to append to X-Forwarded-For. */
-function peerAddress(ctx: RequestContext): string {
-  return canonicalIp(ctx.req.socket.remoteAddress ?? '');
-}
-
 /** Whether `list` sets or removes the header `lower`, so the message's own are dropped. */
 function hasName(list: readonly HeaderEntry[], lower: string): boolean {
   for (let i = 0; i < list.length; i++) {
@@ -245,6 +240,31 @@ function hasName(list: readonly HeaderEntry[], lower: string): boolean {
     if (entry[2] !== 'add' && entry[0].toLowerCase() === lower) return true;
   }
   return false;
+}
+
+/**
+ * Whether a pod's response header pairs (names as the pod wrote them) can be handed to the
+ * client's response as they are: nothing hop-by-hop in them but Transfer-Encoding, whose
+ * framing the response writers redo anyway, and "Connection: keep-alive", which they drop.
+ * A Connection with anything else (close, or header names), Keep-Alive, TE, Upgrade,
+ * Trailer or Proxy-Connection: buildResponseHeaders.
+ */
+export function passesAsIs(raw: readonly string[]): boolean {
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!;
+    switch (name.length) {
+      case 2:
+      case 7:
+      case 16:
+        if (isHopByHopResponseHeader(name.toLowerCase())) return false;
+        break;
+      case 10:
+        if (isNamed(name, 'keep-alive')) return false;
+        if (isNamed(name, 'connection') && !isNamed(raw[i + 1]!, 'keep-alive')) return false;
+        break;
+    }
+  }
+  return true;
 }
 
 function isHopByHopResponseHeader(name: string): boolean {

@@ -1,7 +1,8 @@
 // The pod's response headers as the client gets them: buildResponseHeaders is pure.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { buildResponseHeaders } from '../../src/proxy/headers.ts';
+import { buildResponseHeaders, passesAsIs } from '../../src/proxy/headers.ts';
+import { isNamed } from '../../src/http1/header-chars.ts';
 
 /** Flat [name, value, ...] to name -> values, for order-free comparison. */
 function byName(flat: (string | string[])[]): Record<string, string | string[]> {
@@ -31,4 +32,33 @@ test("a policy's Vary adds to the pod's Vary instead of replacing it", () => {
   assert.deepEqual(byName(buildResponseHeaders(repeated, [['vary', 'Origin']])), { vary: 'Accept-Encoding, origin' }, 'no token twice');
   assert.deepEqual(byName(buildResponseHeaders({ vary: '*' }, [['vary', 'Origin']])), { vary: '*' }, '"*" already covers everything');
   assert.deepEqual(byName(buildResponseHeaders({}, [['vary', 'Origin']])), { vary: 'Origin' }, 'no Vary from the pod');
+});
+
+test("a pod's head passes as it is only with nothing hop-by-hop in it but Transfer-Encoding and Connection: keep-alive", () => {
+  assert.equal(passesAsIs(['Content-Type', 'text/plain', 'Connection', 'keep-alive', 'Transfer-Encoding', 'chunked', 'Set-Cookie', 'a=1']), true);
+  assert.equal(passesAsIs(['Content-Type', 'text/plain', 'Connection', 'Keep-Alive']), true, 'keep-alive in any case');
+  assert.equal(passesAsIs([]), true);
+  // Each of these must be dropped or acted on, which buildResponseHeaders does.
+  for (const [name, value] of [
+    ['Connection', 'close'],
+    ['connection', 'keep-alive, x-private'],
+    ['Keep-Alive', 'timeout=5'],
+    ['TE', 'trailers'],
+    ['Upgrade', 'h2c'],
+    ['Trailer', 'x-sum'],
+    ['Proxy-Connection', 'keep-alive'],
+  ] as const) {
+    assert.equal(passesAsIs(['Content-Type', 'text/plain', name, value]), false, `${name}: ${value}`);
+  }
+});
+
+test('isNamed compares a header name with a lowercase one in any case, letters only folded', () => {
+  assert.equal(isNamed('Content-Length', 'content-length'), true);
+  assert.equal(isNamed('CONTENT-LENGTH', 'content-length'), true);
+  assert.equal(isNamed('content-length', 'content-length'), true);
+  assert.equal(isNamed('Content-Lengthx', 'content-length'), false);
+  assert.equal(isNamed('Content_Length', 'content-length'), false);
+  // "\r" | 0x20 is "-", so folding anything but A-Z would take one for the other.
+  assert.equal(isNamed('date\r', 'date-'), false);
+  assert.equal(isNamed('Dat\u00c5', 'date'), false);
 });
