@@ -144,7 +144,9 @@ export class Http1Response extends ShapedEmitter {
     const head = headBytes;
     head.begin();
     const reason = this.statusMessage;
-    head.text(reason === '' || !isCleanValue(reason) ? statusLine(status) : `HTTP/1.1 ${status} ${reason}\r\n`);
+    // A pod's reason phrase is most often the standard one: the status line made once serves.
+    if (reason === '' || reason === STATUS_CODES[status] || !isCleanValue(reason)) head.text(statusLine(status));
+    else head.text(`HTTP/1.1 ${status} ${reason}\r\n`);
     let hasLength = false;
     let hasDate = false;
     let closeAsked = false;

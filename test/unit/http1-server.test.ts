@@ -33,6 +33,39 @@ test('GET keep-alive: two requests on one connection, Date, Content-Length from 
   assert.equal(s.http1.size, 1);
 });
 
+test("a reason phrase given to writeHead is written as given, the standard one or not; a dirty one gives way to the standard", async (t) => {
+  const reasons: [number, string][] = [
+    [200, 'OK'],
+    [200, 'Fine'],
+    [404, 'OK'],
+    [201, ''],
+    [503, 'Busy\r\nx-injected: 1'],
+  ];
+  let next = 0;
+  const s = await serve((_req, res) => {
+    const [status, reason] = reasons[next++]!;
+    res.writeHead(status, reason, ['content-type', 'text/plain']);
+    res.end('x');
+  });
+  t.after(() => s.close());
+  const c = await RawClient.connect(s.port);
+  t.after(() => c.destroy());
+  const expected: [number, string][] = [
+    [200, 'OK'],
+    [200, 'Fine'],
+    [404, 'OK'],
+    [201, 'Created'],
+    [503, 'Service Unavailable'],
+  ];
+  for (const [status, reason] of expected) {
+    c.write(get('/'));
+    const res = await c.readResponse();
+    assert.equal(res.status, status);
+    assert.equal(res.reason, reason);
+    assert.equal(header(res, 'x-injected'), undefined);
+  }
+});
+
 test('a multi-byte string body gets its byte length', async (t) => {
   const s = await serve((_req, res) => res.end('héllo €'));
   t.after(() => s.close());
