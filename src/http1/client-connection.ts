@@ -22,6 +22,7 @@ import {
 import { type ClientRequest, DONE, Http1ClientError, parseLength, QUEUED, RUNNING, socketError, STARTING, type RequestConnection } from './client-request.ts';
 import type { Socket } from 'node:net';
 import { PrefixViews } from '../util/prefix-views.ts';
+import { lowerName } from './header-names.ts';
 // Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const net = process.getBuiltinModule('node:net');
 const tls = process.getBuiltinModule('node:tls');
@@ -107,46 +108,6 @@ type HeaderRecord = Record<string, string | string[]>;
  */
 const HEADER_RECORD_PROTOTYPE: object = Object.freeze(Object.create(null));
 
-/**
- * A header name lowercased. The names most responses carry come back as constants: a
- * constant is already in V8's string table, while a fresh lowercase copy used as a
- * property key is hashed and looked up there each time (about 2% of the CPU per request).
- */
-function lowerName(raw: string): string {
-  switch (raw.length) {
-    case 4:
-      if (raw === 'Date' || raw === 'date') return 'date';
-      if (raw === 'Vary' || raw === 'vary') return 'vary';
-      if (raw === 'ETag' || raw === 'etag') return 'etag';
-      break;
-    case 6:
-      if (raw === 'Server' || raw === 'server') return 'server';
-      break;
-    case 10:
-      if (raw === 'Connection' || raw === 'connection') return 'connection';
-      if (raw === 'Keep-Alive' || raw === 'keep-alive') return 'keep-alive';
-      if (raw === 'Set-Cookie' || raw === 'set-cookie') return 'set-cookie';
-      break;
-    case 12:
-      if (raw === 'Content-Type' || raw === 'content-type') return 'content-type';
-      break;
-    case 13:
-      if (raw === 'Cache-Control' || raw === 'cache-control') return 'cache-control';
-      if (raw === 'Last-Modified' || raw === 'last-modified') return 'last-modified';
-      if (raw === 'Accept-Ranges' || raw === 'accept-ranges') return 'accept-ranges';
-      break;
-    case 14:
-      if (raw === 'Content-Length' || raw === 'content-length') return 'content-length';
-      break;
-    case 16:
-      if (raw === 'Content-Encoding' || raw === 'content-encoding') return 'content-encoding';
-      break;
-    case 17:
-      if (raw === 'Transfer-Encoding' || raw === 'transfer-encoding') return 'transfer-encoding';
-      break;
-  }
-  return raw.toLowerCase();
-}
 
 /**
  * The body length a response head declares: its Content-Length, or -1 when the body ends

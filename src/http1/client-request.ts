@@ -6,7 +6,7 @@
 import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
-import { isCleanValue, isToken } from './header-chars.ts';
+import { isCleanValue, isNamed, isToken } from './header-chars.ts';
 import { headBytes } from './head-bytes.ts';
 
 /** An error of the client, with the `code` undici would give it (see src/proxy/forward.ts describe()). */
@@ -204,13 +204,13 @@ export class ClientRequest implements Dispatcher.DispatchController {
         const first = name.charCodeAt(0) | 0x20;
         switch (name.length) {
           case 4:
-            if (first === 0x68 /* h */ && name.toLowerCase() === 'host') {
+            if (first === 0x68 /* h */ && isNamed(name, 'host')) {
               if (hasHost) return invalidArgument('more than one host header');
               hasHost = true;
             }
             break;
           case 14:
-            if (first === 0x63 /* c */ && name.toLowerCase() === 'content-length') {
+            if (first === 0x63 /* c */ && isNamed(name, 'content-length')) {
               const length = parseLength(value);
               if (length < 0 || (contentLength >= 0 && length !== contentLength)) return invalidArgument('invalid content-length header');
               if (contentLength >= 0) continue; // the same value twice: sent once
@@ -218,23 +218,23 @@ export class ClientRequest implements Dispatcher.DispatchController {
             }
             break;
           case 17:
-            if (first === 0x74 /* t */ && name.toLowerCase() === 'transfer-encoding') return invalidArgument('transfer-encoding is set by the client');
+            if (first === 0x74 /* t */ && isNamed(name, 'transfer-encoding')) return invalidArgument('transfer-encoding is set by the client');
             break;
           case 10:
-            if (first === 0x63 /* c */ && name.toLowerCase() === 'connection') {
+            if (first === 0x63 /* c */ && isNamed(name, 'connection')) {
               const close = connectionSaysClose(value);
               if (close === undefined) return invalidArgument('invalid connection header');
               hasConnection = true;
               if (close) this.closeAfter = true;
-            } else if (first === 0x6b /* k */ && name.toLowerCase() === 'keep-alive') {
+            } else if (first === 0x6b /* k */ && isNamed(name, 'keep-alive')) {
               return invalidArgument('invalid keep-alive header');
             }
             break;
           case 7:
-            if (first === 0x75 /* u */ && name.toLowerCase() === 'upgrade') return invalidArgument('upgrade is not supported');
+            if (first === 0x75 /* u */ && isNamed(name, 'upgrade')) return invalidArgument('upgrade is not supported');
             break;
           case 6:
-            if (first === 0x65 /* e */ && name.toLowerCase() === 'expect') return invalidArgument('expect is not supported');
+            if (first === 0x65 /* e */ && isNamed(name, 'expect')) return invalidArgument('expect is not supported');
             break;
         }
         head.field(name, value);

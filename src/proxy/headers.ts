@@ -11,6 +11,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { isTrustedPeer, peerAddress } from './client-ip.ts';
 import { isNamed } from '../http1/header-chars.ts';
+import { lowerName } from '../http1/header-names.ts';
 import type { RequestContext } from './context.ts';
 import type { HeaderEntry } from '../middleware/header-list.ts';
 // Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
@@ -139,7 +140,7 @@ export function buildRequestHeaders(ctx: RequestContext, head: UpstreamRequestHe
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;
     const value = raw[i + 1]!;
-    const lower = name.toLowerCase();
+    const lower = lowerName(name);
     const kind = REQUEST_SPECIAL.get(lower);
     if (kind !== undefined) {
       switch (kind) {
