@@ -4,33 +4,24 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
+import { socketPair as pair } from './socket-pair.ts';
 import { NOT_DIRECT, QUEUED, WRITTEN, writeDirect } from '../../src/http1/direct-write.ts';
-
-async function pair(): Promise<{ writer: net.Socket; reader: net.Socket; received: () => Buffer; ended: Promise<void>; close: () => void }> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const accepted = new Promise<net.Socket>((resolve) => server.once('connection', resolve));
-  const writer = net.connect((server.address() as net.AddressInfo).port, '127.0.0.1');
-  await new Promise<void>((resolve) => writer.once('connect', resolve));
-  const reader = await accepted;
-  const chunks: Buffer[] = [];
-  reader.on('data', (chunk: Buffer) => chunks.push(chunk));
-  const ended = new Promise<void>((resolve) => reader.once('end', resolve));
-  return {
-    writer,
-    reader,
-    received: () => Buffer.concat(chunks),
-    ended,
-    close: () => {
-      writer.destroy();
-      reader.destroy();
-      server.close();
-    },
-  };
-}
 
 async function until(check: () => boolean): Promise<void> {
   for (let i = 0; i < 500 && !check(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+}
+
+/** Writes 64 KiB chunks of `fill`, `fill + 1`... directly until the kernel takes one only in part; returns them all. */
+function fillUntilQueued(writer: net.Socket, fill: number): Buffer[] {
+  const written: Buffer[] = [];
+  for (let i = 0; i < 1000; i++) {
+    const chunk = Buffer.alloc(64 * 1024, fill + (i % 26));
+    written.push(chunk);
+    const result = writeDirect(writer, chunk);
+    if (result === QUEUED) return written;
+    assert.equal(result, WRITTEN);
+  }
+  throw new Error('the kernel took 1,000 writes of 64 KiB whole');
 }
 
 test('a write the kernel takes whole goes out at once, and socket.write still works after it', async () => {
@@ -53,15 +44,7 @@ test('a write the kernel takes only part of is finished first, later writes queu
   const { writer, reader, received, close } = await pair();
   try {
     reader.pause();
-    const expected: Buffer[] = [];
-    let result = WRITTEN;
-    // Until the kernel's buffers are full and one is taken only in part.
-    for (let i = 0; i < 1000 && result === WRITTEN; i++) {
-      const chunk = Buffer.alloc(64 * 1024, 0x41 + (i % 26));
-      expected.push(chunk);
-      result = writeDirect(writer, chunk);
-    }
-    assert.equal(result, QUEUED, 'a write was taken only in part');
+    const expected = fillUntilQueued(writer, 0x41);
     const drained = new Promise<void>((resolve) => writer.once('drain', resolve));
     // While that one is queued, another direct write is refused, and socket.write queues behind it.
     assert.equal(writeDirect(writer, Buffer.from('x')), NOT_DIRECT);
@@ -83,14 +66,7 @@ test('end() after a write taken only in part sends all of it before the end', as
   const { writer, reader, received, ended, close } = await pair();
   try {
     reader.pause();
-    const expected: Buffer[] = [];
-    let result = WRITTEN;
-    for (let i = 0; i < 1000 && result === WRITTEN; i++) {
-      const chunk = Buffer.alloc(64 * 1024, 0x61 + (i % 26));
-      expected.push(chunk);
-      result = writeDirect(writer, chunk);
-    }
-    assert.equal(result, QUEUED);
+    const expected = fillUntilQueued(writer, 0x61);
     writer.end();
     reader.resume();
     await ended;

@@ -7,28 +7,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 import { createTestPki } from './admin/fixtures.ts';
 import { HeadBytes } from '../../src/http1/head-bytes.ts';
-
-/** A connected pair of sockets on loopback; the reader collects everything it gets. */
-async function pair(): Promise<{ writer: net.Socket; reader: net.Socket; received: () => Buffer; close: () => void }> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const accepted = new Promise<net.Socket>((resolve) => server.once('connection', resolve));
-  const writer = net.connect((server.address() as net.AddressInfo).port, '127.0.0.1');
-  await new Promise<void>((resolve) => writer.once('connect', resolve));
-  const reader = await accepted;
-  const chunks: Buffer[] = [];
-  reader.on('data', (chunk: Buffer) => chunks.push(chunk));
-  return {
-    writer,
-    reader,
-    received: () => Buffer.concat(chunks),
-    close: () => {
-      writer.destroy();
-      reader.destroy();
-      server.close();
-    },
-  };
-}
+import { socketPair as pair } from './socket-pair.ts';
 
 async function receivedLength(received: () => Buffer, length: number): Promise<Buffer> {
   for (let i = 0; i < 500 && received().length < length; i++) await new Promise((resolve) => setTimeout(resolve, 10));
