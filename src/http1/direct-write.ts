@@ -11,7 +11,9 @@
 // ahead of any later write; the socket is marked until then, so later writes go through
 // socket.write (which queues behind it), and 'drain' is emitted when it is done: the
 // caller got false, as from socket.write. This uses Node's stream_wrap binding (as
-// net.Socket does); without it every write goes through socket.write.
+// net.Socket does); without it every write goes through socket.write. process.binding
+// is deprecated in documentation only: with --pending-deprecation Node warns once
+// (DEP0111) when this module loads.
 import type { Socket } from 'node:net';
 
 interface WriteReq {
