@@ -15,6 +15,8 @@
 // is deprecated in documentation only: with --pending-deprecation Node warns once
 // (DEP0111) when this module loads.
 import type { Socket } from 'node:net';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const { getSystemErrorName } = process.getBuiltinModule('node:util');
 
 interface WriteReq {
   handle: unknown;
@@ -103,7 +105,6 @@ function onWriteComplete(this: WriteReq, status: number): void {
 }
 
 function writeError(status: number): Error {
-  const { getSystemErrorName } = process.getBuiltinModule('node:util');
   const code = getSystemErrorName(status);
   return Object.assign(new Error(`write ${code}`), { code, errno: status, syscall: 'write' });
 }

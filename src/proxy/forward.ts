@@ -11,7 +11,7 @@ import type { EndpointUser } from './endpoint-registry.ts';
 import { endpointLimit, type Balancer } from './balancer.ts';
 import { PLAIN_HTTP, type RequestContext, type UpstreamProfile } from './context.ts';
 import { sendError } from './errors.ts';
-import { buildRequestHeaders, buildResponseHeaders, passesAsIs, UpstreamRequestHead } from './headers.ts';
+import { buildRequestHeaders, buildResponseHeaders, UpstreamRequestHead } from './headers.ts';
 import type { RouteMetrics, UpstreamErrorKind } from './metrics.ts';
 import type { Endpoint, UpstreamPools } from './upstreams.ts';
 import { tunnelUpgrade } from './websocket.ts';
@@ -393,10 +393,8 @@ class Exchange extends UpstreamRequestHead implements Dispatcher.DispatchHandler
     ctx.upstreamMillis = upstreamMs;
     ctx.upstreamAddress = this.endpoint!.key;
     this.forwarder.metrics.observeLatency(upstreamMs / 1000);
-    // An HTTP/1.1 pod's head goes on as the pod wrote it when nothing in it is to be dropped or replaced.
-    const raw = (controller as { responseRawHeaders?: string[] | null }).responseRawHeaders;
-    const extra = ctx.responseHeaders;
-    const out = raw != null && extra === undefined && passesAsIs(raw) ? raw : buildResponseHeaders(headers, extra);
+    // An HTTP/1.1 pod's pairs as it wrote them come with the controller (src/http1/client-request.ts).
+    const out = buildResponseHeaders(headers, ctx.responseHeaders, (controller as { responseRawHeaders?: string[] | null }).responseRawHeaders);
     // A head parsed by portico's HTTP/1.1 client (llhttp refuses bad names and values);
     // policies' headers were checked as strictly when the config was read.
     res.headersChecked = ctx.upstream.protocol === 'http' || ctx.upstream.protocol === 'https';

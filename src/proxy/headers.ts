@@ -305,9 +305,12 @@ function mergeVary(pod: string, added: string): string {
 /**
  * The pod's response headers (lowercase names, repeated headers as arrays) for the
  * client: hop-by-hop ones removed, `extra` replacing same-name ones, except Vary,
- * which `extra` adds to. Flat, for res.writeHead.
+ * which `extra` adds to. Flat, for res.writeHead. `raw`: the same headers as the pod sent
+ * them, when known (an HTTP/1.1 pod): returned as they are when nothing in them is to be
+ * dropped or replaced (passesAsIs), which spares the copy.
  */
-export function buildResponseHeaders(headers: IncomingHttpHeaders, extra: readonly HeaderEntry[] | undefined): (string | string[])[] {
+export function buildResponseHeaders(headers: IncomingHttpHeaders, extra: readonly HeaderEntry[] | undefined, raw?: string[] | null): (string | string[])[] {
+  if (raw != null && extra === undefined && passesAsIs(raw)) return raw;
   const out: (string | string[])[] = [];
   let podVary: string | undefined;
   const connection = headers.connection;
