@@ -1,0 +1,87 @@
+// Log lines as bytes (src/util/line-bytes.ts) and where they go (src/util/line-sinks.ts):
+// every value reads back as JSON.stringify or String would have written it, and a file
+// gets every line whole and in order, in writes of whole lines when they are bounded.
+import assert from 'node:assert/strict';
+import { mkdtempSync, openSync, closeSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { LineBytes, jsonBytes } from '../../../src/util/line-bytes.ts';
+import { bufferedFd, wholeLinesEnd } from '../../../src/util/line-sinks.ts';
+
+/** What `write` appends to a small LineBytes (so that it has to grow), as text. */
+function written(write: (line: LineBytes) => void): string {
+  const line = new LineBytes(4);
+  line.ascii('>');
+  write(line);
+  return line.buf.toString('utf8', 1, line.at);
+}
+
+const TEXTS = ['', 'GET', '/cart?id=1&x=2', 'caf\u00e9', 'quote"back\\slash', 'tab\tnew\nline', '\u0001\u001f\u007f', '\ud83d\ude00', '\ud800', 'x'.repeat(100), 'é'.repeat(40)];
+
+describe('LineBytes', () => {
+  test('a JSON string in UTF-8 is what JSON.stringify writes', () => {
+    for (const text of TEXTS) {
+      assert.equal(written((line) => line.jsonString(text)), JSON.stringify(text), JSON.stringify(text));
+      assert.equal(jsonBytes(text).toString('utf8'), JSON.stringify(text));
+    }
+  });
+
+  test('ASCII text, short and long, is copied as it is', () => {
+    for (const text of ['', ',"status":', 'a'.repeat(31), 'b'.repeat(32), 'c'.repeat(33), 'd'.repeat(1000)]) {
+      assert.equal(written((line) => line.ascii(text)), text);
+    }
+  });
+
+  test('numbers are written as String writes them', () => {
+    const numbers = [0, 1, 9, 10, 99, 100, 200, 404, 1048576, 2 ** 31, 2 ** 40, Number.MAX_SAFE_INTEGER, -1, 1.5, 2 ** 60, NaN];
+    for (const n of numbers) assert.equal(written((line) => line.number(n)), String(n));
+  });
+
+  test('milliseconds are written as String writes them', () => {
+    const millis = [0, 0.001, 0.01, 0.1, 0.009, 0.09, 0.101, 0.11, 1, 1.5, 1.234, 2.25, 10.05, 999.999, 1234567.891, 0.30000000000000004, 1e-7, 123456789012.345, 5e15 + 0.5, -1.5];
+    for (let i = 0; i < 2000; i++) millis.push(Math.round(Math.random() * 10 ** (i % 9)) / 1000);
+    for (const ms of millis) assert.equal(written((line) => line.millis(ms)), String(ms), String(ms));
+  });
+
+  test('bytes made earlier are appended as they are', () => {
+    assert.equal(written((line) => line.bytes(Buffer.from('{"a":1}'.repeat(3)))), '{"a":1}'.repeat(3));
+  });
+});
+
+describe('line sinks', () => {
+  test('a bounded write ends after the last whole line in reach, or after a longer line', () => {
+    const buf = Buffer.from('aaa\nbb\ncccccccc\nd\n');
+    assert.equal(wholeLinesEnd(buf, 0, buf.length, 100), buf.length, 'everything in reach');
+    assert.equal(wholeLinesEnd(buf, 0, buf.length, 7), 7, 'two lines of 4 and 3 bytes');
+    assert.equal(wholeLinesEnd(buf, 0, buf.length, 6), 4, 'the second line would not fit');
+    assert.equal(wholeLinesEnd(buf, 7, buf.length, 4), 16, 'a line longer than the bound goes alone');
+    assert.equal(wholeLinesEnd(buf, 16, buf.length, 1), buf.length);
+  });
+
+  for (const maxWrite of [Infinity, 512]) {
+    test(`a file gets every line whole and in order (writes of at most ${maxWrite} bytes of whole lines)`, async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'portico-lines-'));
+      const path = join(dir, 'out.log');
+      const fd = openSync(path, 'w');
+      try {
+        const sink = bufferedFd(fd, maxWrite);
+        const expected: string[] = [];
+        // More than a buffer's worth, with lines of every length up to over the bound, written
+        // while earlier writes are in flight.
+        for (let i = 0; i < 3000; i++) {
+          const text = `{"n":${i},"pad":"${'x'.repeat((i * 37) % 700)}"}\n`;
+          expected.push(text);
+          sink.line.ascii(text);
+          sink.endLine();
+          if (i % 500 === 0) await new Promise((resolve) => setImmediate(resolve));
+        }
+        await sink.flush();
+        assert.equal(readFileSync(path, 'utf8'), expected.join(''));
+      } finally {
+        closeSync(fd);
+        rmSync(dir, { recursive: true });
+      }
+    });
+  }
+});
