@@ -16,25 +16,41 @@ export type AccessLogFields = AccessLogEntry;
 
 /** Adapts a logger of AccessLogFields to the proxy's hook. */
 export function accessLogHook(log: (fields: AccessLogFields) => void): AccessLogHook {
+  // One entry, refilled for every request: the logger has written the line before it
+  // returns and keeps nothing of the entry, so a request makes no object for its line.
   // Every key is always set (undefined when absent, which JSON leaves out), so V8 keeps one shape.
-  return (ctx, status, bytes, upstreamMs, upstreamAddress) =>
-    log({
-      method: ctx.req.method ?? '',
-      host: ctx.host,
-      path: ctx.path,
-      status,
-      bytes,
-      durationMs: roundMs(performance.now() - ctx.startTime),
-      upstreamMs: upstreamMs < 0 ? undefined : roundMs(upstreamMs),
-      upstream: upstreamAddress === '' ? undefined : upstreamAddress,
-      route: ctx.route.config.id === '' ? undefined : ctx.route.config.id,
-      clientIp: ctx.clientIp,
-      requestId: ctx.requestId === '' ? undefined : ctx.requestId,
-      error: ctx.error === '' ? undefined : ctx.error,
-    });
+  const entry: AccessLogFields = {
+    method: '',
+    host: '',
+    path: '',
+    status: 0,
+    bytes: 0,
+    durationMs: 0,
+    upstreamMs: undefined,
+    upstream: undefined,
+    route: undefined,
+    clientIp: '',
+    requestId: undefined,
+    error: undefined,
+  };
+  return (ctx, status, bytes, upstreamMs, upstreamAddress) => {
+    entry.method = ctx.req.method ?? '';
+    entry.host = ctx.host;
+    entry.path = ctx.path;
+    entry.status = status;
+    entry.bytes = bytes;
+    entry.durationMs = roundMs(performance.now() - ctx.startTime);
+    entry.upstreamMs = upstreamMs < 0 ? undefined : roundMs(upstreamMs);
+    entry.upstream = upstreamAddress === '' ? undefined : upstreamAddress;
+    entry.route = ctx.route.config.id === '' ? undefined : ctx.route.config.id;
+    entry.clientIp = ctx.clientIp;
+    entry.requestId = ctx.requestId === '' ? undefined : ctx.requestId;
+    entry.error = ctx.error === '' ? undefined : ctx.error;
+    log(entry);
+  };
+}
 
 /** Milliseconds to the microsecond: what the clock can tell apart, not 15 digits of noise. */
 function roundMs(ms: number): number {
   return Math.round(ms * 1000) / 1000;
-}
 }

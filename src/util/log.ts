@@ -57,6 +57,7 @@ export interface AccessLogEntry {
  * above info.
  */
 export interface AccessLogger {
+  /** Writes the line of `fields` and keeps nothing of them: a caller may refill and reuse one entry. */
   (fields: AccessLogEntry): void;
   /** Writes out what is buffered; call before exiting (stop does). */
   flush(): Promise<void>;
