@@ -91,6 +91,9 @@ const ACTIVITY_REPORT_MS = 500;
 const WORKER_CERT = 'PORTICO_WORKER_DEFAULT_CERT';
 const WORKER_KEY = 'PORTICO_WORKER_DEFAULT_KEY';
 
+/** The longest write to a pipe that Linux (and POSIX) keeps whole when several processes write to it. */
+const PIPE_BUF = 4096;
+
 function stdoutIsPipe(): boolean {
   try {
     const stat = fstatSync(1);
@@ -127,9 +130,8 @@ async function startWorker(options: Options, log: Logger): Promise<Portico> {
   const metrics = createMetrics();
   configureRateLimitWorkers(options.workers);
   // Workers share one stdout: into a pipe (a container runtime's), only writes up to
-  // PIPE_BUF (4096 bytes) are atomic, so access lines go out in writes short enough to
-  // stay whole (2048 characters: 4096 bytes even if every one took two); a file takes
-  // whole writes of any size.
+  // PIPE_BUF (4096 bytes) are atomic, so access lines go out in writes of whole lines
+  // up to that many bytes; a file takes whole writes of any size.
   const cert = process.env[WORKER_CERT];
   const key = process.env[WORKER_KEY];
   const send = (message: ToPrimary) => {
@@ -154,7 +156,7 @@ async function startWorker(options: Options, log: Logger): Promise<Portico> {
   const { startDataPlane } = await import('./data-plane.ts');
   const data = await startDataPlane(options, log, metrics, {
     invalidate,
-    accessLogWriteBytes: stdoutIsPipe() ? 2048 : undefined,
+    accessLogWriteBytes: stdoutIsPipe() ? PIPE_BUF : undefined,
     defaultPems: cert !== undefined && key !== undefined ? { cert, key } : undefined,
     // Scale-to-zero is decided in the primary: wakes go there, and activity twice a second.
     wakeSignals: {
