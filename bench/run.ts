@@ -28,6 +28,8 @@
 //                               bin/portico.js) in the same interleaved rounds, same core
 //   --variant-node-args "..."   portico-b with other Node options (alone or with --variant-bin)
 //   --variant-env K=V,K=V       portico-b with extra environment
+//   --variant-log-off           portico-b with its access log off (with --access-log: what the
+//                               log costs portico, in the same rounds as nginx's logging)
 //   --fresh-process  every proxy (nginx, portico, portico-b) is started anew for each round
 //                    and stopped after it          BENCH_FRESH_PROCESS (off; 1: on)
 //                    The rounds stay interleaved; each round then warms its new process up
@@ -74,6 +76,7 @@ interface BenchOptions {
   variantBin: string | undefined;
   variantNodeArgs: string[];
   variantEnv: string | undefined;
+  variantLogOff: boolean;
   freshProcess: boolean;
 }
 
@@ -92,6 +95,7 @@ function readOptions(): BenchOptions {
       'variant-bin': { type: 'string' },
       'variant-node-args': { type: 'string', default: '' },
       'variant-env': { type: 'string' },
+      'variant-log-off': { type: 'boolean', default: false },
       'fresh-process': { type: 'boolean', default: process.env.BENCH_FRESH_PROCESS === '1' },
     },
   });
@@ -107,6 +111,7 @@ function readOptions(): BenchOptions {
     variantBin: values['variant-bin'],
     variantNodeArgs: values['variant-node-args'].split(' ').filter((x) => x !== ''),
     variantEnv: values['variant-env'],
+    variantLogOff: values['variant-log-off'] === true,
     freshProcess: values['fresh-process'] === true,
   };
 }
@@ -212,18 +217,18 @@ async function main(): Promise<void> {
       logFile: join(dir, 'upstream.log'),
     });
     const proxyCore = options.workers > 1 ? undefined : PROXY_CORE;
-    const porticoArgs = (bin: string, port: number) => [
+    const porticoArgs = (bin: string, port: number, accessLog = options.accessLog) => [
       bin,
       '--manifests', manifests,
       '--http-port', String(port),
       '--bind', '127.0.0.1',
       '--https-port', '0',
       '--admin-port', '0',
-      ...(options.accessLog ? ['--access-log=true', '--log-level', 'info'] : ['--access-log=false', '--log-level', 'warn']),
+      ...(accessLog ? ['--access-log=true', '--log-level', 'info'] : ['--access-log=false', '--log-level', 'warn']),
       '--shutdown-grace', '1s',
       '--workers', String(options.workers),
     ];
-    const withVariant = options.variantBin !== undefined || options.variantNodeArgs.length > 0 || options.variantEnv !== undefined;
+    const withVariant = options.variantBin !== undefined || options.variantNodeArgs.length > 0 || options.variantEnv !== undefined || options.variantLogOff;
     const variantPort = await freePort();
     const variantEnv = Object.fromEntries((options.variantEnv ?? '').split(',').filter((x) => x.includes('=')).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
     const targets: Target[] = withVariant ? ['nginx', 'portico', 'portico-b'] : ['nginx', 'portico'];
@@ -236,7 +241,7 @@ async function main(): Promise<void> {
           ? startProcess('nginx', 'nginx', ['-p', dir, '-c', join(dir, 'proxy.conf'), '-e', join(dir, 'proxy-error.log')], { core: proxyCore, logFile: join(dir, 'nginx.log') })
           : target === 'portico'
             ? startProcess('portico', process.execPath, [...options.nodeArgs, ...porticoArgs(PORTICO_BIN, porticoPort)], { core: proxyCore, logFile: logFiles.portico })
-            : startProcess('portico-b', process.execPath, [...options.variantNodeArgs, ...porticoArgs(options.variantBin ?? PORTICO_BIN, variantPort)], {
+            : startProcess('portico-b', process.execPath, [...options.variantNodeArgs, ...porticoArgs(options.variantBin ?? PORTICO_BIN, variantPort, options.accessLog && !options.variantLogOff)], {
                 core: proxyCore,
                 logFile: logFiles['portico-b'],
                 env: { ...process.env, ...variantEnv },
@@ -253,7 +258,7 @@ async function main(): Promise<void> {
     const totalS = targets.length * (options.freshProcess ? options.rounds * (options.warmupS + options.durationS) : options.warmupS + options.rounds * options.durationS);
     console.log(
       `portico vs ${nginxVersion}: ${options.rounds} rounds x ${options.durationS}s each, wrk -t1 -c${options.connections}${paceScript ? `, paced (${options.paceMs} ms between a connection's requests)` : ''}, ` +
-        `${pin ? `proxies on ${options.workers > 1 ? 'any core' : `core ${PROXY_CORE}`}, wrk + upstream on core ${LOAD_CORE}` : 'unpinned'}, ${options.workers} worker(s) each, access logs ${options.accessLog ? 'on' : 'off'}${withVariant ? `, portico-b: ${options.variantBin ?? 'same bin'} ${options.variantNodeArgs.join(' ')} ${options.variantEnv ?? ''}` : ''}${options.freshProcess ? `, each proxy started anew every round (${options.warmupS}s warm-up each time)` : ''} (about ${totalS}s)\n`,
+        `${pin ? `proxies on ${options.workers > 1 ? 'any core' : `core ${PROXY_CORE}`}, wrk + upstream on core ${LOAD_CORE}` : 'unpinned'}, ${options.workers} worker(s) each, access logs ${options.accessLog ? 'on' : 'off'}${withVariant ? `, portico-b: ${options.variantBin ?? 'same bin'} ${options.variantNodeArgs.join(' ')} ${options.variantEnv ?? ''}${options.variantLogOff ? ' access log off' : ''}` : ''}${options.freshProcess ? `, each proxy started anew every round (${options.warmupS}s warm-up each time)` : ''} (about ${totalS}s)\n`,
     );
 
     if (!options.freshProcess) for (const target of targets) await wrk(ports[target], options.warmupS, options.connections, paceScript);
