@@ -122,37 +122,46 @@ export function createAccessLogger(logger: Logger, destination?: DestinationStre
     }
     line.bytes(lineStart);
     line.bytes(methodHost);
-    line.ascii(',"path":');
+    line.bytes(PATH);
     line.jsonString(f.path);
-    line.ascii(',"status":');
+    line.bytes(STATUS);
     line.number(f.status);
-    line.ascii(',"bytes":');
+    line.bytes(BYTES);
     line.number(f.bytes);
-    line.ascii(',"durationMs":');
+    line.bytes(DURATION_MS);
     line.millis(f.durationMs);
     if (f.upstreamMs !== undefined) {
-      line.ascii(',"upstreamMs":');
+      line.bytes(UPSTREAM_MS);
       line.millis(f.upstreamMs);
     }
     line.bytes(peers);
     if (f.requestId !== undefined) {
-      line.ascii(',"requestId":');
+      line.bytes(REQUEST_ID);
       line.jsonString(f.requestId);
     }
     if (f.error !== undefined) {
-      line.ascii(',"error":');
+      line.bytes(ERROR);
       line.jsonString(f.error);
     }
-    line.ascii(',"msg":"access"}\n');
+    line.bytes(LINE_END);
     sink.endLine();
   };
   return Object.assign(log, { flush: () => sink.flush() });
 }
 
+// The keys, as bytes: copied into a line faster than their text is written.
 const HOST = Buffer.from(',"host":');
+const PATH = Buffer.from(',"path":');
+const STATUS = Buffer.from(',"status":');
+const BYTES = Buffer.from(',"bytes":');
+const DURATION_MS = Buffer.from(',"durationMs":');
+const UPSTREAM_MS = Buffer.from(',"upstreamMs":');
 const UPSTREAM = Buffer.from(',"upstream":');
 const ROUTE = Buffer.from(',"route":');
 const CLIENT_IP = Buffer.from(',"clientIp":');
+const REQUEST_ID = Buffer.from(',"requestId":');
+const ERROR = Buffer.from(',"error":');
+const LINE_END = Buffer.from(',"msg":"access"}\n');
 
 /**
  * Logs a recurring event at most once per interval per key, with how many were not
