@@ -44,16 +44,18 @@ export function wholeLinesEnd(buf: Uint8Array, from: number, end: number, maxWri
  */
 export function bufferedFd(fd: number, maxWrite = Infinity): LineSink {
   const line = new LineBytes(BUFFER_SIZE);
-  // The buffer being written, from `from` to `end`, or null when no write is in flight.
+  // The buffer being written, from `from` to `end`, or null when no write is in flight;
+  // the write in flight ends at `until` (before `end` when writes are bounded).
   let out: Buffer | null = null;
   let from = 0;
+  let until = 0;
   let end = 0;
   let spare: Buffer | null = Buffer.allocUnsafeSlow(BUFFER_SIZE);
   const idle: (() => void)[] = [];
 
   const writeNext = () => {
     const buf = out!;
-    const until = maxWrite === Infinity ? end : wholeLinesEnd(buf, from, end, maxWrite);
+    until = maxWrite === Infinity ? end : wholeLinesEnd(buf, from, end, maxWrite);
     write(fd, buf, from, until - from, null, (error, written) => {
       // An error (stdout gone, EPIPE) drops this batch rather than let lines pile up without bound.
       from = error !== null || written <= 0 ? end : from + written;
@@ -82,10 +84,11 @@ export function bufferedFd(fd: number, maxWrite = Infinity): LineSink {
 
   const timer = setInterval(flush, 1000);
   timer.unref();
+  // At exit, what no write has taken yet: the rest of a batch written in bounded writes, then the buffer.
   process.once('exit', () => {
-    if (line.at === 0) return;
     try {
-      writeSync(fd, line.buf, 0, line.at);
+      if (out !== null && until < end) writeSync(fd, out, until, end - until);
+      if (line.at > 0) writeSync(fd, line.buf, 0, line.at);
     } catch {
       // stdout gone: nothing to save
     }
