@@ -2,12 +2,15 @@
 // every value reads back as JSON.stringify or String would have written it, and a file
 // gets every line whole and in order, in writes of whole lines when they are bounded.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, openSync, closeSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { LineBytes, jsonBytes } from '../../../src/util/line-bytes.ts';
 import { bufferedFd, wholeLinesEnd } from '../../../src/util/line-sinks.ts';
+
+const SINKS = new URL('../../../src/util/line-sinks.ts', import.meta.url).href;
 
 /** What `write` appends to a small LineBytes (so that it has to grow), as text. */
 function written(write: (line: LineBytes) => void): string {
@@ -84,4 +87,34 @@ describe('line sinks', () => {
       }
     });
   }
+
+  test('a process that exits while its bounded writes are in flight still writes every line not yet taken', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'portico-lines-'));
+    const path = join(dir, 'out.log');
+    try {
+      // The first write (whole lines up to 512 bytes) goes to the thread pool; the process
+      // exits in the same turn, before its callback could start the next.
+      const script = `
+        const { openSync } = await import('node:fs');
+        const { bufferedFd } = await import(${JSON.stringify(SINKS)});
+        const sink = bufferedFd(openSync(${JSON.stringify(path)}, 'w'), 512);
+        for (let i = 0; i < 200; i++) { sink.line.ascii('{"n":' + i + '}\\n'); sink.endLine(); }
+        sink.flush();
+        for (let i = 200; i < 210; i++) { sink.line.ascii('{"n":' + i + '}\\n'); sink.endLine(); }
+        process.exit(0);
+      `;
+      execFileSync(process.execPath, ['--input-type=module', '-e', script]);
+      const lines = readFileSync(path, 'utf8').split('\n').filter((l) => l !== '');
+      const numbers = lines.map((l) => (JSON.parse(l) as { n: number }).n);
+      // The write in flight at exit may land before, after or not at all: the rest is all there, in order.
+      let inFirstWrite = 0;
+      for (let bytes = 0; bytes + `{"n":${inFirstWrite}}\n`.length <= 512; inFirstWrite++) bytes += `{"n":${inFirstWrite}}\n`.length;
+      assert.deepEqual(
+        numbers.filter((n) => n >= inFirstWrite),
+        Array.from({ length: 210 - inFirstWrite }, (_, i) => inFirstWrite + i),
+      );
+    } finally {
+      rmSync(dir, { recursive: true });
+    }
+  });
 });
