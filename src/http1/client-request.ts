@@ -184,10 +184,10 @@ export class ClientRequest implements Dispatcher.DispatchController {
     this.isHead = method === 'HEAD';
     const head = headBytes;
     head.begin();
-    head.text(method);
-    head.text(' ');
-    head.text(path);
-    head.text(' HTTP/1.1\r\n');
+    head.latin1(method);
+    head.latin1(' ');
+    head.latin1(path);
+    head.latin1(' HTTP/1.1\r\n');
     let hasHost = false;
     let hasConnection = false;
     let contentLength = -1;
@@ -242,14 +242,14 @@ export class ClientRequest implements Dispatcher.DispatchController {
     }
     if (!hasHost) head.field('host', hostHeader);
     if (!keepAlive && !hasConnection) {
-      head.text('connection: close\r\n');
+      head.latin1('connection: close\r\n');
       this.closeAfter = true;
     }
 
     const body = options.body ?? null;
     if (body === null) {
       if (contentLength > 0) return new Http1ClientError('UND_ERR_REQ_CONTENT_LENGTH_MISMATCH', 'request body length does not match content-length header');
-      if (contentLength < 0 && expectsPayload(method)) head.text('content-length: 0\r\n');
+      if (contentLength < 0 && expectsPayload(method)) head.latin1('content-length: 0\r\n');
     } else if (typeof body === 'string' || body instanceof Uint8Array) {
       const bytes = typeof body === 'string' ? Buffer.from(body) : Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
       if (contentLength < 0) head.field('content-length', String(bytes.length));
@@ -257,7 +257,7 @@ export class ClientRequest implements Dispatcher.DispatchController {
       this.body = bytes;
     } else if (typeof (body as Readable).on === 'function' && typeof (body as Readable).pause === 'function') {
       if (contentLength < 0) {
-        head.text('transfer-encoding: chunked\r\n');
+        head.latin1('transfer-encoding: chunked\r\n');
         this.chunked = true;
       }
       this.body = body as Readable;

@@ -15,6 +15,7 @@
 // the next head begins.
 import type { Socket } from 'node:net';
 import { QUEUED, WRITTEN, writeDirect } from './direct-write.ts';
+import { LineBytes } from '../util/line-bytes.ts';
 import { PrefixViews } from '../util/prefix-views.ts';
 
 /** Keeps a head left in the scratch buffer (hold) once the buffer is needed again. */
@@ -24,8 +25,6 @@ export interface HeadHolder {
 
 /** Room for a head and a small body behind it (bigger ones get a buffer of their own). */
 const SCRATCH_SIZE = 64 * 1024;
-/** Longer strings are copied by Buffer's latin1Write, shorter ones character by character. */
-const LOOP_LIMIT = 32;
 /** Views of the scratch buffer kept for reuse, by length (see view). */
 const MAX_VIEWS = 64;
 
@@ -33,9 +32,7 @@ const MAX_VIEWS = 64;
  * Builds one head at a time. Not reentrant: a head is begun, written to and sent (or
  * copied out) before the next one begins, all in one synchronous run.
  */
-export class HeadBytes {
-  buf: Buffer = Buffer.allocUnsafeSlow(SCRATCH_SIZE);
-  at = 0;
+export class HeadBytes extends LineBytes {
   /**
    * Whose head the scratch buffer still holds, unwritten (a request to a pod, built before
    * its connection is known: written from here when a free connection takes it in the same
@@ -43,6 +40,10 @@ export class HeadBytes {
    */
   private held: HeadHolder | null = null;
   private readonly views = new PrefixViews(MAX_VIEWS);
+
+  constructor() {
+    super(SCRATCH_SIZE);
+  }
 
   begin(): void {
     if (this.held !== null) this.release(this.held);
@@ -69,40 +70,13 @@ export class HeadBytes {
     holder.keepHead(this.copy());
   }
 
-  /** Makes room for `n` more bytes: a head over 64 KiB gets a bigger buffer, which the next heads then use too. */
-  room(n: number): void {
-    const need = this.at + n;
-    if (need <= this.buf.length) return;
-    const bigger = Buffer.allocUnsafeSlow(Math.max(need, this.buf.length * 2));
-    this.buf.copy(bigger, 0, 0, this.at);
-    this.buf = bigger;
-  }
-
-  /**
-   * Appends `s` as latin1 (each character's low byte, as socket.write(s, 'latin1') does;
-   * callers have checked that there is none above U+00FF).
-   */
-  text(s: string): void {
-    const n = s.length;
-    this.room(n);
-    const buf = this.buf;
-    let at = this.at;
-    if (n > LOOP_LIMIT) {
-      buf.write(s, at, n, 'latin1');
-      this.at = at + n;
-      return;
-    }
-    for (let i = 0; i < n; i++) buf[at++] = s.charCodeAt(i);
-    this.at = at;
-  }
-
   /** Appends "name: value\r\n". */
   field(name: string, value: string): void {
-    this.text(name);
+    this.latin1(name);
     this.room(2);
     this.buf[this.at++] = 0x3a; // :
     this.buf[this.at++] = 0x20;
-    this.text(value);
+    this.latin1(value);
     this.crlf();
   }
 
@@ -110,13 +84,6 @@ export class HeadBytes {
     this.room(2);
     this.buf[this.at++] = 0x0d;
     this.buf[this.at++] = 0x0a;
-  }
-
-  /** Appends `chunk` (a small body behind its head). */
-  append(chunk: Uint8Array): void {
-    this.room(chunk.length);
-    this.buf.set(chunk, this.at);
-    this.at += chunk.length;
   }
 
   /** The bytes so far in a buffer of their own (for a head kept past this run). */

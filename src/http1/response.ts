@@ -145,8 +145,8 @@ export class Http1Response extends ShapedEmitter {
     head.begin();
     const reason = this.statusMessage;
     // A pod's reason phrase is most often the standard one: the status line made once serves.
-    if (reason === '' || reason === STATUS_CODES[status] || !isCleanValue(reason)) head.text(statusLine(status));
-    else head.text(`HTTP/1.1 ${status} ${reason}\r\n`);
+    if (reason === '' || reason === STATUS_CODES[status] || !isCleanValue(reason)) head.latin1(statusLine(status));
+    else head.latin1(`HTTP/1.1 ${status} ${reason}\r\n`);
     let hasLength = false;
     let hasDate = false;
     let closeAsked = false;
@@ -199,12 +199,12 @@ export class Http1Response extends ShapedEmitter {
         keepAlive = false;
       } else {
         this.chunked = true;
-        head.text('transfer-encoding: chunked\r\n');
+        head.latin1('transfer-encoding: chunked\r\n');
       }
     }
     if (!hasDate) head.field('date', httpDate());
-    if (!keepAlive) head.text('connection: close\r\n');
-    else if (http10) head.text('connection: keep-alive\r\n');
+    if (!keepAlive) head.latin1('connection: close\r\n');
+    else if (http10) head.latin1('connection: keep-alive\r\n');
     this.keepAlive = keepAlive;
     head.crlf();
   }
@@ -220,7 +220,7 @@ export class Http1Response extends ShapedEmitter {
       const head = headBytes;
       if (this.noBody || chunk.length === 0) return head.send(socket);
       if (!this.chunked && typeof chunk !== 'string' && chunk.length <= COPY_LIMIT) {
-        head.append(chunk);
+        head.bytes(chunk);
         return head.send(socket);
       }
       socket.cork();
@@ -268,7 +268,7 @@ export class Http1Response extends ShapedEmitter {
       this.renderHead(length);
       const head = headBytes;
       if (hasChunk && !this.noBody && typeof chunk !== 'string' && chunk!.length <= COPY_LIMIT) {
-        head.append(chunk!);
+        head.bytes(chunk!);
         head.send(socket);
       } else if (hasChunk && !this.noBody) {
         socket.cork();

@@ -21,7 +21,8 @@ const ZERO = 0x30;
 
 /**
  * Appends to one growing buffer. Each method makes room for what it writes, so a caller
- * never checks sizes; the buffer is replaced (and the bytes so far copied) when it is full.
+ * never checks sizes; the buffer is replaced (and the bytes so far copied) when it is full
+ * (a line, or an HTTP/1.1 head: src/http1/head-bytes.ts builds on this).
  */
 export class LineBytes {
   buf: Buffer;
@@ -40,15 +41,18 @@ export class LineBytes {
     this.buf = bigger;
   }
 
-  /** Appends bytes made earlier (a part of the line that repeats). */
+  /** Appends bytes made earlier (a part of a line that repeats, a small body behind a head). */
   bytes(src: Uint8Array): void {
     this.room(src.length);
     this.buf.set(src, this.at);
     this.at += src.length;
   }
 
-  /** Appends text known to be ASCII (field names, numbers written by JavaScript). */
-  ascii(s: string): void {
+  /**
+   * Appends `s` as latin1: each character's low byte, as socket.write(s, 'latin1') does.
+   * Callers have checked that there is none above U+00FF (ASCII text always qualifies).
+   */
+  latin1(s: string): void {
     const n = s.length;
     this.room(n);
     if (n > LOOP_LIMIT) {
@@ -88,7 +92,7 @@ export class LineBytes {
   /** Appends a number as JavaScript writes it (String(n)), whole numbers without a string. */
   number(n: number): void {
     if (!(n >= 0 && n <= Number.MAX_SAFE_INTEGER && Math.floor(n) === n)) {
-      this.ascii('' + n);
+      this.latin1('' + n);
       return;
     }
     let digits = 1;
@@ -112,7 +116,7 @@ export class LineBytes {
   millis(ms: number): void {
     const micros = Math.round(ms * 1000);
     if (!(micros >= 0 && micros < 1e15 && micros / 1000 === ms)) {
-      this.ascii('' + ms);
+      this.latin1('' + ms);
       return;
     }
     const whole = Math.floor(micros / 1000);

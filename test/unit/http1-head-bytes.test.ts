@@ -16,7 +16,7 @@ async function receivedLength(received: () => Buffer, length: number): Promise<B
 
 function build(head: HeadBytes, n: number): string {
   head.begin();
-  head.text(`HTTP/1.1 200 OK\r\n`);
+  head.latin1(`HTTP/1.1 200 OK\r\n`);
   head.field('x-n', String(n));
   head.field('x-pad', 'p'.repeat(40 + n));
   head.crlf();
@@ -56,7 +56,7 @@ test('a head and body the kernel takes only part of are not overwritten by the n
       expected += build(head, sent);
       // Each body differs, so that one written over another would show.
       const body = Buffer.alloc(16 * 1024, 0x41 + (sent % 26));
-      head.append(body);
+      head.bytes(body);
       expected += body.toString('latin1');
       head.send(writer);
       sent++;
@@ -77,15 +77,15 @@ test('text() writes latin1 as socket.write(s, "latin1") would, short and long, a
   const long = 'value-\u00e9'.repeat(20);
   const huge = 'h'.repeat(70 * 1024);
   head.begin();
-  head.text(short);
+  head.latin1(short);
   head.field('x', long);
-  head.text(huge);
+  head.latin1(huge);
   const expected = Buffer.from(`${short}x: ${long}\r\n${huge}`, 'latin1');
   assert.ok(head.copy().equals(expected));
   assert.equal(head.at, expected.length);
   // The next head starts from the beginning.
   head.begin();
-  head.text('a');
+  head.latin1('a');
   assert.equal(head.copy().toString('latin1'), 'a');
 });
 
@@ -154,7 +154,7 @@ test('heads of one length, written one after another, each go out as built (thei
     for (let n = 0; n < 10; n++) {
       head.begin();
       const text = `HTTP/1.1 200 OK\r\nx-n: ${n}\r\n\r\n`;
-      head.text(text);
+      head.latin1(text);
       head.send(writer);
       expected += text;
       await new Promise((resolve) => setImmediate(resolve));

@@ -15,7 +15,7 @@ const SINKS = new URL('../../../src/util/line-sinks.ts', import.meta.url).href;
 /** What `write` appends to a small LineBytes (so that it has to grow), as text. */
 function written(write: (line: LineBytes) => void): string {
   const line = new LineBytes(4);
-  line.ascii('>');
+  line.latin1('>');
   write(line);
   return line.buf.toString('utf8', 1, line.at);
 }
@@ -30,9 +30,9 @@ describe('LineBytes', () => {
     }
   });
 
-  test('ASCII text, short and long, is copied as it is', () => {
+  test('latin1 text, short and long, is copied a byte a character', () => {
     for (const text of ['', ',"status":', 'a'.repeat(31), 'b'.repeat(32), 'c'.repeat(33), 'd'.repeat(1000)]) {
-      assert.equal(written((line) => line.ascii(text)), text);
+      assert.equal(written((line) => line.latin1(text)), text);
     }
   });
 
@@ -75,7 +75,7 @@ describe('line sinks', () => {
         for (let i = 0; i < 3000; i++) {
           const text = `{"n":${i},"pad":"${'x'.repeat((i * 37) % 700)}"}\n`;
           expected.push(text);
-          sink.line.ascii(text);
+          sink.line.latin1(text);
           sink.endLine();
           if (i % 500 === 0) await new Promise((resolve) => setImmediate(resolve));
         }
@@ -98,9 +98,9 @@ describe('line sinks', () => {
         const { openSync } = await import('node:fs');
         const { bufferedFd } = await import(${JSON.stringify(SINKS)});
         const sink = bufferedFd(openSync(${JSON.stringify(path)}, 'w'), 512);
-        for (let i = 0; i < 200; i++) { sink.line.ascii('{"n":' + i + '}\\n'); sink.endLine(); }
+        for (let i = 0; i < 200; i++) { sink.line.latin1('{"n":' + i + '}\\n'); sink.endLine(); }
         sink.flush();
-        for (let i = 200; i < 210; i++) { sink.line.ascii('{"n":' + i + '}\\n'); sink.endLine(); }
+        for (let i = 200; i < 210; i++) { sink.line.latin1('{"n":' + i + '}\\n'); sink.endLine(); }
         process.exit(0);
       `;
       execFileSync(process.execPath, ['--input-type=module', '-e', script]);
