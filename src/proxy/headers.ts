@@ -257,7 +257,7 @@ export function passesAsIs(raw: readonly string[]): boolean {
       case 2:
       case 7:
       case 16:
-        if (isHopByHopResponseHeader(name.toLowerCase())) return false;
+        if (isHopByHopResponseHeader(lowerName(name))) return false;
         break;
       case 10:
         if (isNamed(name, 'keep-alive')) return false;

@@ -8,7 +8,7 @@
 const LOOP_LIMIT = 32;
 
 /** A string that can go into JSON as it is: printable ASCII without '"' or '\\'. */
-export function plain(text: string): boolean {
+function plain(text: string): boolean {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) return false;

@@ -76,7 +76,7 @@ export function createAccessLogger(logger: Logger, destination?: DestinationStre
   const pid = `,"pid":${process.pid},"kind":"access","method":`;
   // Many requests share a millisecond: the line's start, up to its method, is made once for it.
   let lastMs = 0;
-  let lineStart = Buffer.alloc(0);
+  let lineStart = NOTHING;
   // Values that repeat from line to line (method, host, route, pod, client address) are
   // checked and encoded once, and the runs of them that repeat from one request to the
   // next (method and host; pod, route and client address) are kept as one run of bytes
@@ -94,11 +94,11 @@ export function createAccessLogger(logger: Logger, destination?: DestinationStre
   };
   let segMethod: string | undefined;
   let segHost: string | undefined;
-  let methodHost = lineStart;
+  let methodHost = NOTHING;
   let segUpstream: string | undefined;
   let segRoute: string | undefined;
   let segClientIp: string | undefined;
-  let peers = lineStart;
+  let peers = NOTHING;
   const log = (f: AccessLogEntry) => {
     const ms = Date.now();
     if (ms !== lastMs) {
@@ -150,6 +150,7 @@ export function createAccessLogger(logger: Logger, destination?: DestinationStre
 }
 
 // The keys, as bytes: copied into a line faster than their text is written.
+const NOTHING = Buffer.alloc(0);
 const HOST = Buffer.from(',"host":');
 const PATH = Buffer.from(',"path":');
 const STATUS = Buffer.from(',"status":');
