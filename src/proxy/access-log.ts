@@ -32,6 +32,7 @@ export function accessLogHook(log: (fields: AccessLogFields) => void): AccessLog
     clientIp: '',
     requestId: undefined,
     error: undefined,
+    finishedAt: 0,
   };
   return (ctx, status, bytes, upstreamMs, upstreamAddress) => {
     entry.method = ctx.req.method ?? '';
@@ -39,7 +40,9 @@ export function accessLogHook(log: (fields: AccessLogFields) => void): AccessLog
     entry.path = ctx.path;
     entry.status = status;
     entry.bytes = bytes;
-    entry.durationMs = roundMs(performance.now() - ctx.startTime);
+    const now = performance.now();
+    entry.finishedAt = now;
+    entry.durationMs = roundMs(now - ctx.startTime);
     entry.upstreamMs = upstreamMs < 0 ? undefined : roundMs(upstreamMs);
     entry.upstream = upstreamAddress === '' ? undefined : upstreamAddress;
     entry.route = ctx.route.config.id === '' ? undefined : ctx.route.config.id;

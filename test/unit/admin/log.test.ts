@@ -72,6 +72,31 @@ describe('logging', () => {
     for (const key of ['upstream', 'upstreamMs', 'route', 'requestId']) assert.ok(!(key in noPod), `${key} left out when it does not apply`);
   });
 
+  test("an access line's time is the clock's, read once per millisecond of the finishedAt the proxy read", () => {
+    const out = capture();
+    const access = createAccessLogger(createLogger('info', out));
+    const before = Date.now();
+    access({ ...entry, finishedAt: performance.now() });
+    access({ ...entry, finishedAt: undefined });
+    const after = Date.now();
+    // Later lines in the same millisecond of finishedAt reuse its time, which may then be 1 ms behind.
+    const start = performance.now();
+    let last = before;
+    while (performance.now() - start < 20) {
+      access({ ...entry, finishedAt: performance.now() });
+      last = Date.now();
+    }
+    const lines = out.lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    const times = lines.map((l) => Date.parse(l.time as string));
+    assert.ok(times[0]! >= before && times[0]! <= after, `time ${times[0]} within [${before}, ${after}]`);
+    assert.ok(times[1]! >= before && times[1]! <= after, `without finishedAt, the time now: ${times[1]}`);
+    const later = times.slice(2);
+    assert.ok(new Set(later).size >= 10, `20 ms of lines carry the passing milliseconds (${new Set(later).size} distinct)`);
+    assert.ok(later.every((t, i) => t >= (later[i - 1] ?? before)), 'times do not go back');
+    assert.ok(later.at(-1)! >= last - 1 && later.at(-1)! <= last, `the last line's time ${later.at(-1)} within 1 ms of the clock ${last}`);
+    for (const line of lines) assert.ok(!('finishedAt' in line), 'finishedAt is not a field of the line');
+  });
+
   test('each access line is exactly the JSON of its fields in a fixed order, whatever the values', () => {
     const out = capture();
     const access = createAccessLogger(createLogger('info', out));
