@@ -113,8 +113,8 @@ export function createAccessLogger(logger: Logger, destination?: DestinationStre
   let segClientIp: string | undefined;
   let segRequestId = false;
   let peers = NOTHING;
-  // ',"status":N,"bytes":' for each status seen, made once.
-  const statusBytes: Buffer[] = [];
+  // ',"status":N,"bytes":' for each status seen, made once (filled, so that V8 keeps the array's elements dense).
+  const statusBytes = new Array<Buffer | undefined>(1000).fill(undefined);
   const log = (f: AccessLogEntry) => {
     const finishedAt = f.finishedAt;
     if (finishedAt === undefined) {
