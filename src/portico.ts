@@ -23,6 +23,7 @@ import type { IngressStatusWriter } from './status/ingress-status.ts';
 import type { GatewayStatusWriter } from './status/gateway-status.ts';
 import type { EventRecorder } from './status/events.ts';
 import { createLogger } from './util/log.ts';
+import { PIPE_BUF } from './util/line-sinks.ts';
 import { changeApplied, collectWhenIdle } from './util/idle-gc.ts';
 import { logLongGcPauses } from './util/gc-pauses.ts';
 import { startingUp, startUpOver, workArrived } from './util/compilers.ts';
@@ -90,9 +91,6 @@ const ACTIVITY_REPORT_MS = 500;
 /** The primary's generated default certificate, handed to its workers. */
 const WORKER_CERT = 'PORTICO_WORKER_DEFAULT_CERT';
 const WORKER_KEY = 'PORTICO_WORKER_DEFAULT_KEY';
-
-/** The longest write to a pipe that Linux (and POSIX) keeps whole when several processes write to it. */
-const PIPE_BUF = 4096;
 
 function stdoutIsPipe(): boolean {
   try {

@@ -3,7 +3,7 @@
 // own destination; tests read lines back from one).
 import { LineBytes } from './line-bytes.ts';
 // Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
-const { write, writeSync } = process.getBuiltinModule('node:fs');
+const { write, writeSync, openSync, fstatSync, constants } = process.getBuiltinModule('node:fs');
 
 /** A line is written into `line`, then endLine() says it is whole. */
 export interface LineSink {
@@ -13,6 +13,25 @@ export interface LineSink {
   endLine(): void;
   /** Resolves once every line ended so far is out (the write in flight included). */
   flush(): Promise<void>;
+}
+
+/** The longest write to a pipe that Linux (and POSIX) keeps whole when several processes write to it. */
+export const PIPE_BUF = 4096;
+
+/**
+ * A second descriptor of the pipe `fd` is, non-blocking, or -1 when fd is no pipe. A write
+ * through it of at most PIPE_BUF bytes goes in whole at once, or fails with EAGAIN when the
+ * pipe is full: no round trip through libuv's thread pool, which cost a pinned worker ~25 µs
+ * a write (with 4 KiB writes, 6-11% of its requests). Opened anew through /proc so that fd
+ * itself, which pino writes to too, stays blocking.
+ */
+function nonBlockingPipe(fd: number): number {
+  try {
+    if (!fstatSync(fd).isFIFO()) return -1;
+    return openSync(`/proc/self/fd/${fd}`, constants.O_WRONLY | constants.O_NONBLOCK);
+  } catch {
+    return -1;
+  }
 }
 
 /** A batch is written once this much is buffered (or once a second when quiet). */
@@ -41,8 +60,15 @@ export function wholeLinesEnd(buf: Uint8Array, from: number, end: number, maxWri
  *
  * `maxWrite`: workers share one stdout pipe, where only writes up to PIPE_BUF (4096
  * bytes) are atomic, so their lines go out in writes of whole lines below it.
+ *
+ * Into a pipe (a container runtime's stdout), lines always go in writes of whole lines up to
+ * PIPE_BUF, so that no other writer's line (another worker's, pino's) lands inside one, and
+ * straight from this thread while the pipe has room; only when it is full do they wait in
+ * the thread pool.
  */
 export function bufferedFd(fd: number, maxWrite = Infinity): LineSink {
+  const pipe = nonBlockingPipe(fd);
+  if (pipe >= 0) maxWrite = Math.min(maxWrite, PIPE_BUF);
   const line = new LineBytes(BUFFER_SIZE);
   // The buffer being written, from `from` to `end`, or null when no write is in flight;
   // the write in flight ends at `until` (before `end` when writes are bounded).
@@ -53,18 +79,38 @@ export function bufferedFd(fd: number, maxWrite = Infinity): LineSink {
   let spare: Buffer | null = Buffer.allocUnsafeSlow(BUFFER_SIZE);
   const idle: (() => void)[] = [];
 
-  const writeNext = () => {
+  // The batch is out: its buffer becomes the spare, unless a bigger one replaced it.
+  const batchOut = (buf: Buffer) => {
+    if (buf.length === BUFFER_SIZE) spare = buf;
+    out = null;
+    if (line.at >= FLUSH_AT || idle.length > 0) flush();
+  };
+
+  const writeNext = (): void => {
     const buf = out!;
+    if (pipe >= 0 && intoPipe(buf)) return batchOut(buf);
     until = maxWrite === Infinity ? end : wholeLinesEnd(buf, from, end, maxWrite);
     write(fd, buf, from, until - from, null, (error, written) => {
       // An error (stdout gone, EPIPE) drops this batch rather than let lines pile up without bound.
       from = error !== null || written <= 0 ? end : from + written;
       if (from < end) return writeNext();
-      // The batch is out: its buffer becomes the spare, unless a bigger one replaced it.
-      if (buf.length === BUFFER_SIZE) spare = buf;
-      out = null;
-      if (line.at >= FLUSH_AT || idle.length > 0) flush();
+      batchOut(buf);
     });
+  };
+
+  // Writes what the pipe has room for now; true once the batch is out (or dropped).
+  const intoPipe = (buf: Buffer): boolean => {
+    while (from < end) {
+      const stop = wholeLinesEnd(buf, from, end, maxWrite);
+      try {
+        // Up to PIPE_BUF, all or nothing; a single longer line may go in part, and the rest next.
+        from += writeSync(pipe, buf, from, stop - from);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'EAGAIN') return false;
+        from = end; // stdout gone (EPIPE): the batch is dropped, as in the thread pool
+      }
+    }
+    return true;
   };
 
   const flush = () => {

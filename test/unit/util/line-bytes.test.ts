@@ -2,7 +2,7 @@
 // every value reads back as JSON.stringify or String would have written it, and a file
 // gets every line whole and in order, in writes of whole lines when they are bounded.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, openSync, closeSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -87,6 +87,69 @@ describe('line sinks', () => {
       }
     });
   }
+
+  /**
+   * Runs `script` (an ES module) with stdout a pipe (a shell's: libuv would give a child a
+   * socket pair) that is read only after `readAfterMs`; resolves with what it wrote.
+   */
+  function pipedOutput(script: string, readAfterMs: number): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const child = spawn('sh', ['-c', `"$NODE" --input-type=module -e "$SCRIPT" | (sleep ${readAfterMs / 1000}; cat)`], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+        env: { ...process.env, NODE: process.execPath, SCRIPT: script },
+      });
+      const chunks: Buffer[] = [];
+      child.stdout.on('data', (chunk: Buffer) => chunks.push(chunk));
+      child.on('error', reject);
+      child.on('close', (code) => (code === 0 ? resolve(Buffer.concat(chunks).toString('utf8')) : reject(new Error(`child exited with ${code}`))));
+    });
+  }
+
+  test("into a pipe that fills up, every line arrives whole and in order, and another writer's lines never land inside one", async () => {
+    // 3,000 lines (about 1 MB) while the reader waits: the pipe (64 KiB) fills, and writes go
+    // on in the thread pool. Between them the process writes lines of its own to fd 1, as pino does.
+    const script = `
+      const { writeSync } = await import('node:fs');
+      const { bufferedFd } = await import(${JSON.stringify(SINKS)});
+      const sink = bufferedFd(1);
+      for (let i = 0; i < 3000; i++) {
+        sink.line.latin1('{"n":' + i + ',"pad":"' + 'x'.repeat((i * 37) % 700) + '"}\\n');
+        sink.endLine();
+        if (i % 100 === 0) writeSync(1, '{"other":' + i + '}\\n');
+        if (i % 250 === 0) await new Promise((resolve) => setImmediate(resolve));
+      }
+      await sink.flush();
+    `;
+    const lines = (await pipedOutput(script, 300)).split('\n').filter((l) => l !== '');
+    const parsed = lines.map((l) => JSON.parse(l) as { n?: number; pad?: string; other?: number });
+    const sunk = parsed.filter((p) => p.n !== undefined);
+    assert.deepEqual(
+      sunk.map((p) => p.n),
+      Array.from({ length: 3000 }, (_, i) => i),
+    );
+    for (const p of sunk) assert.equal(p.pad, 'x'.repeat((p.n! * 37) % 700));
+    assert.deepEqual(
+      parsed.filter((p) => p.other !== undefined).map((p) => p.other),
+      Array.from({ length: 30 }, (_, i) => i * 100),
+    );
+  });
+
+  test('into a pipe, lines longer than PIPE_BUF arrive whole and in order too', async () => {
+    const script = `
+      const { bufferedFd } = await import(${JSON.stringify(SINKS)});
+      const sink = bufferedFd(1);
+      for (let i = 0; i < 200; i++) {
+        sink.line.latin1('{"n":' + i + ',"pad":"' + 'y'.repeat(i % 3 === 0 ? 9000 : 100) + '"}\\n');
+        sink.endLine();
+      }
+      await sink.flush();
+    `;
+    const lines = (await pipedOutput(script, 100)).split('\n').filter((l) => l !== '');
+    assert.deepEqual(
+      lines.map((l) => (JSON.parse(l) as { n: number }).n),
+      Array.from({ length: 200 }, (_, i) => i),
+    );
+  });
 
   test('a process that exits while its bounded writes are in flight still writes every line not yet taken', () => {
     const dir = mkdtempSync(join(tmpdir(), 'portico-lines-'));
