@@ -22,7 +22,8 @@ import {
 import { type ClientRequest, DONE, Http1ClientError, parseLength, QUEUED, RUNNING, socketError, STARTING, type RequestConnection } from './client-request.ts';
 import type { Socket } from 'node:net';
 import { PrefixViews } from '../util/prefix-views.ts';
-import { lowerName } from './header-names.ts';
+import { headerRecord, type HeaderRecord } from './header-record.ts';
+import { isNamed } from './header-chars.ts';
 // Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const net = process.getBuiltinModule('node:net');
 const tls = process.getBuiltinModule('node:tls');
@@ -97,45 +98,48 @@ interface OwnedParser extends LlhttpParser {
   conn: Connection | null;
 }
 
-type HeaderRecord = Record<string, string | string[]>;
+/** A response's record when the dispatcher asked for its raw pairs only (rawResponseHeaders). */
+const NO_RECORD: HeaderRecord = Object.freeze(Object.create(null) as HeaderRecord);
 
-/**
- * The prototype of header records: empty, and itself without Object.prototype, so a pod's
- * "constructor" or "__proto__" header is just a header. Object.create(null) would do that
- * too, but V8 keeps such objects in dictionary mode: each header a hash insert, each for-in
- * a sort. Made from this one, records get hidden classes, which the responses of a pod
- * that sends the same headers each time share.
- */
-const HEADER_RECORD_PROTOTYPE: object = Object.freeze(Object.create(null));
-
+/** The Keep-Alive header's value (repeated ones joined) of the head declaredLength() last read. */
+let keepAliveValue: string | undefined;
 
 /**
  * The body length a response head declares: its Content-Length, or -1 when the body ends
  * otherwise (chunked, at the close) or the head is one llhttp settles itself (several
- * lengths, a Transfer-Encoding beside one).
+ * lengths, a Transfer-Encoding beside one). Read from the pairs as the pod wrote them,
+ * with the Keep-Alive header (keepAliveValue) on the way: no record is made for it.
  */
-function declaredLength(record: HeaderRecord): number {
-  const value = record['content-length'];
-  return typeof value === 'string' && record['transfer-encoding'] === undefined ? parseLength(value) : -1;
-}
-
-/** Response headers as undici hands them: lowercase names, repeated ones as arrays. */
-function headerRecord(raw: string[]): HeaderRecord {
-  const out = Object.create(HEADER_RECORD_PROTOTYPE) as HeaderRecord;
+function declaredLength(raw: string[]): number {
+  let length = '';
+  let lengths = 0;
+  let transferEncoding = false;
+  keepAliveValue = undefined;
   for (let i = 0; i < raw.length; i += 2) {
-    const name = lowerName(raw[i]!);
-    const value = raw[i + 1]!;
-    const prev = out[name];
-    if (prev === undefined) out[name] = value;
-    else if (typeof prev === 'string') out[name] = [prev, value];
-    else prev.push(value);
+    const name = raw[i]!;
+    // Told apart by length and first letter before any comparison, as client-request.ts does.
+    const first = name.charCodeAt(0) | 0x20;
+    switch (name.length) {
+      case 10:
+        if (first === 0x6b /* k */ && isNamed(name, 'keep-alive')) keepAliveValue = keepAliveValue === undefined ? raw[i + 1]! : keepAliveValue + ',' + raw[i + 1]!;
+        break;
+      case 14:
+        if (first === 0x63 /* c */ && isNamed(name, 'content-length')) {
+          length = raw[i + 1]!;
+          lengths++;
+        }
+        break;
+      case 17:
+        if (first === 0x74 /* t */ && isNamed(name, 'transfer-encoding')) transferEncoding = true;
+        break;
+    }
   }
-  return out;
+  return lengths === 1 && !transferEncoding ? parseLength(length) : -1;
 }
 
 /** The N of "timeout=N" in a Keep-Alive header value, in ms; -1 when absent. */
-function keepAliveHint(value: string | string[]): number {
-  const text = (typeof value === 'string' ? value : value.join(',')).toLowerCase();
+function keepAliveHint(value: string): number {
+  const text = value.toLowerCase();
   const at = text.indexOf('timeout=');
   if (at === -1) return -1;
   let seconds = 0;
@@ -631,12 +635,12 @@ export class Connection implements RequestConnection {
     }
     this.response = BODY;
     this.headsInRead++;
-    const record = headerRecord(headers);
+    const declared = declaredLength(headers);
     // HTTP/1.0 answers are not reused even with keep-alive; nor is a connection after
     // HEAD (as undici: a pod that sends a body anyway would corrupt the next response).
     let reusable = keepAlive && versionMajor === 1 && versionMinor >= 1 && !r.isHead;
     let idleMs = this.pool.keepAliveTimeout;
-    const hint = record['keep-alive'];
+    const hint = keepAliveValue;
     if (hint !== undefined) {
       const ms = keepAliveHint(hint);
       if (ms >= 0) {
@@ -651,13 +655,13 @@ export class Connection implements RequestConnection {
       this.bodyArmedInRead = true;
     }
     // No body after a head for HEAD, 204 or 304 (RFC 9112 6.3), whatever the head says.
-    const length = r.isHead || statusCode === 204 || statusCode === 304 ? 0 : declaredLength(record);
+    const length = r.isHead || statusCode === 204 || statusCode === 304 ? 0 : declared;
     this.bodyRemaining = length;
     this.callMessageComplete(length < 0);
     // Chunks, or a body to the close: only llhttp knows where their bytes are.
     if (length < 0) this.setBodyCallback(true);
     r.responseRawHeaders = headers;
-    r.handler.onResponseStart?.(r, statusCode, record, statusMessage);
+    r.handler.onResponseStart?.(r, statusCode, r.recordHeaders ? headerRecord(headers) : NO_RECORD, statusMessage);
     if (length === 0 && this.request === r && this.response === BODY) this.response = COMPLETE;
     return r.isHead ? 1 : 0;
   }

@@ -122,6 +122,12 @@ export interface Http1DispatchOptions {
    * as strictly. The per-character checks are then skipped; the rest still applies.
    */
   headersChecked?: boolean;
+  /**
+   * portico's own: the handler reads the response's header pairs from the controller's
+   * responseRawHeaders, so onResponseStart gets an empty record instead of one made for it
+   * (1xx heads still come with theirs).
+   */
+  rawResponseHeaders?: boolean;
   body?: Readable | Buffer | Uint8Array | string | null;
   /** ms from the request written to the response head; 0: none (default 300 s) */
   headersTimeout?: number | null;
@@ -161,6 +167,8 @@ export class ClientRequest implements Dispatcher.DispatchController {
   reason: Error | null = null;
   /** The final response's header pairs as the pod sent them (names as written), for a handler that passes them on as they are. */
   responseRawHeaders: string[] | null = null;
+  /** onResponseStart gets a header record (false: rawResponseHeaders was asked for). */
+  recordHeaders = true;
 
   constructor(handler: Dispatcher.DispatchHandler) {
     this.handler = handler;
@@ -191,6 +199,7 @@ export class ClientRequest implements Dispatcher.DispatchController {
     let hasHost = false;
     let hasConnection = false;
     let contentLength = -1;
+    this.recordHeaders = options.rawResponseHeaders !== true;
     const headers = options.headers;
     if (headers !== undefined && headers !== null) {
       if (!Array.isArray(headers) || (headers.length & 1) !== 0) return invalidArgument('headers must be a flat array of names and values');

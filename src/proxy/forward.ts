@@ -333,12 +333,15 @@ class Exchange extends UpstreamRequestHead implements Dispatcher.DispatchHandler
     this.attemptOpen = true;
     this.startedAt = performance.now();
     const profile = ctx.upstream;
-    const options: Dispatcher.DispatchOptions & { servername?: string; headersChecked?: boolean } = {
+    const options: Dispatcher.DispatchOptions & { servername?: string; headersChecked?: boolean; rawResponseHeaders?: boolean } = {
       path: ctx.upstreamPath,
       method: ctx.req.method as Dispatcher.HttpMethod,
       headers: this.headers,
       // From llhttp, from config checked as strictly, or built here (buildRequestHeaders).
       headersChecked: true,
+      // portico's HTTP/1.1 client: the pod's pairs as it wrote them, without a record made of
+      // them (buildResponseHeaders makes one only when a policy changes the headers).
+      rawResponseHeaders: true,
       body: this.body,
       headersTimeout: ctx.timeouts.responseHeaders,
       bodyTimeout: ctx.timeouts.idle,

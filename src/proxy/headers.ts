@@ -12,6 +12,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { isTrustedPeer, peerAddress } from './client-ip.ts';
 import { isNamed } from '../http1/header-chars.ts';
 import { lowerName } from '../http1/header-names.ts';
+import { headerRecord } from '../http1/header-record.ts';
 import type { RequestContext } from './context.ts';
 import type { HeaderEntry } from '../middleware/header-list.ts';
 // Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
@@ -307,10 +308,14 @@ function mergeVary(pod: string, added: string): string {
  * client: hop-by-hop ones removed, `extra` replacing same-name ones, except Vary,
  * which `extra` adds to. Flat, for res.writeHead. `raw`: the same headers as the pod sent
  * them, when known (an HTTP/1.1 pod): returned as they are when nothing in them is to be
- * dropped or replaced (passesAsIs), which spares the copy.
+ * dropped or replaced (passesAsIs), which spares the copy; otherwise read instead of
+ * `headers`, which the HTTP/1.1 client then leaves empty (rawResponseHeaders).
  */
 export function buildResponseHeaders(headers: IncomingHttpHeaders, extra: readonly HeaderEntry[] | undefined, raw?: string[] | null): (string | string[])[] {
-  if (raw != null && extra === undefined && passesAsIs(raw)) return raw;
+  if (raw != null) {
+    if (extra === undefined && passesAsIs(raw)) return raw;
+    headers = headerRecord(raw);
+  }
   const out: (string | string[])[] = [];
   let podVary: string | undefined;
   const connection = headers.connection;

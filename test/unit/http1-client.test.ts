@@ -147,6 +147,32 @@ test('GET: the handler calls in order, headers lowercase with repeats as arrays,
   assert.equal(seen.headers['transfer-encoding'], undefined);
 });
 
+test('rawResponseHeaders: the handler gets the pairs as the pod wrote them and an empty record; 1xx heads keep theirs', async (t) => {
+  const s = await nodeServer((_req, res) => {
+    res.writeEarlyHints({ link: '</a.css>; rel=preload' });
+    res.setHeader('X-Mixed-Case', 'yes');
+    res.setHeader('Keep-Alive', 'timeout=30');
+    res.writeHead(200, { 'Content-Length': '5' });
+    res.end('hello');
+  });
+  const pool = makePool(s.port);
+  t.after(() => pool.destroy().then(() => s.close()));
+  const r = await send(pool, { rawResponseHeaders: true });
+  assert.equal(r.status, 200);
+  assert.equal(r.body, 'hello');
+  assert.deepEqual(Object.keys(r.headers), [], 'no record');
+  const raw = (r.controller as unknown as { responseRawHeaders: string[] }).responseRawHeaders;
+  const at = raw.indexOf('X-Mixed-Case');
+  assert.ok(at >= 0 && raw[at + 1] === 'yes', `the pairs as written: ${raw.join(' ')}`);
+  assert.equal(raw[raw.indexOf('Content-Length') + 1], '5');
+  assert.equal(r.informational[0]?.headers.link, '</a.css>; rel=preload', 'a 103 still comes with its record');
+  // Without the option, the same response comes with its record.
+  const plain = await send(pool);
+  assert.equal(plain.headers['x-mixed-case'], 'yes');
+  assert.equal(plain.headers['content-length'], '5');
+  assert.equal(s.connections, 1, 'the connection (Keep-Alive read from the pairs) was reused');
+});
+
 test('response headers named like Object members (__proto__, constructor, toString) are plain headers', async (t) => {
   const s = await rawServer((socket, all) => {
     if (all.endsWith('\r\n\r\n')) socket.write('HTTP/1.1 200 OK\r\n__proto__: p\r\nConstructor: c\r\ntoString: t1\r\ntostring: t2\r\n123: n\r\ncontent-length: 2\r\n\r\nok');

@@ -51,6 +51,9 @@ describe('policies through the proxy', () => {
     assert.equal(r.json<{ bodyLength: number }>().bodyLength, 1000);
     assert.equal(r.json<{ headers: Record<string, string> }>().headers['x-team'], 'payments');
     assert.equal(r.headers['x-frame-options'], 'DENY');
+    // The pod's own headers pass beside the policy's (read from its raw pairs: the HTTP/1.1 client makes no record for the forwarder).
+    assert.equal(r.headers['x-served-by'], 'web');
+    assert.equal(r.headers['content-type'], 'application/json');
   });
 
   // These need the compiler to pass the route to composeChain (src/proxy/compile.ts).
