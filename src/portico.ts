@@ -127,9 +127,10 @@ export async function startPortico(options: Options, logger?: Logger, role: Role
 async function startWorker(options: Options, log: Logger): Promise<Portico> {
   const metrics = createMetrics();
   configureRateLimitWorkers(options.workers);
-  // Workers share one stdout: into a pipe (a container runtime's), only writes up to
-  // PIPE_BUF (4096 bytes) are atomic, so access lines go out in writes of whole lines
-  // up to that many bytes; a file takes whole writes of any size.
+  // Workers share one stdout: into a pipe or socket (a container runtime's), only writes up
+  // to PIPE_BUF (4096 bytes) stay whole, so access lines go out in writes of whole lines up
+  // to that many bytes (line-sinks.ts bounds a pipe by itself; a socket needs it from here);
+  // a file takes whole writes of any size.
   const cert = process.env[WORKER_CERT];
   const key = process.env[WORKER_KEY];
   const send = (message: ToPrimary) => {

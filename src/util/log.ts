@@ -86,10 +86,6 @@ export function createAccessLogger(logger: Logger, destination?: DestinationStre
   // With finishedAt, the wall clock is read once per millisecond of it rather than per line:
   // a line's time is then at most 1 ms before the clock's at its finish.
   let lastTick = -1;
-  const startLine = (ms: number) => {
-    lastMs = ms;
-    lineStart = Buffer.from('{"level":"info","time":"' + new Date(ms).toISOString() + '"' + pid, 'latin1');
-  };
   // Values that repeat from line to line (method, host, route, pod, client address) are
   // checked and encoded once, and the runs of them that repeat from one request to the
   // next (method and host; pod, route and client address) are kept as one run of bytes
@@ -116,14 +112,14 @@ export function createAccessLogger(logger: Logger, destination?: DestinationStre
   // ',"status":N,"bytes":' for each status seen, made once (filled, so that V8 keeps the array's elements dense).
   const statusBytes = new Array<Buffer | undefined>(1000).fill(undefined);
   const log = (f: AccessLogEntry) => {
-    const finishedAt = f.finishedAt;
-    if (finishedAt === undefined) {
+    const tick = f.finishedAt === undefined ? -1 : Math.floor(f.finishedAt);
+    if (tick === -1 || tick !== lastTick) {
+      lastTick = tick;
       const ms = Date.now();
-      if (ms !== lastMs) startLine(ms);
-    } else if (Math.floor(finishedAt) !== lastTick) {
-      lastTick = Math.floor(finishedAt);
-      const ms = Date.now();
-      if (ms !== lastMs) startLine(ms);
+      if (ms !== lastMs) {
+        lastMs = ms;
+        lineStart = Buffer.from('{"level":"info","time":"' + new Date(ms).toISOString() + '"' + pid, 'latin1');
+      }
     }
     if (f.method !== segMethod || f.host !== segHost) {
       segMethod = f.method;
