@@ -24,6 +24,7 @@ import type { Socket } from 'node:net';
 import { PrefixViews } from '../util/prefix-views.ts';
 import { headerRecord, type HeaderRecord } from './header-record.ts';
 import { isNamed } from './header-chars.ts';
+import { plainFields, plainHead, plainReason, readPlainHead } from './response-head.ts';
 // Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const net = process.getBuiltinModule('node:net');
 const tls = process.getBuiltinModule('node:tls');
@@ -193,6 +194,11 @@ export class Connection implements RequestConnection {
   private bodyCallback = true;
   /** The next read begins at the start of the response (onRead can find where its body starts). */
   private atMessageStart = true;
+  /**
+   * The response's head was plain and read here (response-head.ts), and so is its body:
+   * llhttp sees none of this response, and stays at the start of a message.
+   */
+  private plainBody = false;
   /** Heads (1xx and final) completed in the read being parsed. */
   private headsInRead = 0;
   /** First socket error, reported when the socket closes. */
@@ -316,6 +322,7 @@ export class Connection implements RequestConnection {
     if (this.ownReads) {
       // The last response ended with its last byte (else the connection is not reused).
       this.atMessageStart = true;
+      this.plainBody = false;
       this.setBodyCallback(false);
     }
     if (this.unrefed) {
@@ -555,6 +562,16 @@ export class Connection implements RequestConnection {
       this.destroy();
       return;
     }
+    if (this.plainBody) {
+      if (this.response === BODY) this.plainBodyBytes(buf, 0, nread);
+      this.executed(nread);
+      return;
+    }
+    // The pod's header lines go on as bytes, with no string made of them (rawResponseHeaders).
+    if (this.atMessageStart && !r.recordHeaders && !r.isHead && r.state === RUNNING && readPlainHead(buf, nread)) {
+      this.plainResponse(buf, nread, r);
+      return;
+    }
     const before = this.response;
     // Mid-head (a head in pieces, or after a 1xx): where the body starts is llhttp's to say.
     if (!this.bodyCallback && before !== BODY && !this.atMessageStart) this.setBodyCallback(true);
@@ -574,6 +591,48 @@ export class Connection implements RequestConnection {
     }
     if (this.response === AWAITING) this.atMessageStart = false;
     this.executed(result);
+  }
+
+  /**
+   * A read that begins with a plain final head (readPlainHead has just accepted it): what
+   * headersComplete() and onRead do with llhttp's help, done here. The head's length is
+   * its Content-Length, and it has no hop-by-hop header but "Connection: keep-alive".
+   */
+  private plainResponse(buf: Buffer, nread: number, r: ClientRequest): void {
+    const head = plainHead;
+    const status = head.status;
+    const length = head.contentLength;
+    const bodyAt = head.length;
+    const reason = plainReason(buf);
+    r.responseHeadFields = plainFields(buf);
+    r.responseHeadHasDate = head.hasDate;
+    this.atMessageStart = false;
+    this.plainBody = true;
+    this.response = BODY;
+    // HTTP/1.1 without "Connection: close": reusable (a HEAD request never comes here).
+    this.keepAlive = true;
+    this.idleMs = this.pool.keepAliveTimeout;
+    if (r.bodyTimeout > 0) {
+      this.armBody(r.bodyTimeout);
+      this.bodyArmedInRead = true;
+    }
+    this.bodyRemaining = length;
+    r.handler.onResponseStart?.(r, status, NO_RECORD, reason);
+    if (this.request === r && this.response === BODY) {
+      if (length === 0) this.response = COMPLETE;
+      this.plainBodyBytes(buf, bodyAt, nread);
+    }
+    this.executed(nread);
+  }
+
+  /** Body bytes [start, nread) of a read, of a response read here: past its length, they are a stray answer. */
+  private plainBodyBytes(buf: Buffer, start: number, nread: number): void {
+    let end = nread;
+    if (end - start > this.bodyRemaining) {
+      this.stray = true;
+      end = start + this.bodyRemaining;
+    }
+    if (end > start) this.body(copyOf(buf, start, end));
   }
 
   /** After the parser went through one read (fed by onData, or reading the socket itself). */
@@ -704,6 +763,10 @@ export class Connection implements RequestConnection {
     const r = this.request;
     if (r === null || this.state !== BUSY) {
       this.destroy();
+      return;
+    }
+    if (this.response === BODY && this.plainBody) {
+      this.fail(socketError('the pod closed the connection in the middle of the response'));
       return;
     }
     if (this.response === BODY && this.parser !== null) {

@@ -8,6 +8,7 @@ import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { isCleanValue, isNamed, isToken } from './header-chars.ts';
 import { headBytes } from './head-bytes.ts';
+import { fieldPairs } from './response-head.ts';
 
 /** An error of the client, with the `code` undici would give it (see src/proxy/forward.ts describe()). */
 export class Http1ClientError extends Error {
@@ -165,8 +166,27 @@ export class ClientRequest implements Dispatcher.DispatchController {
   aborted = false;
   paused = false;
   reason: Error | null = null;
-  /** The final response's header pairs as the pod sent them (names as written), for a handler that passes them on as they are. */
-  responseRawHeaders: string[] | null = null;
+  /** See responseRawHeaders. */
+  private rawPairs: string[] | null = null;
+  /**
+   * With rawResponseHeaders, a plain final head (response-head.ts) comes as bytes: its
+   * header lines, each with its CRLF, "Connection: keep-alive" left out. Null otherwise.
+   */
+  responseHeadFields: Buffer | null = null;
+  /** responseHeadFields hold a Date header. */
+  responseHeadHasDate = false;
+  /**
+   * The final response's header pairs as the pod sent them (names as written), for a
+   * handler that passes them on as they are: made from responseHeadFields when asked for.
+   */
+  get responseRawHeaders(): string[] | null {
+    if (this.rawPairs === null && this.responseHeadFields !== null) this.rawPairs = fieldPairs(this.responseHeadFields);
+    return this.rawPairs;
+  }
+
+  set responseRawHeaders(pairs: string[] | null) {
+    this.rawPairs = pairs;
+  }
   /** onResponseStart gets a header record (false: rawResponseHeaders was asked for). */
   recordHeaders = true;
 

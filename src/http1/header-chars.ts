@@ -2,8 +2,8 @@
 // client (requests) alike. Heads are written as latin1 strings, so a character above
 // U+00FF would be cut to its low byte: U+010A would become LF and split the head.
 
-// tchar of RFC 9110 section 5.6.2.
-const TOKEN = new Uint8Array(128);
+// tchar of RFC 9110 section 5.6.2: 1 at the codes of token characters.
+export const TOKEN = new Uint8Array(128);
 for (const c of "!#$%&'*+-.^_`|~") TOKEN[c.charCodeAt(0)] = 1;
 for (let c = 0x30; c <= 0x39; c++) TOKEN[c] = 1;
 for (let c = 0x41; c <= 0x5a; c++) TOKEN[c] = 1;

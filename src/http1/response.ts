@@ -88,6 +88,9 @@ export class Http1Response extends ShapedEmitter {
   [kExchange]: unknown = undefined;
   private readonly owner: ResponseOwner;
   private headerList: readonly (string | HeaderValue)[] | undefined = undefined;
+  /** Header lines as bytes, in place of headerList (writeHeadFields). */
+  private headFields: Buffer | null = null;
+  private headFieldsDate = false;
   /** The head is built but not written yet (it goes out with the first body bytes). */
   private headPending = false;
   private chunked = false;
@@ -116,6 +119,22 @@ export class Http1Response extends ShapedEmitter {
     } else {
       this.headerList = flatHeaders(reasonOrHeaders);
     }
+    this.headPending = true;
+    return this;
+  }
+
+  /**
+   * Sets the status and headers as bytes: `fields` are header lines, each with its CRLF,
+   * that can be written as they are, among them one Content-Length and no hop-by-hop
+   * header (a pod's plain head, src/http1/response-head.ts). `hasDate`: one is a Date.
+   */
+  writeHeadFields(status: number, reason: string, fields: Buffer, hasDate: boolean): this {
+    if (this.headersSent) throw new Error('response headers were already sent');
+    this.headersSent = true;
+    this.statusCode = status;
+    this.statusMessage = reason;
+    this.headFields = fields;
+    this.headFieldsDate = hasDate;
     this.headPending = true;
     return this;
   }
@@ -150,7 +169,12 @@ export class Http1Response extends ShapedEmitter {
     let hasLength = false;
     let hasDate = false;
     let closeAsked = false;
-    if (list !== undefined) {
+    const fields = this.headFields;
+    if (fields !== null) {
+      head.bytes(fields);
+      hasLength = true;
+      hasDate = this.headFieldsDate;
+    } else if (list !== undefined) {
       const check = !this.headersChecked;
       for (let i = 0; i + 1 < list.length; i += 2) {
         const name = String(list[i]);

@@ -45,6 +45,12 @@ export interface ProxyResponse extends EventEmitter {
   readonly writableFinished: boolean;
   readonly destroyed: boolean;
   writeHead(status: number, reasonOrHeaders?: string | HeaderInput, headers?: HeaderInput): this;
+  /**
+   * Status and headers as header lines in bytes, each with its CRLF, to be written as they
+   * are (an HTTP/1.1 pod's plain head: src/http1/response-head.ts). Only where the client
+   * speaks HTTP/1.1 too; elsewhere the caller passes pairs to writeHead.
+   */
+  writeHeadFields?(status: number, reason: string, fields: Buffer, hasDate: boolean): this;
   writeEarlyHints(hints: Record<string, string | readonly string[]>): void;
   /** False when the client is slow: wait for 'drain'. */
   write(chunk: Buffer | string): boolean;

@@ -396,8 +396,18 @@ class Exchange extends UpstreamRequestHead implements Dispatcher.DispatchHandler
     ctx.upstreamMillis = upstreamMs;
     ctx.upstreamAddress = this.endpoint!.key;
     this.forwarder.metrics.observeLatency(upstreamMs / 1000);
-    // An HTTP/1.1 pod's pairs as it wrote them come with the controller (src/http1/client-request.ts).
-    const out = buildResponseHeaders(headers, ctx.responseHeaders, (controller as { responseRawHeaders?: string[] | null }).responseRawHeaders);
+    // An HTTP/1.1 pod's head comes with the controller (src/http1/client-request.ts): a plain
+    // one as its header lines in bytes, which an HTTP/1.1 client gets as they are when no
+    // policy changes them; otherwise the pairs as the pod wrote them.
+    const pod = controller as { responseHeadFields?: Buffer | null; responseHeadHasDate?: boolean; responseRawHeaders?: string[] | null };
+    const fields = pod.responseHeadFields;
+    if (fields != null && ctx.responseHeaders === undefined && res.writeHeadFields !== undefined) {
+      res.headersChecked = true;
+      res.writeHeadFields(statusCode, statusMessage ?? '', fields, pod.responseHeadHasDate === true);
+      if (this.clientGone) controller.abort(CLIENT_GONE);
+      return;
+    }
+    const out = buildResponseHeaders(headers, ctx.responseHeaders, pod.responseRawHeaders);
     // A head parsed by portico's HTTP/1.1 client (llhttp refuses bad names and values);
     // policies' headers were checked as strictly when the config was read.
     res.headersChecked = ctx.upstream.protocol === 'http' || ctx.upstream.protocol === 'https';

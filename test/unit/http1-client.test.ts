@@ -173,6 +173,62 @@ test('rawResponseHeaders: the handler gets the pairs as the pod wrote them and a
   assert.equal(s.connections, 1, 'the connection (Keep-Alive read from the pairs) was reused');
 });
 
+test('rawResponseHeaders and a plain head: its lines as bytes, its body across reads, and llhttp reads the next, chunked, response', async (t) => {
+  const s = await rawServer((socket, all) => {
+    const n = heads(all);
+    if (!all.endsWith('\r\n\r\n')) return;
+    if (n === 1) {
+      socket.write('HTTP/1.1 200 OK\r\nX-Mixed-Case: yes\r\nConnection: keep-alive\r\nContent-Length: 10\r\n\r\nhello');
+      setTimeout(() => socket.write('world'), 30);
+    } else if (n === 2) {
+      socket.write('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n');
+    } else {
+      socket.write('HTTP/1.1 201 Made\r\nContent-Length: 2\r\n\r\nok');
+    }
+  });
+  const pool = makePool(s.port);
+  t.after(() => pool.destroy().then(() => s.close()));
+  type Raw = { responseHeadFields: Buffer | null; responseRawHeaders: string[] | null };
+  const first = await send(pool, { rawResponseHeaders: true });
+  assert.deepEqual(first.events, ['start', 'response 200', 'data', 'end']);
+  assert.equal(first.body, 'helloworld', 'the body of the second read counted to its length');
+  assert.deepEqual(Object.keys(first.headers), [], 'no record');
+  const raw = first.controller as unknown as Raw;
+  assert.equal(raw.responseHeadFields?.toString('latin1'), 'X-Mixed-Case: yes\r\nContent-Length: 10\r\n', 'the lines as written, without Connection: keep-alive');
+  assert.deepEqual(raw.responseRawHeaders, ['X-Mixed-Case', 'yes', 'Content-Length', '10'], 'pairs made of them when asked for');
+  const chunked = await send(pool, { rawResponseHeaders: true });
+  assert.equal(chunked.body, 'hello');
+  assert.equal((chunked.controller as unknown as Raw).responseHeadFields, null, 'a chunked head is llhttp\'s');
+  assert.deepEqual((chunked.controller as unknown as Raw).responseRawHeaders, ['Transfer-Encoding', 'chunked']);
+  const third = await send(pool, { rawResponseHeaders: true });
+  assert.equal(third.status, 201);
+  assert.equal(third.statusMessage, 'Made');
+  assert.equal(third.body, 'ok');
+  assert.equal(s.sockets.length, 1, 'one connection carried all three');
+});
+
+test('rawResponseHeaders and a plain head: a stray answer after its body is dropped with the connection; a pod that closes in its body fails the request', async (t) => {
+  const s = await rawServer((socket, all, index) => {
+    if (!all.endsWith('\r\n\r\n')) return;
+    if (index === 0) socket.write('HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabcHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nstray');
+    else if (index === 1) socket.write('HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\nX');
+    else socket.end('HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc');
+  });
+  const pool = makePool(s.port);
+  t.after(() => pool.destroy().then(() => s.close()));
+  const first = await send(pool, { rawResponseHeaders: true });
+  assert.deepEqual(first.events, ['start', 'response 200', 'data', 'end']);
+  assert.equal(first.body, 'abc');
+  const empty = await send(pool, { rawResponseHeaders: true });
+  assert.deepEqual(empty.events, ['start', 'response 200', 'end'], 'Content-Length: 0, a stray byte behind it');
+  assert.equal(s.sockets.length, 2, 'the connection that carried a stray answer was not reused');
+  const cut = await send(pool, { rawResponseHeaders: true });
+  assert.deepEqual(cut.events, ['start', 'response 200', 'data', 'error']);
+  assert.equal(cut.error?.code, 'UND_ERR_SOCKET');
+  assert.match(cut.error!.message, /middle of the response/);
+  assert.equal(s.sockets.length, 3);
+});
+
 test('response headers named like Object members (__proto__, constructor, toString) are plain headers', async (t) => {
   const s = await rawServer((socket, all) => {
     if (all.endsWith('\r\n\r\n')) socket.write('HTTP/1.1 200 OK\r\n__proto__: p\r\nConstructor: c\r\ntoString: t1\r\ntostring: t2\r\n123: n\r\ncontent-length: 2\r\n\r\nok');
