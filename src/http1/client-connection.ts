@@ -567,8 +567,8 @@ export class Connection implements RequestConnection {
       this.executed(nread);
       return;
     }
-    // The pod's header lines go on as bytes, with no string made of them (rawResponseHeaders).
-    if (this.atMessageStart && !r.recordHeaders && !r.isHead && r.state === RUNNING && readPlainHead(buf, nread)) {
+    // The pod's header lines go on as bytes, with no string made of them (responseHeadLines).
+    if (this.atMessageStart && r.headLines && !r.isHead && r.state === RUNNING && readPlainHead(buf, nread)) {
       this.plainResponse(buf, nread, r);
       return;
     }

@@ -129,6 +129,12 @@ export interface Http1DispatchOptions {
    * (1xx heads still come with theirs).
    */
   rawResponseHeaders?: boolean;
+  /**
+   * portico's own, with rawResponseHeaders: the handler takes a plain final head
+   * (response-head.ts) as its header lines in bytes (responseHeadFields), so the client
+   * reads such a head itself and makes no string of it.
+   */
+  responseHeadLines?: boolean;
   body?: Readable | Buffer | Uint8Array | string | null;
   /** ms from the request written to the response head; 0: none (default 300 s) */
   headersTimeout?: number | null;
@@ -189,6 +195,8 @@ export class ClientRequest implements Dispatcher.DispatchController {
   }
   /** onResponseStart gets a header record (false: rawResponseHeaders was asked for). */
   recordHeaders = true;
+  /** A plain final head is read by the client and handed over as bytes (responseHeadLines). */
+  headLines = false;
 
   constructor(handler: Dispatcher.DispatchHandler) {
     this.handler = handler;
@@ -220,6 +228,7 @@ export class ClientRequest implements Dispatcher.DispatchController {
     let hasConnection = false;
     let contentLength = -1;
     this.recordHeaders = options.rawResponseHeaders !== true;
+    this.headLines = !this.recordHeaders && options.responseHeadLines === true;
     const headers = options.headers;
     if (headers !== undefined && headers !== null) {
       if (!Array.isArray(headers) || (headers.length & 1) !== 0) return invalidArgument('headers must be a flat array of names and values');

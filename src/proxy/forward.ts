@@ -333,7 +333,7 @@ class Exchange extends UpstreamRequestHead implements Dispatcher.DispatchHandler
     this.attemptOpen = true;
     this.startedAt = performance.now();
     const profile = ctx.upstream;
-    const options: Dispatcher.DispatchOptions & { servername?: string; headersChecked?: boolean; rawResponseHeaders?: boolean } = {
+    const options: Dispatcher.DispatchOptions & { servername?: string; headersChecked?: boolean; rawResponseHeaders?: boolean; responseHeadLines?: boolean } = {
       path: ctx.upstreamPath,
       method: ctx.req.method as Dispatcher.HttpMethod,
       headers: this.headers,
@@ -342,6 +342,9 @@ class Exchange extends UpstreamRequestHead implements Dispatcher.DispatchHandler
       // portico's HTTP/1.1 client: the pod's pairs as it wrote them, without a record made of
       // them (buildResponseHeaders makes one only when a policy changes the headers).
       rawResponseHeaders: true,
+      // A plain head's lines as bytes, where they can be written as they are: to an HTTP/1.1
+      // client, with no policy changing the headers (an HTTP/2 client or a cache takes pairs).
+      responseHeadLines: ctx.responseHeaders === undefined && (ctx.res as ProxyResponse).writeHeadFields !== undefined,
       body: this.body,
       headersTimeout: ctx.timeouts.responseHeaders,
       bodyTimeout: ctx.timeouts.idle,

@@ -173,7 +173,7 @@ test('rawResponseHeaders: the handler gets the pairs as the pod wrote them and a
   assert.equal(s.connections, 1, 'the connection (Keep-Alive read from the pairs) was reused');
 });
 
-test('rawResponseHeaders and a plain head: its lines as bytes, its body across reads, and llhttp reads the next, chunked, response', async (t) => {
+test('responseHeadLines and a plain head: its lines as bytes, its body across reads, and llhttp reads the next, chunked, response', async (t) => {
   const s = await rawServer((socket, all) => {
     const n = heads(all);
     if (!all.endsWith('\r\n\r\n')) return;
@@ -189,25 +189,28 @@ test('rawResponseHeaders and a plain head: its lines as bytes, its body across r
   const pool = makePool(s.port);
   t.after(() => pool.destroy().then(() => s.close()));
   type Raw = { responseHeadFields: Buffer | null; responseRawHeaders: string[] | null };
-  const first = await send(pool, { rawResponseHeaders: true });
+  const first = await send(pool, { rawResponseHeaders: true, responseHeadLines: true });
   assert.deepEqual(first.events, ['start', 'response 200', 'data', 'end']);
   assert.equal(first.body, 'helloworld', 'the body of the second read counted to its length');
   assert.deepEqual(Object.keys(first.headers), [], 'no record');
   const raw = first.controller as unknown as Raw;
   assert.equal(raw.responseHeadFields?.toString('latin1'), 'X-Mixed-Case: yes\r\nContent-Length: 10\r\n', 'the lines as written, without Connection: keep-alive');
   assert.deepEqual(raw.responseRawHeaders, ['X-Mixed-Case', 'yes', 'Content-Length', '10'], 'pairs made of them when asked for');
-  const chunked = await send(pool, { rawResponseHeaders: true });
+  const chunked = await send(pool, { rawResponseHeaders: true, responseHeadLines: true });
   assert.equal(chunked.body, 'hello');
   assert.equal((chunked.controller as unknown as Raw).responseHeadFields, null, 'a chunked head is llhttp\'s');
   assert.deepEqual((chunked.controller as unknown as Raw).responseRawHeaders, ['Transfer-Encoding', 'chunked']);
+  // Without responseHeadLines, a plain head is llhttp's too.
   const third = await send(pool, { rawResponseHeaders: true });
+  assert.equal((third.controller as unknown as Raw).responseHeadFields, null);
+  assert.deepEqual((third.controller as unknown as Raw).responseRawHeaders, ['Content-Length', '2']);
   assert.equal(third.status, 201);
   assert.equal(third.statusMessage, 'Made');
   assert.equal(third.body, 'ok');
   assert.equal(s.sockets.length, 1, 'one connection carried all three');
 });
 
-test('rawResponseHeaders and a plain head: a stray answer after its body is dropped with the connection; a pod that closes in its body fails the request', async (t) => {
+test('responseHeadLines and a plain head: a stray answer after its body is dropped with the connection; a pod that closes in its body fails the request', async (t) => {
   const s = await rawServer((socket, all, index) => {
     if (!all.endsWith('\r\n\r\n')) return;
     if (index === 0) socket.write('HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabcHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nstray');
@@ -216,13 +219,13 @@ test('rawResponseHeaders and a plain head: a stray answer after its body is drop
   });
   const pool = makePool(s.port);
   t.after(() => pool.destroy().then(() => s.close()));
-  const first = await send(pool, { rawResponseHeaders: true });
+  const first = await send(pool, { rawResponseHeaders: true, responseHeadLines: true });
   assert.deepEqual(first.events, ['start', 'response 200', 'data', 'end']);
   assert.equal(first.body, 'abc');
-  const empty = await send(pool, { rawResponseHeaders: true });
+  const empty = await send(pool, { rawResponseHeaders: true, responseHeadLines: true });
   assert.deepEqual(empty.events, ['start', 'response 200', 'end'], 'Content-Length: 0, a stray byte behind it');
   assert.equal(s.sockets.length, 2, 'the connection that carried a stray answer was not reused');
-  const cut = await send(pool, { rawResponseHeaders: true });
+  const cut = await send(pool, { rawResponseHeaders: true, responseHeadLines: true });
   assert.deepEqual(cut.events, ['start', 'response 200', 'data', 'error']);
   assert.equal(cut.error?.code, 'UND_ERR_SOCKET');
   assert.match(cut.error!.message, /middle of the response/);
