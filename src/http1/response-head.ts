@@ -199,17 +199,20 @@ export function readPlainHead(data: Uint8Array, n: number): boolean {
   return true;
 }
 
-/** The header lines of plainHead, without its "Connection: keep-alive", in a buffer of their own. */
-export function plainFields(data: Uint8Array): Buffer {
+/**
+ * The header lines of plainHead, without its "Connection: keep-alive", in a buffer of their
+ * own (into Buffer's pool; copied by Buffer's copy, which makes no view of `data`).
+ */
+export function plainFields(data: Buffer): Buffer {
   const head = plainHead;
   const { fieldsStart, fieldsEnd, dropStart, dropEnd } = head;
   const size = fieldsEnd - fieldsStart - (dropStart === -1 ? 0 : dropEnd - dropStart);
   const out = Buffer.allocUnsafe(size);
   if (dropStart === -1) {
-    out.set(data.subarray(fieldsStart, fieldsEnd));
+    data.copy(out, 0, fieldsStart, fieldsEnd);
   } else {
-    out.set(data.subarray(fieldsStart, dropStart));
-    out.set(data.subarray(dropEnd, fieldsEnd), dropStart - fieldsStart);
+    data.copy(out, 0, fieldsStart, dropStart);
+    data.copy(out, dropStart - fieldsStart, dropEnd, fieldsEnd);
   }
   return out;
 }
