@@ -217,8 +217,11 @@ export function plainFields(data: Buffer): Buffer {
   return out;
 }
 
-/** Reason phrases seen, by status: a pod sends the same one each time, so its string is made once. */
-const reasons: string[] = [];
+/**
+ * Reason phrases seen, by status: a pod sends the same one each time, so its string is
+ * made once. Filled up front, so that V8 keeps the array's elements dense.
+ */
+const reasons = new Array<string | undefined>(600).fill(undefined);
 
 /** plainHead's reason phrase as a string. */
 export function plainReason(data: Buffer): string {
