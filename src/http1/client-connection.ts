@@ -24,7 +24,7 @@ import type { Socket } from 'node:net';
 import { PrefixViews } from '../util/prefix-views.ts';
 import { headerRecord, type HeaderRecord } from './header-record.ts';
 import { isNamed } from './header-chars.ts';
-import { plainFields, plainHead, plainReason, readPlainHead } from './response-head.ts';
+import { keepAliveHint, plainFields, plainHead, plainReason, readPlainHead } from './response-head.ts';
 // Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const net = process.getBuiltinModule('node:net');
 const tls = process.getBuiltinModule('node:tls');
@@ -136,22 +136,6 @@ function declaredLength(raw: string[]): number {
     }
   }
   return lengths === 1 && !transferEncoding ? parseLength(length) : -1;
-}
-
-/** The N of "timeout=N" in a Keep-Alive header value, in ms; -1 when absent. */
-function keepAliveHint(value: string): number {
-  const text = value.toLowerCase();
-  const at = text.indexOf('timeout=');
-  if (at === -1) return -1;
-  let seconds = 0;
-  let digits = 0;
-  for (let i = at + 8; i < text.length; i++) {
-    const c = text.charCodeAt(i) - 0x30;
-    if (c < 0 || c > 9) break;
-    seconds = seconds * 10 + c;
-    if (++digits > 9) return -1;
-  }
-  return digits === 0 ? -1 : seconds * 1000;
 }
 
 export class Connection implements RequestConnection {
@@ -609,9 +593,9 @@ export class Connection implements RequestConnection {
     this.atMessageStart = false;
     this.plainBody = true;
     this.response = BODY;
-    // HTTP/1.1 without "Connection: close": reusable (a HEAD request never comes here).
-    this.keepAlive = true;
-    this.idleMs = this.pool.keepAliveTimeout;
+    // HTTP/1.1 without "Connection: close": reusable (a HEAD request never comes here),
+    // unless the pod's Keep-Alive says it keeps the connection too briefly (as headersComplete).
+    this.keepAlive = this.keepsFor(head.keepAliveMs);
     if (r.bodyTimeout > 0) {
       this.armBody(r.bodyTimeout);
       this.bodyArmedInRead = true;
@@ -697,18 +681,9 @@ export class Connection implements RequestConnection {
     const declared = declaredLength(headers);
     // HTTP/1.0 answers are not reused even with keep-alive; nor is a connection after
     // HEAD (as undici: a pod that sends a body anyway would corrupt the next response).
-    let reusable = keepAlive && versionMajor === 1 && versionMinor >= 1 && !r.isHead;
-    let idleMs = this.pool.keepAliveTimeout;
-    const hint = keepAliveValue;
-    if (hint !== undefined) {
-      const ms = keepAliveHint(hint);
-      if (ms >= 0) {
-        if (ms - KEEP_ALIVE_MARGIN <= 0) reusable = false;
-        else if (ms - KEEP_ALIVE_MARGIN < idleMs) idleMs = ms - KEEP_ALIVE_MARGIN;
-      }
-    }
-    this.keepAlive = reusable;
-    this.idleMs = idleMs;
+    const reusable = keepAlive && versionMajor === 1 && versionMinor >= 1 && !r.isHead;
+    const hinted = this.keepsFor(keepAliveValue === undefined ? -1 : keepAliveHint(keepAliveValue));
+    this.keepAlive = reusable && hinted;
     if (r.bodyTimeout > 0) {
       this.armBody(r.bodyTimeout);
       this.bodyArmedInRead = true;
@@ -723,6 +698,21 @@ export class Connection implements RequestConnection {
     r.handler.onResponseStart?.(r, statusCode, r.recordHeaders ? headerRecord(headers) : NO_RECORD, statusMessage);
     if (length === 0 && this.request === r && this.response === BODY) this.response = COMPLETE;
     return r.isHead ? 1 : 0;
+  }
+
+  /**
+   * Sets idleMs from the pool's keep-alive timeout and the pod's Keep-Alive timeout=N
+   * (`hintMs`, -1 when none), trusted minus a margin; false when that leaves no time.
+   */
+  private keepsFor(hintMs: number): boolean {
+    let idleMs = this.pool.keepAliveTimeout;
+    let keeps = true;
+    if (hintMs >= 0) {
+      if (hintMs - KEEP_ALIVE_MARGIN <= 0) keeps = false;
+      else if (hintMs - KEEP_ALIVE_MARGIN < idleMs) idleMs = hintMs - KEEP_ALIVE_MARGIN;
+    }
+    this.idleMs = idleMs;
+    return keeps;
   }
 
   /** Whether llhttp calls messageComplete(): only for a response whose end this does not count. */

@@ -8,8 +8,9 @@
 // Plain means a subset of what llhttp accepts, read to the same meaning: "HTTP/1.1", a
 // final status of 200-599 other than 204 and 304, header lines of a token, a colon and a
 // value of visible characters, spaces and tabs, each ending in CRLF, one Content-Length
-// of digits, no Transfer-Encoding, and no other hop-by-hop header than
-// "Connection: keep-alive". Anything else (a byte out of place included) is not read
+// of digits, no Transfer-Encoding, and no other hop-by-hop header than one
+// "Connection: keep-alive" and one Keep-Alive (whose timeout=N Node and Tomcat send with
+// every response). Anything else (a byte out of place included) is not read
 // here at all: the caller gives the same bytes to llhttp, which accepts or refuses them
 // as before. So this never takes a head llhttp would refuse, nor reads one otherwise.
 import { TOKEN } from './header-chars.ts';
@@ -26,6 +27,11 @@ export interface PlainHead {
   /** The "Connection: keep-alive" line inside them, left out when they are passed on; -1 if none. */
   dropStart: number;
   dropEnd: number;
+  /** The Keep-Alive line, left out too; -1 if none. */
+  drop2Start: number;
+  drop2End: number;
+  /** Its timeout=N in ms (keepAliveHint); -1 if none. */
+  keepAliveMs: number;
   contentLength: number;
   /** The pod sent a Date header. */
   hasDate: boolean;
@@ -42,6 +48,9 @@ export const plainHead: PlainHead = {
   fieldsEnd: 0,
   dropStart: -1,
   dropEnd: -1,
+  drop2Start: -1,
+  drop2End: -1,
+  keepAliveMs: -1,
   contentLength: -1,
   hasDate: false,
   length: 0,
@@ -101,6 +110,46 @@ function lengthIn(data: Uint8Array, start: number, end: number): number {
   return length;
 }
 
+/** The N of "timeout=N" in a Keep-Alive header value, in ms; -1 when absent (as undici reads it). */
+export function keepAliveHint(value: string): number {
+  const text = value.toLowerCase();
+  const at = text.indexOf('timeout=');
+  if (at === -1) return -1;
+  return timeoutDigits(text, at + 8);
+}
+
+/** Up to 9 digits from `from` (a string's char codes or bytes), as ms; -1 if none. */
+function timeoutDigits(text: string | Uint8Array, from: number, end = text.length): number {
+  let seconds = 0;
+  let digits = 0;
+  for (let i = from; i < end; i++) {
+    const c = (typeof text === 'string' ? text.charCodeAt(i) : text[i]!) - 0x30;
+    if (c < 0 || c > 9) break;
+    seconds = seconds * 10 + c;
+    if (++digits > 9) return -1;
+  }
+  return digits === 0 ? -1 : seconds * 1000;
+}
+
+const TIMEOUT = 'timeout=';
+
+/** keepAliveHint of the value bytes [start, end). */
+function keepAliveHintIn(data: Uint8Array, start: number, end: number): number {
+  for (let at = start; at + TIMEOUT.length <= end; at++) {
+    let found = true;
+    for (let i = 0; i < TIMEOUT.length; i++) {
+      const c = data[at + i]!;
+      // Letters folded as toLowerCase folds ASCII; '=' is itself.
+      if ((c >= 0x41 && c <= 0x5a ? c | 0x20 : c) !== TIMEOUT.charCodeAt(i)) {
+        found = false;
+        break;
+      }
+    }
+    if (found) return timeoutDigits(data, at + TIMEOUT.length, end);
+  }
+  return -1;
+}
+
 /**
  * Reads a plain response head (see the top of this file) from the first `n` bytes of
  * `data`, into plainHead. False when the head is not plain or not all there: then
@@ -126,6 +175,9 @@ export function readPlainHead(data: Uint8Array, n: number): boolean {
   let contentLength = -1;
   let dropStart = -1;
   let dropEnd = -1;
+  let drop2Start = -1;
+  let drop2End = -1;
+  let keepAliveMs = -1;
   let hasDate = false;
   for (;;) {
     if (i + 1 >= limit) return false;
@@ -159,8 +211,12 @@ export function readPlainHead(data: Uint8Array, n: number): boolean {
         if (nameIs(data, lineStart, 'upgrade') || nameIs(data, lineStart, 'trailer')) return false;
         break;
       case 10:
-        if (nameIs(data, lineStart, 'keep-alive')) return false;
-        if (nameIs(data, lineStart, 'connection')) {
+        if (nameIs(data, lineStart, 'keep-alive')) {
+          if (drop2Start !== -1) return false;
+          drop2Start = lineStart;
+          drop2End = i;
+          keepAliveMs = keepAliveHintIn(data, valueStart, valueEnd);
+        } else if (nameIs(data, lineStart, 'connection')) {
           if (dropStart !== -1 || !valueIs(data, valueStart, valueEnd, 'keep-alive')) return false;
           dropStart = lineStart;
           dropEnd = i;
@@ -193,6 +249,9 @@ export function readPlainHead(data: Uint8Array, n: number): boolean {
   head.fieldsEnd = i;
   head.dropStart = dropStart;
   head.dropEnd = dropEnd;
+  head.drop2Start = drop2Start;
+  head.drop2End = drop2End;
+  head.keepAliveMs = keepAliveMs;
   head.contentLength = contentLength;
   head.hasDate = hasDate;
   head.length = i + 2;
@@ -200,20 +259,33 @@ export function readPlainHead(data: Uint8Array, n: number): boolean {
 }
 
 /**
- * The header lines of plainHead, without its "Connection: keep-alive", in a buffer of their
- * own (into Buffer's pool; copied by Buffer's copy, which makes no view of `data`).
+ * The header lines of plainHead, without its Connection and Keep-Alive lines, in a buffer
+ * of their own (into Buffer's pool; copied by Buffer's copy, which makes no view of `data`).
  */
 export function plainFields(data: Buffer): Buffer {
   const head = plainHead;
-  const { fieldsStart, fieldsEnd, dropStart, dropEnd } = head;
-  const size = fieldsEnd - fieldsStart - (dropStart === -1 ? 0 : dropEnd - dropStart);
-  const out = Buffer.allocUnsafe(size);
-  if (dropStart === -1) {
-    data.copy(out, 0, fieldsStart, fieldsEnd);
-  } else {
-    data.copy(out, 0, fieldsStart, dropStart);
-    data.copy(out, dropStart - fieldsStart, dropEnd, fieldsEnd);
+  const { fieldsStart, fieldsEnd } = head;
+  // The lines left out, in order (either may be absent: -1).
+  let aStart = head.dropStart;
+  let aEnd = head.dropEnd;
+  let bStart = head.drop2Start;
+  let bEnd = head.drop2End;
+  if (aStart === -1 || (bStart !== -1 && bStart < aStart)) {
+    [aStart, aEnd, bStart, bEnd] = [bStart, bEnd, aStart, aEnd];
   }
+  const size = fieldsEnd - fieldsStart - (aStart === -1 ? 0 : aEnd - aStart) - (bStart === -1 ? 0 : bEnd - bStart);
+  const out = Buffer.allocUnsafe(size);
+  if (aStart === -1) {
+    data.copy(out, 0, fieldsStart, fieldsEnd);
+    return out;
+  }
+  let at = data.copy(out, 0, fieldsStart, aStart);
+  if (bStart === -1) {
+    data.copy(out, at, aEnd, fieldsEnd);
+    return out;
+  }
+  at += data.copy(out, at, aEnd, bStart);
+  data.copy(out, at, bEnd, fieldsEnd);
   return out;
 }
 

@@ -1,5 +1,5 @@
 // A pod's response head, as the client sees it through the proxy. A plain head (one
-// Content-Length, nothing hop-by-hop but "Connection: keep-alive": src/http1/response-head.ts)
+// Content-Length, nothing hop-by-hop but Connection: keep-alive and Keep-Alive: src/http1/response-head.ts)
 // goes on as the pod wrote its lines, byte for byte; any other head, or one a policy
 // changes, goes through llhttp and the header pairs. Either way the client gets the same
 // headers, and one pod connection carries them all.
@@ -14,7 +14,9 @@ const ANSWERS: Record<string, string> = {
   '/plain': 'HTTP/1.1 200 OK\r\nX-Mixed-Case: yes\r\nX-Spaced:   a  b\r\nConnection: keep-alive\r\nX-Latin: caf\xe9\r\nContent-Length: 5\r\n\r\nhello',
   '/dated': 'HTTP/1.1 404 Gone Fishing\r\nDate: Thu, 01 Jan 2026 00:00:00 GMT\r\nContent-Length: 2\r\n\r\nno',
   '/chunked': 'HTTP/1.1 200 OK\r\nX-Mixed-Case: yes\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n',
-  '/keep-alive-hint': 'HTTP/1.1 200 OK\r\nKeep-Alive: timeout=60\r\nX-Mixed-Case: yes\r\nContent-Length: 5\r\n\r\nhello',
+  // What node:http sends by default.
+  '/keep-alive-hint': 'HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nKeep-Alive: timeout=60\r\nX-Mixed-Case: yes\r\nContent-Length: 5\r\n\r\nhello',
+  '/trailer-announced': 'HTTP/1.1 200 OK\r\nTrailer: X-Sum\r\nX-Mixed-Case: yes\r\nContent-Length: 5\r\n\r\nhello',
 };
 
 /** A pod on raw TCP that answers each request head by its path, and counts its connections. */
@@ -104,15 +106,23 @@ describe('a pod response head through the proxy', () => {
     assert.equal(r.body, 'no');
   });
 
-  test('heads llhttp reads (chunked, a Keep-Alive hint) and a policy that adds a header: the same headers, as pairs', async () => {
+  test('a plain head with a Keep-Alive hint (node:http\'s): the lines without Connection and Keep-Alive', async () => {
+    const r = await fetchRaw(proxy.port, 'pods.example', '/keep-alive-hint');
+    assert.deepEqual(r.lines.slice(0, 3), ['HTTP/1.1 200 OK', 'X-Mixed-Case: yes', 'Content-Length: 5']);
+    assert.deepEqual(values(r.lines, 'keep-alive'), [], 'Keep-Alive is hop-by-hop');
+    assert.deepEqual(values(r.lines, 'connection'), ['close'], 'only the answer to the client\'s own Connection: close');
+    assert.equal(r.body, 'hello');
+  });
+
+  test('heads llhttp reads (chunked, one announcing trailers) and a policy that adds a header: the same headers, as pairs', async () => {
     const chunked = await fetchRaw(proxy.port, 'pods.example', '/chunked');
     assert.deepEqual(values(chunked.lines, 'x-mixed-case'), ['yes']);
     assert.deepEqual(values(chunked.lines, 'transfer-encoding'), ['chunked'], 'framing redone by portico');
     assert.equal(chunked.body, '5\r\nhello\r\n0\r\n\r\n');
-    const hinted = await fetchRaw(proxy.port, 'pods.example', '/keep-alive-hint');
-    assert.deepEqual(values(hinted.lines, 'x-mixed-case'), ['yes']);
-    assert.deepEqual(values(hinted.lines, 'keep-alive'), [], 'Keep-Alive is hop-by-hop');
-    assert.equal(hinted.body, 'hello');
+    const announced = await fetchRaw(proxy.port, 'pods.example', '/trailer-announced');
+    assert.deepEqual(values(announced.lines, 'x-mixed-case'), ['yes']);
+    assert.deepEqual(values(announced.lines, 'trailer'), [], 'trailers are not passed on, nor is their announcement');
+    assert.equal(announced.body, 'hello');
     const policy = await fetchRaw(proxy.port, 'policy.example', '/plain');
     assert.deepEqual(values(policy.lines, 'x-frame-options'), ['DENY']);
     assert.deepEqual(values(policy.lines, 'x-mixed-case'), ['yes']);

@@ -589,7 +589,13 @@ test('idle connections are reused most recently used first', async (t) => {
   await c;
 });
 
-test('idle connections close after keepAliveTimeout, or sooner when the pod says Keep-Alive: timeout=N', async (t) => {
+/** The two ways a response head is read: by llhttp, and as a plain head's lines (responseHeadLines). */
+const READ_MODES: [string, Partial<Http1DispatchOptions>][] = [
+  ['llhttp', {}],
+  ['plain heads read as lines', { rawResponseHeaders: true, responseHeadLines: true }],
+];
+
+for (const [label, mode] of READ_MODES) test(`idle connections close after keepAliveTimeout, or sooner when the pod says Keep-Alive: timeout=N (${label})`, async (t) => {
   const s = await rawServer((socket, all) => {
     if (!all.endsWith('\r\n\r\n')) return;
     const hint = all.includes('/hint') ? 'keep-alive: timeout=3\r\n' : '';
@@ -598,7 +604,7 @@ test('idle connections close after keepAliveTimeout, or sooner when the pod says
   t.after(() => s.close());
   const short = makePool(s.port, { keepAliveTimeout: 100 });
   t.after(() => short.destroy());
-  await send(short);
+  await send(short, mode);
   assert.equal(short.idleCount, 1);
   await delay(300);
   assert.equal(short.size, 0);
@@ -607,7 +613,7 @@ test('idle connections close after keepAliveTimeout, or sooner when the pod says
   // timeout=3 from the pod, less a 2 s margin: 1 s, below the pool's 10 s.
   const hinted = makePool(s.port, { keepAliveTimeout: 10_000 });
   t.after(() => hinted.destroy());
-  await send(hinted, { path: '/hint' });
+  await send(hinted, { path: '/hint', ...mode });
   await delay(600);
   assert.equal(hinted.size, 1);
   await until(() => hinted.size === 0, 'the hinted idle timeout', 1_500);
@@ -652,7 +658,7 @@ test('a stale keep-alive connection: the request fails after onRequestStart (UND
   assert.ok(r2.error?.code === 'ECONNRESET' || r2.error?.code === 'UND_ERR_SOCKET', String(r2.error?.code));
 });
 
-test('Connection: close, HTTP/1.0 and Keep-Alive: timeout=1 responses are not reused', async (t) => {
+for (const [label, mode] of READ_MODES) test(`Connection: close, HTTP/1.0 and Keep-Alive: timeout=1 responses are not reused (${label})`, async (t) => {
   const answers: Record<string, string> = {
     '/close': 'HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 1\r\n\r\nc',
     '/http10': 'HTTP/1.0 200 OK\r\nconnection: keep-alive\r\ncontent-length: 1\r\n\r\nh',
@@ -668,14 +674,17 @@ test('Connection: close, HTTP/1.0 and Keep-Alive: timeout=1 responses are not re
   t.after(() => pool.destroy().then(() => s.close()));
   for (const path of ['/close', '/http10', '/short']) {
     const before = s.sockets.length;
-    const r = await send(pool, { path });
+    const r = await send(pool, { path, ...mode });
     assert.equal(r.status, 200);
     await until(() => pool.size === 0, `the connection of ${path} to close`);
     assert.equal(s.sockets.length, before + 1);
   }
-  await send(pool, { path: '/keep' });
-  await send(pool, { path: '/keep' });
+  const kept = await send(pool, { path: '/keep', ...mode });
+  await send(pool, { path: '/keep', ...mode });
   assert.equal(pool.size, 1, 'Keep-Alive: timeout=30 keeps it');
+  // Read as lines, the pod's Keep-Alive is not among them (hop-by-hop).
+  const fields = (kept.controller as unknown as { responseHeadFields: Buffer | null }).responseHeadFields;
+  assert.equal(fields?.toString('latin1'), label === 'llhttp' ? undefined : 'content-length: 1\r\n');
 });
 
 test('a request with Connection: close is sent with it and its connection is not reused', async (t) => {

@@ -5,7 +5,7 @@
 // thousands of one-byte mutations of them.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fieldPairs, plainFields, plainHead, plainReason, readPlainHead } from '../../src/http1/response-head.ts';
+import { fieldPairs, keepAliveHint, plainFields, plainHead, plainReason, readPlainHead } from '../../src/http1/response-head.ts';
 import { HTTPParser, kOnHeaders, kOnHeadersComplete, LENIENT_NONE, RESPONSE } from '../../src/http1/parser.ts';
 
 interface LlhttpHead {
@@ -52,12 +52,17 @@ function agrees(bytes: Buffer, what: string): boolean {
   const lengths = contentLengths(llhttp.pairs);
   assert.equal(lengths.length, 1, `${what}: one Content-Length`);
   assert.equal(h.contentLength, Number(lengths[0]), `${what}: Content-Length`);
-  // The pairs llhttp gives, but the Connection: keep-alive that is left out.
+  // The pairs llhttp gives, but the Connection and Keep-Alive lines that are left out.
   const expected: string[] = [];
+  const keepAlive: string[] = [];
   for (let i = 0; i < llhttp.pairs.length; i += 2) {
-    if (llhttp.pairs[i]!.toLowerCase() === 'connection') continue;
+    const name = llhttp.pairs[i]!.toLowerCase();
+    if (name === 'keep-alive') keepAlive.push(llhttp.pairs[i + 1]!);
+    if (name === 'connection' || name === 'keep-alive') continue;
     expected.push(llhttp.pairs[i]!, llhttp.pairs[i + 1]!);
   }
+  assert.ok(keepAlive.length <= 1, `${what}: one Keep-Alive at most`);
+  assert.equal(h.keepAliveMs, keepAlive.length === 0 ? -1 : keepAliveHint(keepAlive[0]!), `${what}: Keep-Alive timeout`);
   assert.deepEqual(fieldPairs(plainFields(bytes)), expected, `${what}: headers`);
   // llhttp reads exactly this head: fed one byte less, it has not finished it.
   assert.equal(llhttpHead(bytes.subarray(0, h.length - 1)), 'incomplete', `${what}: head length`);
@@ -73,6 +78,10 @@ const PLAIN = [
   'HTTP/1.1 503 \r\nContent-Length: 12 \r\nX-Empty:\r\nX-Tab:\tvalue\twith tabs\t\r\n\r\n',
   'HTTP/1.1 299 Some  odd\treason caf\xe9\r\nX-Latin: caf\xe9\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\nContent-Length: 3\r\n\r\n',
   'HTTP/1.1 500 Internal Server Error\r\nContent-Length: 999999999999999\r\n__proto__: p\r\nconstructor: c\r\n\r\n',
+  // What node:http sends by default, and Tomcat.
+  'HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nDate: Sun, 29 Nov 2026 21:28:19 GMT\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5\r\nContent-Length: 2\r\n\r\nok',
+  'HTTP/1.1 200 \r\nKeep-Alive: TimeOut=20, max=100\r\nContent-Length: 0\r\nConnection: keep-alive\r\n\r\n',
+  'HTTP/1.1 200 OK\r\nKeep-Alive: max=100\r\nX-A: b\r\nContent-Length: 1\r\n\r\n',
 ];
 
 test('plain heads are read as llhttp reads them', () => {
@@ -91,6 +100,18 @@ test('plain heads are read as llhttp reads them', () => {
   assert.equal(plainHead.hasDate, false);
   assert.equal(plainFields(middle).toString('latin1'), 'X-Mixed-Case: yes\r\nContent-Length:5\r\n', 'a Connection line in the middle is cut out');
   assert.equal(plainHead.length, middle.length - 5, 'the body starts after the blank line');
+  const node = head(PLAIN[6]!);
+  readPlainHead(node, node.length);
+  assert.equal(plainHead.keepAliveMs, 5000);
+  assert.equal(
+    plainFields(node).toString('latin1'),
+    'Content-Type: text/plain\r\nDate: Sun, 29 Nov 2026 21:28:19 GMT\r\nContent-Length: 2\r\n',
+    'Connection and Keep-Alive cut out',
+  );
+  const tomcat = head(PLAIN[7]!);
+  readPlainHead(tomcat, tomcat.length);
+  assert.equal(plainHead.keepAliveMs, 20_000);
+  assert.equal(plainFields(tomcat).toString('latin1'), 'Content-Length: 0\r\n', 'Keep-Alive before Connection, both cut out');
 });
 
 test('heads that are not plain are left to llhttp, whatever llhttp makes of them', () => {
@@ -105,7 +126,7 @@ test('heads that are not plain are left to llhttp, whatever llhttp makes of them
     ['Connection: close', 'HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 5\r\n\r\n'],
     ['Connection naming a header', 'HTTP/1.1 200 OK\r\nConnection: keep-alive, X-A\r\nX-A: 1\r\nContent-Length: 5\r\n\r\n'],
     ['two Connection lines', 'HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nConnection: keep-alive\r\nContent-Length: 5\r\n\r\n'],
-    ['Keep-Alive', 'HTTP/1.1 200 OK\r\nKeep-Alive: timeout=5\r\nContent-Length: 5\r\n\r\n'],
+    ['two Keep-Alive lines', 'HTTP/1.1 200 OK\r\nKeep-Alive: timeout=5\r\nKeep-Alive: timeout=9\r\nContent-Length: 5\r\n\r\n'],
     ['Upgrade', 'HTTP/1.1 200 OK\r\nUpgrade: h2c\r\nContent-Length: 5\r\n\r\n'],
     ['Trailer', 'HTTP/1.1 200 OK\r\nTrailer: x\r\nContent-Length: 5\r\n\r\n'],
     ['TE', 'HTTP/1.1 200 OK\r\nTE: trailers\r\nContent-Length: 5\r\n\r\n'],
