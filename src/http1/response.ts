@@ -20,6 +20,8 @@ export interface ResponseOwner {
 }
 
 export type HeaderValue = string | number | readonly string[];
+/** A policy's header after a pod's lines (writeHeadFields): [name, value, "add" | "remove"?]. */
+export type ExtraHeader = readonly [name: string, value: string, mode?: string];
 /** Flat [name, value, ...] (the fast form), or an object as node:http takes it. */
 export type HeaderInput = readonly (string | HeaderValue)[] | Readonly<Record<string, HeaderValue>>;
 
@@ -91,6 +93,7 @@ export class Http1Response extends ShapedEmitter {
   /** Header lines as bytes, in place of headerList (writeHeadFields). */
   private headFields: Buffer | null = null;
   private headFieldsDate = false;
+  private headFieldsExtra: readonly ExtraHeader[] | undefined = undefined;
   /** The head is built but not written yet (it goes out with the first body bytes). */
   private headPending = false;
   private chunked = false;
@@ -127,14 +130,17 @@ export class Http1Response extends ShapedEmitter {
    * Sets the status and headers as bytes: `fields` are header lines, each with its CRLF,
    * that can be written as they are, among them one Content-Length and no hop-by-hop
    * header (a pod's plain head, src/http1/response-head.ts). `hasDate`: one is a Date.
+   * `extra`: headers written after them (but those marked "remove"), none of them a Date,
+   * Connection or framing header (src/proxy/headers.ts policyFitsLines).
    */
-  writeHeadFields(status: number, reason: string, fields: Buffer, hasDate: boolean): this {
+  writeHeadFields(status: number, reason: string, fields: Buffer, hasDate: boolean, extra?: readonly ExtraHeader[]): this {
     if (this.headersSent) throw new Error('response headers were already sent');
     this.headersSent = true;
     this.statusCode = status;
     this.statusMessage = reason;
     this.headFields = fields;
     this.headFieldsDate = hasDate;
+    this.headFieldsExtra = extra;
     this.headPending = true;
     return this;
   }
@@ -174,6 +180,13 @@ export class Http1Response extends ShapedEmitter {
       head.bytes(fields);
       hasLength = true;
       hasDate = this.headFieldsDate;
+      const extra = this.headFieldsExtra;
+      if (extra !== undefined) {
+        for (let i = 0; i < extra.length; i++) {
+          const entry = extra[i]!;
+          if (entry[2] !== 'remove') head.field(entry[0], entry[1]);
+        }
+      }
     } else if (list !== undefined) {
       const check = !this.headersChecked;
       for (let i = 0; i + 1 < list.length; i += 2) {

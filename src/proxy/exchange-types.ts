@@ -48,9 +48,10 @@ export interface ProxyResponse extends EventEmitter {
   /**
    * Status and headers as header lines in bytes, each with its CRLF, to be written as they
    * are (an HTTP/1.1 pod's plain head: src/http1/response-head.ts). Only where the client
-   * speaks HTTP/1.1 too; elsewhere the caller passes pairs to writeHead.
+   * speaks HTTP/1.1 too; elsewhere the caller passes pairs to writeHead. `extra`: a
+   * policy's headers, after them (see policyFitsLines in headers.ts).
    */
-  writeHeadFields?(status: number, reason: string, fields: Buffer, hasDate: boolean): this;
+  writeHeadFields?(status: number, reason: string, fields: Buffer, hasDate: boolean, extra?: readonly (readonly [string, string, string?])[]): this;
   writeEarlyHints(hints: Record<string, string | readonly string[]>): void;
   /** False when the client is slow: wait for 'drain'. */
   write(chunk: Buffer | string): boolean;

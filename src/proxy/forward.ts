@@ -11,7 +11,7 @@ import type { EndpointUser } from './endpoint-registry.ts';
 import { endpointLimit, type Balancer } from './balancer.ts';
 import { PLAIN_HTTP, type RequestContext, type UpstreamProfile } from './context.ts';
 import { sendError } from './errors.ts';
-import { buildRequestHeaders, buildResponseHeaders, UpstreamRequestHead } from './headers.ts';
+import { buildRequestHeaders, buildResponseHeaders, policyFitsLines, UpstreamRequestHead } from './headers.ts';
 import type { RouteMetrics, UpstreamErrorKind } from './metrics.ts';
 import type { Endpoint, UpstreamPools } from './upstreams.ts';
 import { tunnelUpgrade } from './websocket.ts';
@@ -343,8 +343,8 @@ class Exchange extends UpstreamRequestHead implements Dispatcher.DispatchHandler
       // them (buildResponseHeaders makes one only when a policy changes the headers).
       rawResponseHeaders: true,
       // A plain head's lines as bytes, where they can be written as they are: to an HTTP/1.1
-      // client, with no policy changing the headers (an HTTP/2 client or a cache takes pairs).
-      responseHeadLines: ctx.responseHeaders === undefined && (ctx.res as ProxyResponse).writeHeadFields !== undefined,
+      // client (an HTTP/2 client or a cache takes pairs).
+      responseHeadLines: (ctx.res as ProxyResponse).writeHeadFields !== undefined,
       body: this.body,
       headersTimeout: ctx.timeouts.responseHeaders,
       bodyTimeout: ctx.timeouts.idle,
@@ -400,13 +400,14 @@ class Exchange extends UpstreamRequestHead implements Dispatcher.DispatchHandler
     ctx.upstreamAddress = this.endpoint!.key;
     this.forwarder.metrics.observeLatency(upstreamMs / 1000);
     // An HTTP/1.1 pod's head comes with the controller (src/http1/client-request.ts): a plain
-    // one as its header lines in bytes, which an HTTP/1.1 client gets as they are when no
-    // policy changes them; otherwise the pairs as the pod wrote them.
+    // one as its header lines in bytes, which an HTTP/1.1 client gets as they are, followed
+    // by a policy's headers unless they change the pod's; otherwise the pairs as the pod wrote them.
     const pod = controller as { responseHeadFields?: Buffer | null; responseHeadHasDate?: boolean; responseRawHeaders?: string[] | null };
     const fields = pod.responseHeadFields;
-    if (fields != null && ctx.responseHeaders === undefined && res.writeHeadFields !== undefined) {
+    const extra = ctx.responseHeaders;
+    if (fields != null && res.writeHeadFields !== undefined && (extra === undefined || policyFitsLines(fields, extra))) {
       res.headersChecked = true;
-      res.writeHeadFields(statusCode, statusMessage ?? '', fields, pod.responseHeadHasDate === true);
+      res.writeHeadFields(statusCode, statusMessage ?? '', fields, pod.responseHeadHasDate === true, extra);
       if (this.clientGone) controller.abort(CLIENT_GONE);
       return;
     }

@@ -286,6 +286,60 @@ function isHopByHopResponseHeader(name: string): boolean {
 }
 
 /**
+ * Whether a policy's headers (`extra`) can follow a pod's plain header lines (`fields`,
+ * src/http1/response-head.ts) as they are, for the same answer buildResponseHeaders would
+ * make: no line of the pod has a name that an entry replaces or removes (Vary merged
+ * included), and no entry names what the response writer decides itself (Date, the
+ * framing, Connection).
+ */
+export function policyFitsLines(fields: Buffer, extra: readonly HeaderEntry[]): boolean {
+  for (let i = 0; i < extra.length; i++) {
+    const entry = extra[i]!;
+    const name = entry[0];
+    switch (name.length) {
+      case 4:
+        if (isNamed(name, 'date')) return false;
+        break;
+      case 10:
+        if (isNamed(name, 'connection')) return false;
+        break;
+      case 14:
+        if (isNamed(name, 'content-length')) return false;
+        break;
+      case 17:
+        if (isNamed(name, 'transfer-encoding')) return false;
+        break;
+    }
+    if (entry[2] !== 'add' && linesHaveName(fields, name)) return false;
+  }
+  return true;
+}
+
+/** Whether one of the header lines `fields` is named `name`, in any case. */
+function linesHaveName(fields: Buffer, name: string): boolean {
+  const n = name.length;
+  let at = 0;
+  while (at < fields.length) {
+    if (fields[at + n] === 0x3a /* : */) {
+      let same = true;
+      for (let i = 0; i < n; i++) {
+        const a = fields[at + i]!;
+        const b = name.charCodeAt(i);
+        // ASCII letters fold by their 0x20 bit (a line's name is a token: no other byte folds to a letter).
+        if (a !== b && ((a | 0x20) !== (b | 0x20) || (a | 0x20) < 0x61 || (a | 0x20) > 0x7a)) {
+          same = false;
+          break;
+        }
+      }
+      if (same) return true;
+    }
+    at = fields.indexOf(0x0a, at) + 1;
+    if (at === 0) break;
+  }
+  return false;
+}
+
+/**
  * Vary lists what a cached answer depends on, so a policy's Vary (CORS: Origin) adds to
  * the pod's instead of replacing it (which would let caches mix up encodings).
  */

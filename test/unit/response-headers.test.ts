@@ -1,7 +1,7 @@
 // The pod's response headers as the client gets them: buildResponseHeaders is pure.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { buildResponseHeaders, passesAsIs } from '../../src/proxy/headers.ts';
+import { buildResponseHeaders, passesAsIs, policyFitsLines } from '../../src/proxy/headers.ts';
 import { isNamed } from '../../src/http1/header-chars.ts';
 
 /** Flat [name, value, ...] to name -> values, for order-free comparison. */
@@ -61,4 +61,22 @@ test('isNamed compares a header name with a lowercase one in any case, letters o
   // "\r" | 0x20 is "-", so folding anything but A-Z would take one for the other.
   assert.equal(isNamed('date\r', 'date-'), false);
   assert.equal(isNamed('Dat\u00c5', 'date'), false);
+});
+
+test("a policy's headers follow a pod's plain lines only where they change none of them and no framing", () => {
+  const lines = Buffer.from('Content-Type: text/plain\r\nX-Frame-Options: ALLOW\r\nVary: Accept-Encoding\r\nContent-Length: 5\r\n', 'latin1');
+  assert.equal(policyFitsLines(lines, [['strict-transport-security', 'max-age=1']]), true, 'a name the pod does not send');
+  assert.equal(policyFitsLines(lines, [['x-frame-options', 'DENY']]), false, 'replaces the pod\'s, in any case');
+  assert.equal(policyFitsLines(lines, [['X-FRAME-OPTIONS', 'DENY', 'add']]), true, 'added beside the pod\'s');
+  assert.equal(policyFitsLines(lines, [['x-frame-options', '', 'remove']]), false, 'removes the pod\'s');
+  assert.equal(policyFitsLines(lines, [['x-other', '', 'remove']]), true, 'removes nothing the pod sent');
+  assert.equal(policyFitsLines(lines, [['vary', 'Origin']]), false, 'Vary is merged with the pod\'s');
+  assert.equal(policyFitsLines(lines, [['x-frame-option', 'DENY']]), true, 'a prefix of a name is another name');
+  assert.equal(policyFitsLines(lines, [['content-type-x', 'a']]), true, 'and so is a longer one');
+  for (const name of ['Date', 'connection', 'Content-Length', 'transfer-encoding']) assert.equal(policyFitsLines(lines, [[name, 'x', 'add']]), false, `${name} is the writer's`);
+  // The same headers buildResponseHeaders gives from the pairs where the lines are taken (it lowercases names).
+  const pairs = ['Content-Type', 'text/plain', 'X-Frame-Options', 'ALLOW', 'Vary', 'Accept-Encoding', 'Content-Length', '5'];
+  const lower = (flat: (string | string[])[]) => flat.map((v, i) => (i % 2 === 0 ? String(v).toLowerCase() : v));
+  assert.deepEqual(lower(buildResponseHeaders({}, [['strict-transport-security', 'max-age=1']], pairs)), lower([...pairs, 'strict-transport-security', 'max-age=1']));
+  assert.deepEqual(lower(buildResponseHeaders({}, [['X-Frame-Options', 'DENY', 'add']], pairs)), lower([...pairs, 'X-Frame-Options', 'DENY']));
 });
