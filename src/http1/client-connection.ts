@@ -564,14 +564,20 @@ export class Connection implements RequestConnection {
     this.executing = true;
     const result = parser.execute(data);
     this.executing = false;
-    if (!this.bodyCallback && this.request === r && this.response === BODY) {
+    if (!this.bodyCallback && this.request === r && (this.response === BODY || this.response === COMPLETE)) {
       const start = before === BODY ? 0 : bodyStart(data, this.headsInRead);
       if (start < 0) {
         this.fail(socketError('the response head could not be found in the bytes llhttp parsed'));
         return;
       }
-      const end = Math.min(typeof result === 'number' ? nread : result.bytesParsed, start + this.bodyRemaining);
-      if (end > start) this.body(copyOf(data, start, end));
+      const bodyEnd = start + this.bodyRemaining;
+      // Bytes after the response's end: the start of an answer nobody asked for, which llhttp
+      // would hold as the start of the next one (a whole head there sets stray itself).
+      if (typeof result === 'number' && nread > bodyEnd) this.stray = true;
+      if (this.response === BODY) {
+        const end = Math.min(typeof result === 'number' ? nread : result.bytesParsed, bodyEnd);
+        if (end > start) this.body(copyOf(data, start, end));
+      }
     }
     if (this.response === AWAITING) this.atMessageStart = false;
     this.executed(result);

@@ -116,6 +116,12 @@ async function until(condition: () => boolean, what: string, ms = 2_000): Promis
   }
 }
 
+/** The two ways a response head is read: by llhttp, and as a plain head's lines (responseHeadLines). */
+const READ_MODES: [string, Partial<Http1DispatchOptions>][] = [
+  ['llhttp', {}],
+  ['plain heads read as lines', { rawResponseHeaders: true, responseHeadLines: true }],
+];
+
 // ---- requests and responses ----
 
 test('GET: the handler calls in order, headers lowercase with repeats as arrays, the body', async (t) => {
@@ -495,6 +501,24 @@ test('a second response after a length body in the same read: the body is whole,
   assert.equal(s.sockets.length, 2, 'the connection that carried a stray response was not reused');
 });
 
+for (const [label, mode] of READ_MODES) test(`the start of a stray answer after a response, in the same read, is dropped with the connection (${label})`, async (t) => {
+  const s = await rawServer((socket, all, index) => {
+    if (!all.endsWith('\r\n\r\n')) return;
+    if (index === 0 && heads(all) === 1) socket.write('HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabcHTTP/1.1 2');
+    else if (index === 0) socket.write('HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nnext');
+    else if (index === 1) socket.write(heads(all) === 1 ? 'HTTP/1.1 204 No Content\r\n\r\nHTTP/1.' : 'HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nnext');
+    else socket.write('HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfresh');
+  });
+  const pool = makePool(s.port);
+  t.after(() => pool.destroy().then(() => s.close()));
+  assert.equal((await send(pool, mode)).body, 'abc');
+  const second = await send(pool, mode);
+  assert.deepEqual(second.events, ['start', 'response 204', 'end'], 'a new connection: no answer made of the stray bytes');
+  assert.equal(s.sockets.length, 2, 'the connection that carried them was not reused');
+  assert.equal((await send(pool, mode)).body, 'fresh');
+  assert.equal(s.sockets.length, 3, 'nor was the one whose bodiless answer had bytes after it');
+});
+
 test('bodies kept by the handler stay intact while other connections read: 4 responses of 1 MiB at once', async (t) => {
   const bodies = [0, 1, 2, 3].map((i) => {
     const b = Buffer.allocUnsafe(1024 * 1024);
@@ -588,12 +612,6 @@ test('idle connections are reused most recently used first', async (t) => {
   answer(first);
   await c;
 });
-
-/** The two ways a response head is read: by llhttp, and as a plain head's lines (responseHeadLines). */
-const READ_MODES: [string, Partial<Http1DispatchOptions>][] = [
-  ['llhttp', {}],
-  ['plain heads read as lines', { rawResponseHeaders: true, responseHeadLines: true }],
-];
 
 for (const [label, mode] of READ_MODES) test(`idle connections close after keepAliveTimeout, or sooner when the pod says Keep-Alive: timeout=N (${label})`, async (t) => {
   const s = await rawServer((socket, all) => {
