@@ -586,7 +586,7 @@ export class Connection implements RequestConnection {
   /**
    * A read that begins with a plain final head (readPlainHead has just accepted it): what
    * headersComplete() and onRead do with llhttp's help, done here. The head's length is
-   * its Content-Length, and it has no hop-by-hop header but "Connection: keep-alive".
+   * its Content-Length, and it has no hop-by-hop header but Connection: keep-alive and Keep-Alive.
    */
   private plainResponse(buf: Buffer, nread: number, r: ClientRequest): void {
     const head = plainHead;

@@ -176,7 +176,7 @@ export class ClientRequest implements Dispatcher.DispatchController {
   private rawPairs: string[] | null = null;
   /**
    * With rawResponseHeaders, a plain final head (response-head.ts) comes as bytes: its
-   * header lines, each with its CRLF, "Connection: keep-alive" left out. Null otherwise.
+   * header lines, each with its CRLF, its Connection and Keep-Alive lines left out. Null otherwise.
    */
   responseHeadFields: Buffer | null = null;
   /** responseHeadFields hold a Date header. */
