@@ -585,7 +585,7 @@ export class Connection implements RequestConnection {
 
   /**
    * A read that begins with a plain final head (readPlainHead has just accepted it): what
-   * headersComplete() and onRead do with llhttp's help, done here. The head's length is
+   * headersComplete() and onRead do with llhttp's help, done here. Its body's length is
    * its Content-Length, and it has no hop-by-hop header but Connection: keep-alive and Keep-Alive.
    */
   private plainResponse(buf: Buffer, nread: number, r: ClientRequest): void {
