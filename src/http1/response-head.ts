@@ -24,10 +24,12 @@ export interface PlainHead {
   /** The header lines, each with its CRLF: [fieldsStart, fieldsEnd). */
   fieldsStart: number;
   fieldsEnd: number;
-  /** The "Connection: keep-alive" line inside them, left out when they are passed on; -1 if none. */
+  /**
+   * The lines left out when they are passed on ("Connection: keep-alive", Keep-Alive), in
+   * the order they stand: [dropStart, dropEnd), then [drop2Start, drop2End); -1 if none.
+   */
   dropStart: number;
   dropEnd: number;
-  /** The Keep-Alive line, left out too; -1 if none. */
   drop2Start: number;
   drop2End: number;
   /** Its timeout=N in ms (keepAliveHint); -1 if none. */
@@ -177,6 +179,8 @@ export function readPlainHead(data: Uint8Array, n: number): boolean {
   let dropEnd = -1;
   let drop2Start = -1;
   let drop2End = -1;
+  let connection = false;
+  let keepAlive = false;
   let keepAliveMs = -1;
   let hasDate = false;
   for (;;) {
@@ -210,18 +214,27 @@ export function readPlainHead(data: Uint8Array, n: number): boolean {
       case 7:
         if (nameIs(data, lineStart, 'upgrade') || nameIs(data, lineStart, 'trailer')) return false;
         break;
-      case 10:
+      case 10: {
+        let leftOut = false;
         if (nameIs(data, lineStart, 'keep-alive')) {
-          if (drop2Start !== -1) return false;
-          drop2Start = lineStart;
-          drop2End = i;
+          if (keepAlive) return false;
+          keepAlive = leftOut = true;
           keepAliveMs = keepAliveHintIn(data, valueStart, valueEnd);
         } else if (nameIs(data, lineStart, 'connection')) {
-          if (dropStart !== -1 || !valueIs(data, valueStart, valueEnd, 'keep-alive')) return false;
+          if (connection || !valueIs(data, valueStart, valueEnd, 'keep-alive')) return false;
+          connection = leftOut = true;
+        }
+        if (!leftOut) break;
+        // The first free slot: the slots stay in the order of the lines.
+        if (dropStart === -1) {
           dropStart = lineStart;
           dropEnd = i;
+        } else {
+          drop2Start = lineStart;
+          drop2End = i;
         }
         break;
+      }
       case 14:
         if (nameIs(data, lineStart, 'content-length')) {
           if (contentLength !== -1) return false;
@@ -263,16 +276,7 @@ export function readPlainHead(data: Uint8Array, n: number): boolean {
  * of their own (into Buffer's pool; copied by Buffer's copy, which makes no view of `data`).
  */
 export function plainFields(data: Buffer): Buffer {
-  const head = plainHead;
-  const { fieldsStart, fieldsEnd } = head;
-  // The lines left out, in order (either may be absent: -1).
-  let aStart = head.dropStart;
-  let aEnd = head.dropEnd;
-  let bStart = head.drop2Start;
-  let bEnd = head.drop2End;
-  if (aStart === -1 || (bStart !== -1 && bStart < aStart)) {
-    [aStart, aEnd, bStart, bEnd] = [bStart, bEnd, aStart, aEnd];
-  }
+  const { fieldsStart, fieldsEnd, dropStart: aStart, dropEnd: aEnd, drop2Start: bStart, drop2End: bEnd } = plainHead;
   const size = fieldsEnd - fieldsStart - (aStart === -1 ? 0 : aEnd - aStart) - (bStart === -1 ? 0 : bEnd - bStart);
   const out = Buffer.allocUnsafe(size);
   if (aStart === -1) {
