@@ -152,31 +152,65 @@ describe('line sinks', () => {
   });
 
   test('a process that exits while its bounded writes are in flight still writes every line not yet taken', () => {
+    // The child's stdout is a socket (libuv gives a child a socket pair), which is written
+    // through the thread pool: the first write (whole lines up to 512 bytes) is in flight
+    // when the process exits in the same turn, before its callback could start the next.
+    const script = `
+      const { bufferedFd } = await import(${JSON.stringify(SINKS)});
+      const sink = bufferedFd(1, 512);
+      for (let i = 0; i < 200; i++) { sink.line.latin1('{"n":' + i + '}\\n'); sink.endLine(); }
+      sink.flush();
+      for (let i = 200; i < 210; i++) { sink.line.latin1('{"n":' + i + '}\\n'); sink.endLine(); }
+      process.exit(0);
+    `;
+    const output = execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+    const numbers = output
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => (JSON.parse(l) as { n: number }).n);
+    // The write in flight at exit may land before, after or not at all: the rest is all there, in order.
+    let inFirstWrite = 0;
+    for (let bytes = 0; bytes + `{"n":${inFirstWrite}}\n`.length <= 512; inFirstWrite++) bytes += `{"n":${inFirstWrite}}\n`.length;
+    assert.deepEqual(
+      numbers.filter((n) => n >= inFirstWrite),
+      Array.from({ length: 210 - inFirstWrite }, (_, i) => inFirstWrite + i),
+    );
+  });
+
+  test('into a regular file, a batch is in the file when the line that fills it ends, and a flush writes the rest at once', () => {
     const dir = mkdtempSync(join(tmpdir(), 'portico-lines-'));
     const path = join(dir, 'out.log');
+    const fd = openSync(path, 'w');
     try {
-      // The first write (whole lines up to 512 bytes) goes to the thread pool; the process
-      // exits in the same turn, before its callback could start the next.
-      const script = `
-        const { openSync } = await import('node:fs');
-        const { bufferedFd } = await import(${JSON.stringify(SINKS)});
-        const sink = bufferedFd(openSync(${JSON.stringify(path)}, 'w'), 512);
-        for (let i = 0; i < 200; i++) { sink.line.latin1('{"n":' + i + '}\\n'); sink.endLine(); }
-        sink.flush();
-        for (let i = 200; i < 210; i++) { sink.line.latin1('{"n":' + i + '}\\n'); sink.endLine(); }
-        process.exit(0);
-      `;
-      execFileSync(process.execPath, ['--input-type=module', '-e', script]);
+      const sink = bufferedFd(fd, 512);
+      const lineOf = (i: number) => `{"n":${i},"pad":"${'z'.repeat(i % 300)}"}\n`;
+      let i = 0;
+      let batched = 0;
+      // Lines until the buffer passes 64 KiB: the line that does so sends the batch, and no
+      // write waits in the thread pool: the file has it before this turn ends.
+      while (readFileSync(path).length === 0 && i < 5000) {
+        sink.line.latin1(lineOf(i));
+        batched += lineOf(i).length;
+        i++;
+        sink.endLine();
+      }
+      assert.ok(batched >= 64 * 1024 && batched < 64 * 1024 + 400, `the first batch was written after ${batched} bytes`);
+      for (let j = 0; j < 10; j++, i++) {
+        sink.line.latin1(lineOf(i));
+        sink.endLine();
+      }
+      void sink.flush();
       const lines = readFileSync(path, 'utf8').split('\n').filter((l) => l !== '');
-      const numbers = lines.map((l) => (JSON.parse(l) as { n: number }).n);
-      // The write in flight at exit may land before, after or not at all: the rest is all there, in order.
-      let inFirstWrite = 0;
-      for (let bytes = 0; bytes + `{"n":${inFirstWrite}}\n`.length <= 512; inFirstWrite++) bytes += `{"n":${inFirstWrite}}\n`.length;
       assert.deepEqual(
-        numbers.filter((n) => n >= inFirstWrite),
-        Array.from({ length: 210 - inFirstWrite }, (_, i) => inFirstWrite + i),
+        lines.map((l) => (JSON.parse(l) as { n: number }).n),
+        Array.from({ length: i }, (_, n) => n),
       );
+      for (const l of lines) {
+        const { n, pad } = JSON.parse(l) as { n: number; pad: string };
+        assert.equal(pad, 'z'.repeat(n % 300));
+      }
     } finally {
+      closeSync(fd);
       rmSync(dir, { recursive: true });
     }
   });
