@@ -25,6 +25,7 @@ import { PrefixViews } from '../util/prefix-views.ts';
 import { headerRecord, type HeaderRecord } from './header-record.ts';
 import { isNamed } from './header-chars.ts';
 import { keepAliveHint, plainFields, plainHead, plainReason, readPlainHead } from './response-head.ts';
+import { settle } from './turn-writes.ts';
 // Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const net = process.getBuiltinModule('node:net');
 const tls = process.getBuiltinModule('node:tls');
@@ -336,6 +337,7 @@ export class Connection implements RequestConnection {
       return;
     }
     if (Buffer.isBuffer(body)) {
+      settle(socket);
       socket.cork();
       socket.write(r.ownHead());
       socket.write(body);
@@ -368,6 +370,8 @@ export class Connection implements RequestConnection {
     const length = data.length;
     if (length === 0) return;
     const socket = this.socket;
+    // The head may wait for the end of the turn it was sent in: it goes first.
+    settle(socket);
     let flowing: boolean;
     if (r.chunked) {
       socket.cork();
@@ -399,7 +403,10 @@ export class Connection implements RequestConnection {
       return;
     }
     this.detachBody(r, false);
-    if (r.chunked) this.socket.write('0\r\n\r\n', 'latin1');
+    if (r.chunked) {
+      settle(this.socket);
+      this.socket.write('0\r\n\r\n', 'latin1');
+    }
     if (this.response === AWAITING && r.headersTimeout > 0) this.headersTimer?.refresh();
     this.requestSent(r);
   }
@@ -516,6 +523,7 @@ export class Connection implements RequestConnection {
     if (this.state === CLOSED) return;
     if (this.state === IDLE) this.pool.unidle(this);
     this.state = CLOSED;
+    settle(this.socket);
     this.socket.destroy();
   }
 

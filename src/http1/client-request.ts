@@ -8,6 +8,7 @@ import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { isCleanValue, isNamed, isToken } from './header-chars.ts';
 import { headBytes } from './head-bytes.ts';
+import { settle } from './turn-writes.ts';
 import { fieldPairs } from './response-head.ts';
 
 /** An error of the client, with the `code` undici would give it (see src/proxy/forward.ts describe()). */
@@ -330,7 +331,9 @@ export class ClientRequest implements Dispatcher.DispatchController {
 
   /** Writes the head: from the scratch buffer if it is still there, else the copy. */
   sendHead(socket: Socket): void {
-    if (!headBytes.sendHeld(this, socket)) socket.write(this.head);
+    if (headBytes.sendHeld(this, socket)) return;
+    settle(socket);
+    socket.write(this.head);
   }
 
   /** The head as a buffer of its own (for a corked write with the body). */

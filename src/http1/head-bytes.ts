@@ -14,9 +14,8 @@
 // the same run writes it from here, and otherwise it is copied out for the request when
 // the next head begins.
 import type { Socket } from 'node:net';
-import { QUEUED, WRITTEN, writeDirect } from './direct-write.ts';
+import { deferWrite, settle } from './turn-writes.ts';
 import { LineBytes } from '../util/line-bytes.ts';
-import { PrefixViews } from '../util/prefix-views.ts';
 
 /** Keeps a head left in the scratch buffer (hold) once the buffer is needed again. */
 export interface HeadHolder {
@@ -25,8 +24,6 @@ export interface HeadHolder {
 
 /** Room for a head and a small body behind it (bigger ones get a buffer of their own). */
 const SCRATCH_SIZE = 64 * 1024;
-/** Views of the scratch buffer kept for reuse, by length (see view). */
-const MAX_VIEWS = 64;
 
 /**
  * Builds one head at a time. Not reentrant: a head is begun, written to and sent (or
@@ -39,7 +36,6 @@ export class HeadBytes extends LineBytes {
    * run, as most do, else copied out when the next head begins).
    */
   private held: HeadHolder | null = null;
-  private readonly views = new PrefixViews(MAX_VIEWS);
 
   constructor() {
     super(SCRATCH_SIZE);
@@ -93,30 +89,19 @@ export class HeadBytes extends LineBytes {
     return out;
   }
 
-  /** The first `n` bytes of the scratch buffer (a write that completes at once keeps neither the view nor the buffer). */
-  private view(n: number): Buffer {
-    return this.views.get(this.buf, n);
-  }
-
-  /** Writes the bytes so far to `socket`; returns what socket.write returned. */
+  /**
+   * Writes the bytes so far to `socket` once this turn's callbacks have run (turn-writes.ts),
+   * or now through socket.write for a socket that would keep the buffer or has writes queued.
+   * Returns false when the socket asks the caller to wait for 'drain'.
+   */
   send(socket: Socket): boolean {
-    // A socket that would keep the buffer gets a copy of its own: TLS completes every
-    // write later (after encrypting), and a corked or busy socket queues the write.
+    // TLS completes every write later (after encrypting), and a corked or busy socket queues the write.
     if (socket.writableLength !== 0 || socket.writableCorked !== 0 || (socket as Socket & { encrypted?: boolean }).encrypted === true) {
+      settle(socket);
       return socket.write(this.copy());
     }
-    const view = this.view(this.at);
-    const direct = writeDirect(socket, view);
-    if (direct === WRITTEN) return true;
-    if (direct === QUEUED) {
-      // The kernel took only part: libuv keeps this buffer, and the next head gets a new one.
-      this.buf = Buffer.allocUnsafeSlow(SCRATCH_SIZE);
-      return false;
-    }
-    const ok = socket.write(view);
-    // The kernel took only part: the socket keeps this buffer, and the next head gets a new one.
-    if (socket.writableLength !== 0) this.buf = Buffer.allocUnsafeSlow(SCRATCH_SIZE);
-    return ok;
+    deferWrite(socket, this.copy());
+    return true;
   }
 }
 

@@ -6,6 +6,7 @@ import type { Socket } from 'node:net';
 import { isCleanValue, isNamed, isToken } from './header-chars.ts';
 import type { Http1Request } from './request.ts';
 import { headBytes } from './head-bytes.ts';
+import { settle } from './turn-writes.ts';
 import { ShapedEmitter } from '../util/shaped-emitter.ts';
 import { kContext, kExchange, kRoute } from '../util/response-slots.ts';
 // Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
@@ -154,6 +155,7 @@ export class Http1Response extends ShapedEmitter {
       const value = hints[name]!;
       for (const v of typeof value === 'string' ? [value] : value) if (isCleanValue(v)) head += `${name}: ${v}\r\n`;
     }
+    settle(this.socket);
     this.socket.write(head + CRLF, 'latin1');
   }
 
@@ -260,6 +262,7 @@ export class Http1Response extends ShapedEmitter {
         head.bytes(chunk);
         return head.send(socket);
       }
+      settle(socket);
       socket.cork();
       socket.write(head.copy());
       const ok = this.writeChunk(chunk);
@@ -267,6 +270,8 @@ export class Http1Response extends ShapedEmitter {
       return ok;
     }
     if (this.noBody || chunk.length === 0) return true;
+    // An earlier write of this response (its head) may wait for the turn's end: it goes first.
+    settle(socket);
     if (!this.chunked) return socket.write(chunk);
     socket.cork();
     const ok = this.writeChunk(chunk);
@@ -308,6 +313,7 @@ export class Http1Response extends ShapedEmitter {
         head.bytes(chunk!);
         head.send(socket);
       } else if (hasChunk && !this.noBody) {
+        settle(socket);
         socket.cork();
         socket.write(head.copy());
         if (typeof chunk === 'string') socket.write(chunk, 'utf8');
@@ -317,11 +323,13 @@ export class Http1Response extends ShapedEmitter {
         head.send(socket);
       }
     } else if (this.chunked) {
+      settle(socket);
       socket.cork();
       if (hasChunk) this.writeChunk(chunk!);
       socket.write(LAST_CHUNK, 'latin1');
       socket.uncork();
     } else if (hasChunk && !this.noBody) {
+      settle(socket);
       if (typeof chunk === 'string') socket.write(chunk, 'utf8');
       else socket.write(chunk!);
     }
@@ -335,6 +343,7 @@ export class Http1Response extends ShapedEmitter {
   destroy(): void {
     if (this.destroyed) return;
     this.destroyed = true;
+    settle(this.socket);
     this.socket.destroy();
     this.emitClose();
   }

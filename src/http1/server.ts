@@ -29,6 +29,7 @@ import {
 import { Http1Request, type BodyFlow, type Refusal } from './request.ts';
 import { Http1Response, type ResponseOwner } from './response.ts';
 import type { Server, Socket } from 'node:net';
+import { settle } from './turn-writes.ts';
 // Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const net = process.getBuiltinModule('node:net');
 
@@ -542,6 +543,7 @@ class Connection implements BodyFlow, ResponseOwner {
     if (active !== null) {
       if (active.req !== receiving || active.headersSent || (this.queue !== undefined && this.queue.length > 0)) {
         // Answers are still owed for earlier requests, or this one's started: cut the connection, no guessing.
+        settle(this.socket);
         this.socket.destroy();
         return;
       }
@@ -553,6 +555,7 @@ class Connection implements BodyFlow, ResponseOwner {
     const { answer, reason } = parseErrorAnswer(code, head);
     this.server.onClientError?.(err, this.socket);
     this.server.onRefused?.(reason, this.socket);
+    settle(this.socket);
     this.socket.write(answer, 'latin1');
     this.linger();
   }
@@ -587,7 +590,10 @@ class Connection implements BodyFlow, ResponseOwner {
       return;
     }
     // As node:http does: the client may send the body right away.
-    if (req.expectsContinue && !req.complete) this.socket.write(CONTINUE, 'latin1');
+    if (req.expectsContinue && !req.complete) {
+      settle(this.socket);
+      this.socket.write(CONTINUE, 'latin1');
+    }
     if (this.phase === IDLE) {
       this.phase = ANSWERING;
       this.since = this.server.now;
@@ -650,6 +656,7 @@ class Connection implements BodyFlow, ResponseOwner {
     if (this.closing || this.server.draining) {
       this.closing = true;
       this.phase = DETACHED;
+      settle(this.socket);
       this.socket.end();
       this.socket.destroySoon();
       return;
@@ -673,6 +680,7 @@ class Connection implements BodyFlow, ResponseOwner {
     }
     if (this.peerEnded) {
       this.phase = DETACHED;
+      settle(this.socket);
       this.socket.end();
       return;
     }
@@ -703,6 +711,7 @@ class Connection implements BodyFlow, ResponseOwner {
       this.server.dispatch(req, res);
     } else {
       // An upgrade pipelined behind other requests: not worth supporting.
+      settle(this.socket);
       this.socket.destroy();
     }
   }
@@ -722,6 +731,7 @@ class Connection implements BodyFlow, ResponseOwner {
   onEnd(): void {
     if (this.phase === LINGERING) {
       // The client is done too: close once the answer is out.
+      settle(this.socket);
       this.socket.destroySoon();
       return;
     }
@@ -735,6 +745,7 @@ class Connection implements BodyFlow, ResponseOwner {
         // request): the client gave up, so close at once, and the response gets its
         // 'close' now rather than whenever its handler next writes.
         cut.abort();
+        settle(this.socket);
         this.socket.destroy();
         return;
       }
@@ -742,12 +753,14 @@ class Connection implements BodyFlow, ResponseOwner {
     this.peerEnded = true;
     if (this.upgradeTaken) return;
     if (this.active === null) {
+      settle(this.socket);
       this.socket.end();
       return;
     }
     // A FIN while an answer is pending means the client left, as node:http and nginx
     // take it (clients do not half-close HTTP connections): abort, so the request to
     // the pod is cancelled now and not when its answer finally fails to write.
+    settle(this.socket);
     this.socket.destroy();
   }
 
@@ -794,10 +807,16 @@ class Connection implements BodyFlow, ResponseOwner {
     switch (this.phase) {
       case IDLE:
         // Without keep-alive (idleTimeout 0) a connection is only idle before its first request: the header timeout bounds that wait.
-        if (elapsed >= (options.idleTimeout > 0 ? options.idleTimeout : options.headerTimeout)) this.socket.destroy();
+        if (elapsed >= (options.idleTimeout > 0 ? options.idleTimeout : options.headerTimeout)) {
+          settle(this.socket);
+          this.socket.destroy();
+        }
         return;
       case LINGERING:
-        if (elapsed >= LINGER_MS) this.socket.destroy();
+        if (elapsed >= LINGER_MS) {
+          settle(this.socket);
+          this.socket.destroy();
+        }
         return;
       case RECEIVING:
         if (this.receiving === null || !this.receiving.complete) {
@@ -816,6 +835,7 @@ class Connection implements BodyFlow, ResponseOwner {
     this.phase = LINGERING;
     this.since = this.server.now;
     this.closing = true;
+    settle(this.socket);
     this.socket.end();
     this.pausedForBody = false;
     this.pausedForQueue = false;
@@ -827,9 +847,11 @@ class Connection implements BodyFlow, ResponseOwner {
   private requestTimedOut(): void {
     this.phase = DETACHED;
     if (this.active === null && (this.receiving === null || this.receiving.complete)) {
+      settle(this.socket);
       this.socket.write(rejectRequest(408, 'Request Timeout'), 'latin1');
       this.linger();
     } else {
+      settle(this.socket);
       this.socket.destroy();
     }
   }
@@ -837,7 +859,10 @@ class Connection implements BodyFlow, ResponseOwner {
   /** Draining: close now if nothing is owed on this connection. */
   closeIfIdle(): void {
     this.closing = true;
-    if (this.phase === IDLE && this.active === null) this.socket.destroy();
+    if (this.phase === IDLE && this.active === null) {
+      settle(this.socket);
+      this.socket.destroy();
+    }
   }
 }
 
@@ -925,7 +950,10 @@ export class Http1Server {
 
   /** Closes every connection, whatever it is doing. */
   destroyAll(): void {
-    for (const connection of this.connections) connection.socket.destroy();
+    for (const connection of this.connections) {
+      settle(connection.socket);
+      connection.socket.destroy();
+    }
   }
 
   private startSweeper(): NodeJS.Timeout {

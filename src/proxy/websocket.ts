@@ -11,6 +11,7 @@ import type { Forwarder } from './forward.ts';
 import { buildRequestHeaders, UpstreamRequestHead } from './headers.ts';
 import type { Endpoint } from './upstreams.ts';
 import type { Socket } from 'node:net';
+import { settle } from '../http1/turn-writes.ts';
 // Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
 const net = process.getBuiltinModule('node:net');
 const tls = process.getBuiltinModule('node:tls');
@@ -144,6 +145,8 @@ class Tunnel extends UpstreamRequestHead {
     ctx.upstreamAddress = this.endpoint!.key;
     this.forwarder.metrics.observeLatency(upstreamMs / 1000);
     const head = parseResponseHead(received.toString('latin1', 0, headLength - 4));
+    // Earlier answers on this connection go first (they may wait for the end of a turn).
+    settle(client);
     if (head.status === 101) {
       // RFC 9110 section 7.8: the pod names the protocol it switches to; it must be the one asked for.
       if (head.upgrade.toLowerCase() !== this.protocol.toLowerCase()) {

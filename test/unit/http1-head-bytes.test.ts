@@ -60,6 +60,8 @@ test('a head and body the kernel takes only part of are not overwritten by the n
       expected += body.toString('latin1');
       head.send(writer);
       sent++;
+      // A head is written once the turn's callbacks have run (turn-writes.ts).
+      await new Promise((resolve) => setImmediate(resolve));
     }
     assert.ok(writer.writableLength > 0, 'a write was kept by the socket');
     reader.resume();

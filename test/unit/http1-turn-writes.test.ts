@@ -1,0 +1,91 @@
+// Messages gathered through a turn of the event loop (src/http1/turn-writes.ts), on real
+// sockets: nothing is written before the turn's callbacks have run, everything after,
+// in the order given; settle() writes a socket's messages first when something else is
+// about to write to it, end it or destroy it.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { deferWrite, hasDeferred, settle } from '../../src/http1/turn-writes.ts';
+import { HeadBytes } from '../../src/http1/head-bytes.ts';
+import { socketPair as pair } from './socket-pair.ts';
+
+async function receivedLength(received: () => Buffer, length: number): Promise<Buffer> {
+  for (let i = 0; i < 500 && received().length < length; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  return received();
+}
+
+const turnEnd = () => new Promise((resolve) => setImmediate(resolve));
+
+test("messages wait for the end of the turn, then go out in order, each socket's to its own peer", async () => {
+  const a = await pair();
+  const b = await pair();
+  try {
+    deferWrite(a.writer, Buffer.from('a1 '));
+    deferWrite(b.writer, Buffer.from('b1 '));
+    deferWrite(a.writer, Buffer.from('a2'));
+    assert.equal(a.writer.bytesWritten, 0, 'nothing written in the turn');
+    assert.equal(b.writer.bytesWritten, 0);
+    assert.ok(hasDeferred(a.writer) && hasDeferred(b.writer));
+    await turnEnd();
+    assert.equal(a.writer.bytesWritten, 5, 'written once the turn ended');
+    assert.ok(!hasDeferred(a.writer) && !hasDeferred(b.writer));
+    assert.equal((await receivedLength(a.received, 5)).toString(), 'a1 a2');
+    assert.equal((await receivedLength(b.received, 3)).toString(), 'b1 ');
+  } finally {
+    a.close();
+    b.close();
+  }
+});
+
+test("settle writes a socket's messages now, ahead of a write and an end in the same turn, and leaves others waiting", async () => {
+  const a = await pair();
+  const b = await pair();
+  try {
+    deferWrite(a.writer, Buffer.from('head '));
+    deferWrite(b.writer, Buffer.from('other'));
+    settle(a.writer);
+    a.writer.write('body');
+    a.writer.end();
+    assert.equal(b.writer.bytesWritten, 0, "the other socket's message still waits");
+    await a.ended;
+    assert.equal(a.received().toString(), 'head body');
+    await turnEnd();
+    assert.equal((await receivedLength(b.received, 5)).toString(), 'other');
+  } finally {
+    a.close();
+    b.close();
+  }
+});
+
+test('a socket destroyed before the end of the turn drops its messages, and the others still go out', async () => {
+  const a = await pair();
+  const b = await pair();
+  try {
+    deferWrite(a.writer, Buffer.from('lost'));
+    deferWrite(b.writer, Buffer.from('kept'));
+    a.writer.destroy();
+    await turnEnd();
+    assert.equal((await receivedLength(b.received, 4)).toString(), 'kept');
+    assert.equal(a.writer.bytesWritten, 0);
+  } finally {
+    a.close();
+    b.close();
+  }
+});
+
+test('a head sent from the scratch buffer waits for the end of the turn, as built even when the next head is built at once', async () => {
+  const { writer, received, close } = await pair();
+  try {
+    const head = new HeadBytes();
+    head.begin();
+    head.latin1('HTTP/1.1 200 OK\r\n\r\n');
+    assert.equal(head.send(writer), true);
+    head.begin();
+    head.latin1('HTTP/1.1 204 No Content\r\n\r\n');
+    head.send(writer);
+    assert.equal(writer.bytesWritten, 0);
+    const expected = 'HTTP/1.1 200 OK\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n';
+    assert.equal((await receivedLength(received, expected.length)).toString('latin1'), expected);
+  } finally {
+    close();
+  }
+});
