@@ -3,18 +3,18 @@
 // a third of the bytes a proxied request allocates: a cons string per piece, then a flat
 // copy to write it. Those bytes set how often the young generation is collected, and
 // each collection holds up every request in flight. Here the head's characters go
-// straight into a buffer that is reused from one head to the next.
+// straight into a buffer that is reused.
 //
-// Reuse is safe because a write to a plain TCP socket that completes at once (the common
-// case: the kernel took every byte) keeps no reference to the buffer. A socket that
-// would keep it (TLS, corked, or still writing) is given a copy; when the kernel takes
-// only part of a write, the socket's writableLength says so, and the scratch buffer is
-// left to that write and a new one made (`send`). A request to a pod, whose head is built
-// before its connection is known, leaves it here (`hold`): a free connection taking it in
-// the same run writes it from here, and otherwise it is copied out for the request when
-// the next head begins.
+// A head sent to a plain TCP socket waits in the buffer for the end of the turn
+// (turn-writes.ts), and the next head is built after it; once the turn's writes are done,
+// heads are built from the start again. A socket that kept a write's bytes (the kernel
+// took only part) keeps this buffer, and the next heads get a new one. A socket that
+// would keep the buffer at once (TLS, corked, or still writing) is given a copy. A
+// request to a pod, whose head is built before its connection is known, leaves it here
+// (`hold`): a free connection taking it in the same run sends it from here, and otherwise
+// it is copied out for the request when the next head begins.
 import type { Socket } from 'node:net';
-import { deferWrite, settle } from './turn-writes.ts';
+import { afterWrites, deferWrite, settle, writeAll } from './turn-writes.ts';
 import { LineBytes } from '../util/line-bytes.ts';
 
 /** Keeps a head left in the scratch buffer (hold) once the buffer is needed again. */
@@ -24,6 +24,8 @@ export interface HeadHolder {
 
 /** Room for a head and a small body behind it (bigger ones get a buffer of their own). */
 const SCRATCH_SIZE = 64 * 1024;
+/** Past this many bytes of messages waiting for the end of the turn, they are written before the next head. */
+const WAITING_LIMIT = 32 * 1024;
 
 /**
  * Builds one head at a time. Not reentrant: a head is begun, written to and sent (or
@@ -36,14 +38,26 @@ export class HeadBytes extends LineBytes {
    * run, as most do, else copied out when the next head begins).
    */
   private held: HeadHolder | null = null;
+  /** Where the head being built begins. */
+  private start = 0;
+  /** The end of the messages sent from the scratch buffer that wait for the end of the turn. */
+  private waitingEnd = 0;
 
   constructor() {
     super(SCRATCH_SIZE);
+    afterWrites((bytesKept) => {
+      // A head held here is copied out before the buffer may be replaced.
+      if (this.held !== null) this.release(this.held);
+      // A socket that kept its message's bytes (the kernel took part) keeps this buffer: the next heads get a new one.
+      if (bytesKept) this.buf = Buffer.allocUnsafeSlow(SCRATCH_SIZE);
+      this.waitingEnd = 0;
+    });
   }
 
   begin(): void {
     if (this.held !== null) this.release(this.held);
-    this.at = 0;
+    if (this.waitingEnd > WAITING_LIMIT) writeAll();
+    this.at = this.start = this.waitingEnd;
   }
 
   /** Leaves the head just built here for `holder`: sendHeld writes it, or it gets a copy (keepHead) when the next head begins. */
@@ -82,10 +96,10 @@ export class HeadBytes extends LineBytes {
     this.buf[this.at++] = 0x0a;
   }
 
-  /** The bytes so far in a buffer of their own (for a head kept past this run). */
+  /** The head so far in a buffer of its own (for a head kept past this run). */
   copy(): Buffer {
-    const out = Buffer.allocUnsafe(this.at);
-    this.buf.copy(out, 0, 0, this.at);
+    const out = Buffer.allocUnsafe(this.at - this.start);
+    this.buf.copy(out, 0, this.start, this.at);
     return out;
   }
 
@@ -100,7 +114,9 @@ export class HeadBytes extends LineBytes {
       settle(socket);
       return socket.write(this.copy());
     }
-    deferWrite(socket, this.copy());
+    // The head stays where it was built until the turn's writes are done; the next begins after it.
+    deferWrite(socket, this.buf.subarray(this.start, this.at));
+    this.waitingEnd = this.at;
     return true;
   }
 }

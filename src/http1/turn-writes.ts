@@ -15,20 +15,35 @@
 // writes to, ends or destroys a socket that may hold a deferred message calls settle(socket)
 // first: it writes that socket's messages now.
 import type { Socket } from 'node:net';
-import { NOT_DIRECT, writeDirect } from './direct-write.ts';
+import { QUEUED, WRITTEN, writeDirect } from './direct-write.ts';
 
 const kDeferred = Symbol('portico.deferredWrites');
 type DeferringSocket = Socket & { [kDeferred]?: number };
 
-/** socket, bytes, socket, bytes...: in the order given; a settled entry's socket is null. */
+/**
+ * socket, bytes, socket, bytes...: in the order given, up to `pendingEnd`; a settled entry's
+ * socket is null. Kept at its size from turn to turn (emptied, not shortened), so that a
+ * turn does not grow a new array.
+ */
 const pending: (Socket | Buffer | null)[] = [];
+let pendingEnd = 0;
 let scheduled = false;
+/** Whether a socket kept the bytes of a message written since the last writeAll (the kernel took part). */
+let kept = false;
+/** Told when every message has been written, and whether a socket kept one's bytes. */
+const turnListeners: ((bytesKept: boolean) => void)[] = [];
+
+/** `listener(bytesKept)` runs each time every waiting message has been written (see HeadBytes). */
+export function afterWrites(listener: (bytesKept: boolean) => void): void {
+  turnListeners.push(listener);
+}
 
 /** Keeps `bytes` (the caller's own copy) for `socket` until the turn's callbacks have run. */
 export function deferWrite(socket: Socket, bytes: Buffer): void {
   const s = socket as DeferringSocket;
   s[kDeferred] = (s[kDeferred] ?? 0) + 1;
-  pending.push(socket, bytes);
+  pending[pendingEnd++] = socket;
+  pending[pendingEnd++] = bytes;
   if (!scheduled) {
     scheduled = true;
     setImmediate(writeAll);
@@ -45,7 +60,7 @@ export function settle(socket: Socket): void {
   const s = socket as DeferringSocket;
   if ((s[kDeferred] ?? 0) === 0) return;
   s[kDeferred] = 0;
-  for (let i = 0; i < pending.length; i += 2) {
+  for (let i = 0; i < pendingEnd; i += 2) {
     if (pending[i] !== socket) continue;
     const bytes = pending[i + 1] as Buffer;
     pending[i] = null;
@@ -54,20 +69,35 @@ export function settle(socket: Socket): void {
   }
 }
 
-function writeAll(): void {
+/** Writes every waiting message now, in order (at the end of the turn, or early when their buffer is full). */
+export function writeAll(): void {
   scheduled = false;
-  for (let i = 0; i < pending.length; i += 2) {
+  for (let i = 0; i < pendingEnd; i += 2) {
     const socket = pending[i] as Socket | null;
     if (socket === null) continue;
+    const bytes = pending[i + 1] as Buffer;
+    pending[i] = null;
+    pending[i + 1] = null;
     (socket as DeferringSocket)[kDeferred] = 0;
-    write(socket, pending[i + 1] as Buffer);
+    write(socket, bytes);
   }
-  pending.length = 0;
+  pendingEnd = 0;
+  const bytesKept = kept;
+  kept = false;
+  for (const listener of turnListeners) listener(bytesKept);
 }
 
 function write(socket: Socket, bytes: Buffer): void {
   // A socket destroyed meanwhile drops its bytes, as a destroyed socket drops its queue.
   if (socket.destroyed) return;
-  if (socket.writableLength === 0 && writeDirect(socket, bytes) !== NOT_DIRECT) return;
+  if (socket.writableLength === 0) {
+    const direct = writeDirect(socket, bytes);
+    if (direct === WRITTEN) return;
+    if (direct === QUEUED) {
+      kept = true;
+      return;
+    }
+  }
   socket.write(bytes);
+  if (socket.writableLength !== 0) kept = true;
 }
