@@ -38,7 +38,10 @@ export function afterWrites(listener: (bytesKept: boolean) => void): void {
   turnListeners.push(listener);
 }
 
-/** Keeps `bytes` (the caller's own copy) for `socket` until the turn's callbacks have run. */
+/**
+ * Writes `bytes` to `socket` once the turn's callbacks have run. The caller leaves them
+ * unchanged until afterWrites' listeners run, and longer if a socket kept them.
+ */
 export function deferWrite(socket: Socket, bytes: Buffer): void {
   const s = socket as DeferringSocket;
   s[kDeferred] = (s[kDeferred] ?? 0) + 1;
