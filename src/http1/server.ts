@@ -543,8 +543,7 @@ class Connection implements BodyFlow, ResponseOwner {
     if (active !== null) {
       if (active.req !== receiving || active.headersSent || (this.queue !== undefined && this.queue.length > 0)) {
         // Answers are still owed for earlier requests, or this one's started: cut the connection, no guessing.
-        settle(this.socket);
-        this.socket.destroy();
+        this.destroySocket();
         return;
       }
       // The request being answered turned out malformed mid-body (a bad chunk size)
@@ -555,8 +554,7 @@ class Connection implements BodyFlow, ResponseOwner {
     const { answer, reason } = parseErrorAnswer(code, head);
     this.server.onClientError?.(err, this.socket);
     this.server.onRefused?.(reason, this.socket);
-    settle(this.socket);
-    this.socket.write(answer, 'latin1');
+    this.writeNow(answer);
     this.linger();
   }
 
@@ -590,10 +588,7 @@ class Connection implements BodyFlow, ResponseOwner {
       return;
     }
     // As node:http does: the client may send the body right away.
-    if (req.expectsContinue && !req.complete) {
-      settle(this.socket);
-      this.socket.write(CONTINUE, 'latin1');
-    }
+    if (req.expectsContinue && !req.complete) this.writeNow(CONTINUE);
     if (this.phase === IDLE) {
       this.phase = ANSWERING;
       this.since = this.server.now;
@@ -656,8 +651,7 @@ class Connection implements BodyFlow, ResponseOwner {
     if (this.closing || this.server.draining) {
       this.closing = true;
       this.phase = DETACHED;
-      settle(this.socket);
-      this.socket.end();
+      this.endSocket();
       this.socket.destroySoon();
       return;
     }
@@ -680,8 +674,7 @@ class Connection implements BodyFlow, ResponseOwner {
     }
     if (this.peerEnded) {
       this.phase = DETACHED;
-      settle(this.socket);
-      this.socket.end();
+      this.endSocket();
       return;
     }
     if (this.pausedForQueue) {
@@ -711,8 +704,7 @@ class Connection implements BodyFlow, ResponseOwner {
       this.server.dispatch(req, res);
     } else {
       // An upgrade pipelined behind other requests: not worth supporting.
-      settle(this.socket);
-      this.socket.destroy();
+      this.destroySocket();
     }
   }
 
@@ -745,23 +737,20 @@ class Connection implements BodyFlow, ResponseOwner {
         // request): the client gave up, so close at once, and the response gets its
         // 'close' now rather than whenever its handler next writes.
         cut.abort();
-        settle(this.socket);
-        this.socket.destroy();
+        this.destroySocket();
         return;
       }
     }
     this.peerEnded = true;
     if (this.upgradeTaken) return;
     if (this.active === null) {
-      settle(this.socket);
-      this.socket.end();
+      this.endSocket();
       return;
     }
     // A FIN while an answer is pending means the client left, as node:http and nginx
     // take it (clients do not half-close HTTP connections): abort, so the request to
     // the pod is cancelled now and not when its answer finally fails to write.
-    settle(this.socket);
-    this.socket.destroy();
+    this.destroySocket();
   }
 
   onClose(): void {
@@ -801,22 +790,34 @@ class Connection implements BodyFlow, ResponseOwner {
     this.parser?.unconsume();
   }
 
+  /** Destroys the connection, once the bytes waiting for the end of the turn are written (turn-writes.ts). */
+  destroySocket(): void {
+    settle(this.socket);
+    this.socket.destroy();
+  }
+
+  /** Ends the connection (FIN) after the bytes waiting for the end of the turn. */
+  private endSocket(): void {
+    settle(this.socket);
+    this.socket.end();
+  }
+
+  /** Writes `text` at once, after the bytes waiting for the end of the turn. */
+  private writeNow(text: string): void {
+    settle(this.socket);
+    this.socket.write(text, 'latin1');
+  }
+
   /** Called by the sweeper. */
   checkTimeout(now: number, options: Http1ServerOptions): void {
     const elapsed = now - this.since;
     switch (this.phase) {
       case IDLE:
         // Without keep-alive (idleTimeout 0) a connection is only idle before its first request: the header timeout bounds that wait.
-        if (elapsed >= (options.idleTimeout > 0 ? options.idleTimeout : options.headerTimeout)) {
-          settle(this.socket);
-          this.socket.destroy();
-        }
+        if (elapsed >= (options.idleTimeout > 0 ? options.idleTimeout : options.headerTimeout)) this.destroySocket();
         return;
       case LINGERING:
-        if (elapsed >= LINGER_MS) {
-          settle(this.socket);
-          this.socket.destroy();
-        }
+        if (elapsed >= LINGER_MS) this.destroySocket();
         return;
       case RECEIVING:
         if (this.receiving === null || !this.receiving.complete) {
@@ -835,8 +836,7 @@ class Connection implements BodyFlow, ResponseOwner {
     this.phase = LINGERING;
     this.since = this.server.now;
     this.closing = true;
-    settle(this.socket);
-    this.socket.end();
+    this.endSocket();
     this.pausedForBody = false;
     this.pausedForQueue = false;
     // What still comes goes to the socket's stream, which drops it (onData ignores it).
@@ -847,22 +847,17 @@ class Connection implements BodyFlow, ResponseOwner {
   private requestTimedOut(): void {
     this.phase = DETACHED;
     if (this.active === null && (this.receiving === null || this.receiving.complete)) {
-      settle(this.socket);
-      this.socket.write(rejectRequest(408, 'Request Timeout'), 'latin1');
+      this.writeNow(rejectRequest(408, 'Request Timeout'));
       this.linger();
     } else {
-      settle(this.socket);
-      this.socket.destroy();
+      this.destroySocket();
     }
   }
 
   /** Draining: close now if nothing is owed on this connection. */
   closeIfIdle(): void {
     this.closing = true;
-    if (this.phase === IDLE && this.active === null) {
-      settle(this.socket);
-      this.socket.destroy();
-    }
+    if (this.phase === IDLE && this.active === null) this.destroySocket();
   }
 }
 
@@ -950,10 +945,7 @@ export class Http1Server {
 
   /** Closes every connection, whatever it is doing. */
   destroyAll(): void {
-    for (const connection of this.connections) {
-      settle(connection.socket);
-      connection.socket.destroy();
-    }
+    for (const connection of this.connections) connection.destroySocket();
   }
 
   private startSweeper(): NodeJS.Timeout {
