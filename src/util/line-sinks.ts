@@ -81,7 +81,8 @@ export function wholeLinesEnd(buf: Uint8Array, from: number, end: number, maxWri
  */
 export function bufferedFd(fd: number, maxWrite = Infinity): LineSink {
   const pipe = nonBlockingPipe(fd);
-  const file = pipe < 0 && isRegularFile(fd);
+  // Written from this thread: the pipe's non-blocking descriptor, or a regular file.
+  const direct = pipe >= 0 ? pipe : isRegularFile(fd) ? fd : -1;
   if (pipe >= 0) maxWrite = Math.min(maxWrite, PIPE_BUF);
   const line = new LineBytes(BUFFER_SIZE);
   // The buffer being written, from `from` to `end`, or null when no write is in flight;
@@ -102,8 +103,7 @@ export function bufferedFd(fd: number, maxWrite = Infinity): LineSink {
 
   const writeNext = (): void => {
     const buf = out!;
-    if (pipe >= 0 && intoPipe(buf)) return batchOut(buf);
-    if (file) return intoFile(buf);
+    if (direct >= 0 && writeNow(direct, buf)) return batchOut(buf);
     until = maxWrite === Infinity ? end : wholeLinesEnd(buf, from, end, maxWrite);
     write(fd, buf, from, until - from, null, (error, written) => {
       // An error (stdout gone, EPIPE) drops this batch rather than let lines pile up without bound.
@@ -113,33 +113,22 @@ export function bufferedFd(fd: number, maxWrite = Infinity): LineSink {
     });
   };
 
-  // Writes what the pipe has room for now; true once the batch is out (or dropped).
-  const intoPipe = (buf: Buffer): boolean => {
+  // Writes what `target` takes now, from this thread: a regular file (into the page cache,
+  // as nginx writes its buffered log) or the pipe's non-blocking descriptor. True once the
+  // batch is out (or dropped), false when the pipe is full.
+  const writeNow = (target: number, buf: Buffer): boolean => {
     while (from < end) {
       const stop = wholeLinesEnd(buf, from, end, maxWrite);
       try {
-        // Up to PIPE_BUF, all or nothing; a single longer line may go in part, and the rest next.
-        from += writeSync(pipe, buf, from, stop - from);
+        // Into a pipe up to PIPE_BUF, all or nothing; a single longer line may go in part, and the rest next.
+        const written = writeSync(target, buf, from, stop - from);
+        from = written > 0 ? from + written : end;
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code === 'EAGAIN') return false;
-        from = end; // stdout gone (EPIPE): the batch is dropped, as in the thread pool
+        from = end; // stdout gone (EPIPE), the disk full: the batch is dropped, as in the thread pool
       }
     }
     return true;
-  };
-
-  // Into the page cache from this thread, as nginx writes its buffered log.
-  const intoFile = (buf: Buffer): void => {
-    try {
-      while (from < end) {
-        until = wholeLinesEnd(buf, from, end, maxWrite);
-        const written = writeSync(fd, buf, from, until - from);
-        from = written > 0 ? from + written : end;
-      }
-    } catch {
-      from = end; // the disk full or gone: the batch is dropped, as in the thread pool
-    }
-    batchOut(buf);
   };
 
   const flush = () => {
