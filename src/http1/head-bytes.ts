@@ -7,8 +7,8 @@
 //
 // A head sent to a plain TCP socket waits in the buffer for the end of the turn
 // (turn-writes.ts), and the next head is built after it; once the turn's writes are done,
-// heads are built from the start again. When the oldest waiting head has waited 30 µs, or
-// 32 KiB wait, the next head writes them first. A socket that kept a write's bytes (the kernel
+// heads are built from the start again. When 32 KiB wait, or the oldest waiting head has
+// waited 30 µs and the loop is not busy, the next head writes them first. A socket that kept a write's bytes (the kernel
 // took only part) keeps this buffer, and the next heads get a new one. A socket that
 // would keep the buffer at once (TLS, corked, or still writing) is given a copy. A
 // request to a pod, whose head is built before its connection is known, leaves it here

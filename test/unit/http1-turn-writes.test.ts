@@ -4,7 +4,7 @@
 // about to write to it, end it or destroy it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { DEFAULT_WAIT_BUDGET_MS, deferWrite, hasDeferred, setWaitBudget, settle } from '../../src/http1/turn-writes.ts';
+import { DEFAULT_WAIT_BUDGET_MS, deferWrite, hasDeferred, loopIsBusy, setLoopBusy, setWaitBudget, settle } from '../../src/http1/turn-writes.ts';
 import { HeadBytes } from '../../src/http1/head-bytes.ts';
 import { socketPair as pair } from './socket-pair.ts';
 
@@ -99,6 +99,7 @@ test('heads that have waited past the budget are written when the next head begi
     head.begin();
     head.latin1('HTTP/1.1 200 OK\r\n\r\n');
     head.send(writer);
+    setLoopBusy(false); // as a loop with time to spare (until the next sample, after this turn)
     const until = performance.now() + 1; // 1 ms of work in the same turn: well past 30 µs
     while (performance.now() < until);
     head.begin();
@@ -111,6 +112,38 @@ test('heads that have waited past the budget are written when the next head begi
   } finally {
     close();
   }
+});
+
+test('while the loop is busy, heads wait for the end of the turn however long they have waited', async () => {
+  const { writer, received, close } = await pair();
+  try {
+    const head = new HeadBytes();
+    head.begin();
+    head.latin1('HTTP/1.1 200 OK\r\n\r\n');
+    head.send(writer);
+    setLoopBusy(true);
+    const until = performance.now() + 1;
+    while (performance.now() < until);
+    head.begin();
+    head.latin1('HTTP/1.1 204 No Content\r\n\r\n');
+    head.send(writer);
+    assert.equal(writer.bytesWritten, 0, 'nothing written in the busy turn');
+    const expected = 'HTTP/1.1 200 OK\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n';
+    assert.equal((await receivedLength(received, expected.length)).toString('latin1'), expected);
+  } finally {
+    setLoopBusy(false);
+    close();
+  }
+});
+
+test('the loop counts as busy after a stretch of work, and as free again after a rest', async () => {
+  setLoopBusy(false);
+  const until = performance.now() + 300; // 300 ms of callbacks against at most 20 ms idle before
+  while (performance.now() < until);
+  await new Promise((resolve) => setTimeout(resolve, 5)); // the overdue sample runs first
+  assert.equal(loopIsBusy(), true);
+  await new Promise((resolve) => setTimeout(resolve, 60));
+  assert.equal(loopIsBusy(), false);
 });
 
 test('heads built in one turn past the room kept for them (written early) all arrive as built, each after the one before', async () => {
