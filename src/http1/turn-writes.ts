@@ -50,12 +50,22 @@ let waitBudgetMs = DEFAULT_WAIT_BUDGET_MS;
 let loopBusy = false;
 const LOOP_SAMPLE_MS = 20;
 const LOOP_BUSY = 0.9;
+/** Sampling runs while messages are written, and stops after a sample without any: an idle process is not woken 50 times a second. */
+let sampler: NodeJS.Timeout | undefined;
 let lastLoop = performance.eventLoopUtilization();
-setInterval(() => {
+let turnsSinceSample = 0;
+
+function sampleLoop(): void {
   const now = performance.eventLoopUtilization();
   loopBusy = performance.eventLoopUtilization(now, lastLoop).utilization >= LOOP_BUSY;
   lastLoop = now;
-}, LOOP_SAMPLE_MS).unref();
+  if (turnsSinceSample === 0) {
+    clearInterval(sampler);
+    sampler = undefined;
+    loopBusy = false;
+  }
+  turnsSinceSample = 0;
+}
 /** Whether a socket kept the bytes of a message written since the last writeAll (the kernel took part). */
 let kept = false;
 /** Told when every message has been written, and whether a socket kept one's bytes. */
@@ -79,6 +89,11 @@ export function deferWrite(socket: Socket, bytes: Buffer): void {
   if (!scheduled) {
     scheduled = true;
     setImmediate(writeAll);
+    turnsSinceSample++;
+    if (sampler === undefined) {
+      lastLoop = performance.eventLoopUtilization();
+      sampler = setInterval(sampleLoop, LOOP_SAMPLE_MS).unref();
+    }
   }
 }
 

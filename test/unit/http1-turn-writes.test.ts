@@ -136,14 +136,20 @@ test('while the loop is busy, heads wait for the end of the turn however long th
   }
 });
 
-test('the loop counts as busy after a stretch of work, and as free again after a rest', async () => {
-  setLoopBusy(false);
-  const until = performance.now() + 300; // 300 ms of callbacks against at most 20 ms idle before
-  while (performance.now() < until);
-  await new Promise((resolve) => setTimeout(resolve, 5)); // the overdue sample runs first
-  assert.equal(loopIsBusy(), true);
-  await new Promise((resolve) => setTimeout(resolve, 60));
-  assert.equal(loopIsBusy(), false);
+test('the loop counts as busy after a stretch of work while messages are written, and as free again after a rest', async () => {
+  const { writer, close } = await pair();
+  try {
+    setLoopBusy(false);
+    deferWrite(writer, Buffer.from('x')); // a message written: the loop is sampled
+    const until = performance.now() + 300; // 300 ms of callbacks against at most 20 ms idle before
+    while (performance.now() < until);
+    await new Promise((resolve) => setTimeout(resolve, 5)); // the overdue sample runs first
+    assert.equal(loopIsBusy(), true);
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    assert.equal(loopIsBusy(), false);
+  } finally {
+    close();
+  }
 });
 
 test('heads built in one turn past the room kept for them (written early) all arrive as built, each after the one before', async () => {
