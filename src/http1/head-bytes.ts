@@ -7,15 +7,15 @@
 //
 // A head sent to a plain TCP socket waits in the buffer for the end of the turn
 // (turn-writes.ts), and the next head is built after it; once the turn's writes are done,
-// heads are built from the start again. When 32 KiB wait, or the oldest waiting head has
-// waited 30 µs and the loop is not busy, the next head writes them first. A socket that kept a write's bytes (the kernel
+// heads are built from the start again. When 32 KiB wait, or while the loop is not busy,
+// the next head writes them first. A socket that kept a write's bytes (the kernel
 // took only part) keeps this buffer, and the next heads get a new one. A socket that
 // would keep the buffer at once (TLS, corked, or still writing) is given a copy. A
 // request to a pod, whose head is built before its connection is known, leaves it here
 // (`hold`): a free connection taking it in the same run sends it from here, and otherwise
 // it is copied out for the request when the next head begins.
 import type { Socket } from 'node:net';
-import { afterWrites, deferWrite, settle, waitedLongEnough, writeAll } from './turn-writes.ts';
+import { afterWrites, deferWrite, loopIsBusy, settle, writeAll } from './turn-writes.ts';
 import { LineBytes } from '../util/line-bytes.ts';
 
 /** Keeps a head left in the scratch buffer (hold) once the buffer is needed again. */
@@ -57,7 +57,8 @@ export class HeadBytes extends LineBytes {
 
   begin(): void {
     if (this.held !== null) this.release(this.held);
-    if (this.waitingEnd > WAITING_LIMIT || (this.waitingEnd !== 0 && waitedLongEnough())) writeAll();
+    // Past the room kept for them, or while the loop has time to spare, the waiting heads go out first.
+    if (this.waitingEnd !== 0 && (this.waitingEnd > WAITING_LIMIT || !loopIsBusy())) writeAll();
     this.at = this.start = this.waitingEnd;
   }
 

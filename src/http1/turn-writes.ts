@@ -8,11 +8,14 @@
 // perf profile of one pinned worker, those wake-ups were 14% of its CPU. Written together,
 // the first write of a turn wakes a reader and the rest find it awake. On one core, in
 // fresh rounds against the same build writing at once: 5-18% more requests, p99 2.20
-// against 2.67 ms (bench/run.ts --variant-env, 2026-11-29 23:41-23:44). A response waits
-// for the rest of its turn's callbacks, a few µs each. While the loop has time to spare,
-// at most about 30 µs: once the oldest has waited that long, the next head built writes
-// them all (waitedLongEnough), so that below saturation the reader's core works beside
-// this one rather than after it.
+// against 2.67 ms (bench/run.ts --variant-env, 2026-11-29 23:41-23:44).
+//
+// That pays at saturation, where the reader's core has work anyway. Below it, a message
+// that waits is latency, and the reader's core could have worked beside this one: paced
+// at 17k req/s, waiting for the end of the turn had p99 2.40-2.75 ms against 2.04-2.33
+// writing at once. So whole turns wait only while the loop is busy (sampled); otherwise
+// the next head built writes the waiting ones first (HeadBytes.begin), and a message waits
+// for one callback at most.
 //
 // The order of bytes on a socket must stay the order they were given in, so anything that
 // writes to, ends or destroys a socket that may hold a deferred message calls settle(socket)
@@ -31,21 +34,11 @@ type DeferringSocket = Socket & { [kDeferred]?: number };
 const pending: (Socket | Buffer | null)[] = [];
 let pendingEnd = 0;
 let scheduled = false;
-/** When the oldest waiting message was given (performance.now(), ms). */
-let oldestAt = 0;
 /**
- * How long the oldest message may wait before the next head built writes every waiting one
- * (HeadBytes.begin), while the loop has time to spare. Below saturation a turn's first
- * messages then go out while the rest are handled, so the reader's core works beside this
- * one: p99 as when writing at once (2.38 against 2.36 ms at 17k req/s, 2026-11-30 01:13).
- */
-export const DEFAULT_WAIT_BUDGET_MS = 0.03;
-let waitBudgetMs = DEFAULT_WAIT_BUDGET_MS;
-/**
- * Whether the loop was busy through the last sample (LOOP_BUSY of it running callbacks).
- * Then messages wait for the end of the turn whatever their age: at saturation, whole
- * turns written together saved 13-20% of the requests' cost, where a 30 µs budget saved
- * 7% and lost 9% against the end of the turn in the same rounds.
+ * Whether the loop was busy through the last sample (LOOP_BUSY of it running callbacks):
+ * then messages wait for the end of the turn. (A wait of at most 30 µs instead saved less
+ * at saturation, 9% fewer requests than the end of the turn in the same rounds, and still
+ * had p50 40 µs above writing at once when paced, 2026-11-30 01:35-02:12.)
  */
 let loopBusy = false;
 const LOOP_SAMPLE_MS = 20;
@@ -83,7 +76,6 @@ export function afterWrites(listener: (bytesKept: boolean) => void): void {
 export function deferWrite(socket: Socket, bytes: Buffer): void {
   const s = socket as DeferringSocket;
   s[kDeferred] = (s[kDeferred] ?? 0) + 1;
-  if (pendingEnd === 0) oldestAt = performance.now();
   pending[pendingEnd++] = socket;
   pending[pendingEnd++] = bytes;
   if (!scheduled) {
@@ -95,16 +87,6 @@ export function deferWrite(socket: Socket, bytes: Buffer): void {
       sampler = setInterval(sampleLoop, LOOP_SAMPLE_MS).unref();
     }
   }
-}
-
-/** Whether the oldest waiting message has waited past the budget, the loop not busy: the next head writes them all first. */
-export function waitedLongEnough(): boolean {
-  return !loopBusy && pendingEnd !== 0 && performance.now() - oldestAt > waitBudgetMs;
-}
-
-/** Sets how long, in ms, the oldest message may wait (tests: Infinity waits for the turn's end, 0 writes at each head). */
-export function setWaitBudget(ms: number): void {
-  waitBudgetMs = ms;
 }
 
 /** Whether the last sample found the loop busy. */
