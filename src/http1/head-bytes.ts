@@ -5,17 +5,19 @@
 // each collection holds up every request in flight. Here the head's characters go
 // straight into a buffer that is reused.
 //
-// A head sent to a plain TCP socket waits in the buffer for the end of the turn
-// (turn-writes.ts), and the next head is built after it; once the turn's writes are done,
-// heads are built from the start again. When 32 KiB wait, or while the loop is not busy,
-// the next head writes them first. A socket that kept a write's bytes (the kernel
-// took only part) keeps this buffer, and the next heads get a new one. A socket that
-// would keep the buffer at once (TLS, corked, or still writing) is given a copy. A
-// request to a pod, whose head is built before its connection is known, leaves it here
+// While the event loop is busy, a head sent to a plain TCP socket waits in the buffer for
+// the end of the turn (turn-writes.ts), and the next head is built after it; once the
+// turn's writes are done, heads are built from the start again. When 32 KiB wait, or once
+// the loop is no longer busy, the next head writes them first. While the loop has time to
+// spare, heads are written at once. A socket that kept a write's bytes (the kernel took
+// only part) keeps this buffer, and the next heads get a new one. A socket that would
+// keep the buffer at once (TLS, corked, or still writing) is given a copy. A request to a
+// pod, whose head is built before its connection is known, leaves it here
 // (`hold`): a free connection taking it in the same run sends it from here, and otherwise
 // it is copied out for the request when the next head begins.
 import type { Socket } from 'node:net';
-import { afterWrites, deferWrite, loopIsBusy, settle, writeAll } from './turn-writes.ts';
+import { afterWrites, deferWrite, loopIsBusy, settle, writeAll, writesWait } from './turn-writes.ts';
+import { QUEUED, WRITTEN, writeDirect } from './direct-write.ts';
 import { LineBytes } from '../util/line-bytes.ts';
 
 /** Keeps a head left in the scratch buffer (hold) once the buffer is needed again. */
@@ -50,7 +52,7 @@ export class HeadBytes extends LineBytes {
       // A head held here is copied out before the buffer may be replaced.
       if (this.held !== null) this.release(this.held);
       // A socket that kept its message's bytes (the kernel took part) keeps this buffer: the next heads get a new one.
-      if (bytesKept) this.buf = Buffer.allocUnsafeSlow(SCRATCH_SIZE);
+      if (bytesKept) this.keptBySocket();
       this.waitingEnd = 0;
     });
   }
@@ -106,20 +108,41 @@ export class HeadBytes extends LineBytes {
   }
 
   /**
-   * Writes the bytes so far to `socket` once this turn's callbacks have run (turn-writes.ts),
-   * or now through socket.write for a socket that would keep the buffer or has writes queued.
-   * Returns false when the socket asks the caller to wait for 'drain'.
+   * Writes the bytes so far to `socket`: at the end of this turn while the loop is busy
+   * (turn-writes.ts), else now; through socket.write for a socket that would keep the
+   * buffer or has writes queued. Returns false when the socket asks the caller to wait for 'drain'.
    */
   send(socket: Socket): boolean {
+    const wait = writesWait();
+    // Messages left waiting from a busy spell go first.
+    if (!wait) settle(socket);
     // TLS completes every write later (after encrypting), and a corked or busy socket queues the write.
     if (socket.writableLength !== 0 || socket.writableCorked !== 0 || (socket as Socket & { encrypted?: boolean }).encrypted === true) {
       settle(socket);
       return socket.write(this.copy());
     }
-    // The head stays where it was built until the turn's writes are done; the next begins after it.
-    deferWrite(socket, this.buf.subarray(this.start, this.at));
-    this.waitingEnd = this.at;
-    return true;
+    const bytes = this.buf.subarray(this.start, this.at);
+    if (wait) {
+      // The head stays where it was built until the turn's writes are done; the next begins after it.
+      deferWrite(socket, bytes);
+      this.waitingEnd = this.at;
+      return true;
+    }
+    const direct = writeDirect(socket, bytes);
+    if (direct === WRITTEN) return true;
+    if (direct === QUEUED) {
+      this.keptBySocket();
+      return false;
+    }
+    const ok = socket.write(bytes);
+    if (socket.writableLength !== 0) this.keptBySocket();
+    return ok;
+  }
+
+  /** The kernel took only part of a write: the socket keeps this buffer, and the next heads get a new one. */
+  private keptBySocket(): void {
+    this.buf = Buffer.allocUnsafeSlow(SCRATCH_SIZE);
+    this.waitingEnd = 0;
   }
 }
 

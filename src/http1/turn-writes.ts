@@ -13,9 +13,8 @@
 // That pays at saturation, where the reader's core has work anyway. Below it, a message
 // that waits is latency, and the reader's core could have worked beside this one: paced
 // at 17k req/s, waiting for the end of the turn had p99 2.40-2.75 ms against 2.04-2.33
-// writing at once. So whole turns wait only while the loop is busy (sampled); otherwise
-// the next head built writes the waiting ones first (HeadBytes.begin), and a message waits
-// for one callback at most.
+// writing at once. So messages wait only while the loop is busy (sampled, writesWait), and
+// are written at once otherwise.
 //
 // The order of bytes on a socket must stay the order they were given in, so anything that
 // writes to, ends or destroys a socket that may hold a deferred message calls settle(socket)
@@ -35,30 +34,48 @@ const pending: (Socket | Buffer | null)[] = [];
 let pendingEnd = 0;
 let scheduled = false;
 /**
- * Whether the loop was busy through the last sample (LOOP_BUSY of it running callbacks):
- * then messages wait for the end of the turn. (A wait of at most 30 µs instead saved less
- * at saturation, 9% fewer requests than the end of the turn in the same rounds, and still
- * had p50 40 µs above writing at once when paced, 2026-11-30 01:35-02:12.)
+ * Whether the loop is busy: a sample found it running callbacks LOOP_BUSY of the time,
+ * and none since found it below LOOP_FREE (apart, so that the CPU saved once messages wait
+ * does not flip it back at once). Then messages wait for the end of the turn (writesWait).
+ * Otherwise they are written at once: below saturation any wait was latency. A wait of at
+ * most 30 µs, or until the next head, still had p50 ~40 µs and p99 0.26-0.38 ms above
+ * writing at once, paced at 17k req/s (2026-11-30 01:35-02:27).
  */
 let loopBusy = false;
 const LOOP_SAMPLE_MS = 20;
 const LOOP_BUSY = 0.9;
+const LOOP_FREE = 0.75;
+/** Tests: messages always wait, so that every path that must settle a socket first is exercised. */
+let alwaysWait = process.env.PORTICO_TEST_WRITES_WAIT === '1';
 /** Sampling runs while messages are written, and stops after a sample without any: an idle process is not woken 50 times a second. */
 let sampler: NodeJS.Timeout | undefined;
 let lastLoop = performance.eventLoopUtilization();
-let turnsSinceSample = 0;
+let messagesSinceSample = 0;
 
 function sampleLoop(): void {
   const now = performance.eventLoopUtilization();
-  loopBusy = performance.eventLoopUtilization(now, lastLoop).utilization >= LOOP_BUSY;
+  const utilization = performance.eventLoopUtilization(now, lastLoop).utilization;
   lastLoop = now;
-  if (turnsSinceSample === 0) {
+  if (utilization >= LOOP_BUSY) loopBusy = true;
+  else if (utilization < LOOP_FREE) loopBusy = false;
+  if (messagesSinceSample === 0) {
     clearInterval(sampler);
     sampler = undefined;
     loopBusy = false;
   }
-  turnsSinceSample = 0;
+  messagesSinceSample = 0;
 }
+
+/** Whether a message to be written now should wait for the end of the turn (deferWrite) rather than be written at once. */
+export function writesWait(): boolean {
+  messagesSinceSample++;
+  if (sampler === undefined) {
+    lastLoop = performance.eventLoopUtilization();
+    sampler = setInterval(sampleLoop, LOOP_SAMPLE_MS).unref();
+  }
+  return loopBusy || alwaysWait;
+}
+
 /** Whether a socket kept the bytes of a message written since the last writeAll (the kernel took part). */
 let kept = false;
 /** Told when every message has been written, and whether a socket kept one's bytes. */
@@ -81,22 +98,18 @@ export function deferWrite(socket: Socket, bytes: Buffer): void {
   if (!scheduled) {
     scheduled = true;
     setImmediate(writeAll);
-    turnsSinceSample++;
-    if (sampler === undefined) {
-      lastLoop = performance.eventLoopUtilization();
-      sampler = setInterval(sampleLoop, LOOP_SAMPLE_MS).unref();
-    }
   }
 }
 
-/** Whether the last sample found the loop busy. */
+/** Whether messages wait for the end of the turn (the loop busy, or tests). */
 export function loopIsBusy(): boolean {
-  return loopBusy;
+  return loopBusy || alwaysWait;
 }
 
-/** Sets whether the loop counts as busy, until the next sample (tests). */
-export function setLoopBusy(busy: boolean): void {
+/** Sets whether the loop counts as busy, until the next sample; `always` makes messages always wait (tests). */
+export function setLoopBusy(busy: boolean, always = alwaysWait): void {
   loopBusy = busy;
+  alwaysWait = always;
 }
 
 /** Whether `socket` holds messages not yet written. */

@@ -4,7 +4,7 @@
 // about to write to it, end it or destroy it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { deferWrite, hasDeferred, loopIsBusy, setLoopBusy, settle } from '../../src/http1/turn-writes.ts';
+import { deferWrite, hasDeferred, loopIsBusy, setLoopBusy, settle, writesWait } from '../../src/http1/turn-writes.ts';
 import { HeadBytes } from '../../src/http1/head-bytes.ts';
 import { socketPair as pair } from './socket-pair.ts';
 
@@ -14,6 +14,8 @@ async function receivedLength(received: () => Buffer, length: number): Promise<B
 }
 
 const turnEnd = () => new Promise((resolve) => setImmediate(resolve));
+/** npm test makes messages always wait (PORTICO_TEST_WRITES_WAIT); tests that choose a mode restore it. */
+const alwaysWait = process.env.PORTICO_TEST_WRITES_WAIT === '1';
 
 test("messages wait for the end of the turn, then go out in order, each socket's to its own peer", async () => {
   const a = await pair();
@@ -74,7 +76,7 @@ test('a socket destroyed before the end of the turn drops its messages, and the 
 
 test('a head sent from the scratch buffer waits for the end of the turn, as built even when the next head is built at once', async () => {
   const { writer, received, close } = await pair();
-  setLoopBusy(true); // as at saturation (until the next sample, after this turn)
+  setLoopBusy(true, false); // as at saturation (until the next sample, after this turn)
   try {
     const head = new HeadBytes();
     head.begin();
@@ -87,28 +89,51 @@ test('a head sent from the scratch buffer waits for the end of the turn, as buil
     const expected = 'HTTP/1.1 200 OK\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n';
     assert.equal((await receivedLength(received, expected.length)).toString('latin1'), expected);
   } finally {
-    setLoopBusy(false);
+    setLoopBusy(false, alwaysWait);
     close();
   }
 });
 
-test('while the loop has time to spare, the waiting heads are written when the next head begins, in order', async () => {
+test('while the loop has time to spare, a head is written at once, after those left waiting from a busy spell', async () => {
   const { writer, received, close } = await pair();
   try {
     const head = new HeadBytes();
-    setLoopBusy(false);
+    setLoopBusy(true, false);
     head.begin();
     head.latin1('HTTP/1.1 200 OK\r\n\r\n');
     head.send(writer);
-    assert.equal(writer.bytesWritten, 0, 'a head waits for the next');
+    assert.equal(writer.bytesWritten, 0, 'busy: the head waits');
+    setLoopBusy(false, false);
     head.begin();
-    assert.equal(writer.bytesWritten, 19, 'the waiting head went out as the next began');
     head.latin1('HTTP/1.1 204 No Content\r\n\r\n');
     head.send(writer);
-    assert.equal(writer.bytesWritten, 19, 'the last head waits for the end of its turn');
-    const expected = 'HTTP/1.1 200 OK\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n';
+    assert.equal(writer.bytesWritten, 19 + 27, 'the waiting head, then this one, written at once');
+    head.begin();
+    head.latin1('HTTP/1.1 304 Not Modified\r\n\r\n');
+    head.send(writer);
+    const expected = 'HTTP/1.1 200 OK\r\n\r\nHTTP/1.1 204 No Content\r\n\r\nHTTP/1.1 304 Not Modified\r\n\r\n';
+    assert.equal(writer.bytesWritten, expected.length);
     assert.equal((await receivedLength(received, expected.length)).toString('latin1'), expected);
   } finally {
+    setLoopBusy(false, alwaysWait);
+    close();
+  }
+});
+
+test('a head written at once settles the messages its socket had waiting first', async () => {
+  const { writer, received, close } = await pair();
+  try {
+    const head = new HeadBytes();
+    deferWrite(writer, Buffer.from('waiting '));
+    setLoopBusy(false, false);
+    head.begin();
+    head.latin1('HTTP/1.1 200 OK\r\n\r\n');
+    head.send(writer);
+    const expected = 'waiting HTTP/1.1 200 OK\r\n\r\n';
+    assert.equal(writer.bytesWritten, expected.length);
+    assert.equal((await receivedLength(received, expected.length)).toString('latin1'), expected);
+  } finally {
+    setLoopBusy(false, alwaysWait);
     close();
   }
 });
@@ -117,10 +142,10 @@ test('while the loop is busy, heads wait for the end of the turn, however many a
   const { writer, received, close } = await pair();
   try {
     const head = new HeadBytes();
+    setLoopBusy(true, false);
     head.begin();
     head.latin1('HTTP/1.1 200 OK\r\n\r\n');
     head.send(writer);
-    setLoopBusy(true);
     head.begin();
     head.latin1('HTTP/1.1 204 No Content\r\n\r\n');
     head.send(writer);
@@ -128,7 +153,7 @@ test('while the loop is busy, heads wait for the end of the turn, however many a
     const expected = 'HTTP/1.1 200 OK\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n';
     assert.equal((await receivedLength(received, expected.length)).toString('latin1'), expected);
   } finally {
-    setLoopBusy(false);
+    setLoopBusy(false, alwaysWait);
     close();
   }
 });
@@ -136,8 +161,8 @@ test('while the loop is busy, heads wait for the end of the turn, however many a
 test('the loop counts as busy after a stretch of work while messages are written, and as free again after a rest', async () => {
   const { writer, close } = await pair();
   try {
-    setLoopBusy(false);
-    deferWrite(writer, Buffer.from('x')); // a message written: the loop is sampled
+    setLoopBusy(false, false);
+    writesWait(); // a message to write: the loop is sampled
     const until = performance.now() + 300; // 300 ms of callbacks against at most 20 ms idle before
     while (performance.now() < until);
     await new Promise((resolve) => setTimeout(resolve, 5)); // the overdue sample runs first
@@ -151,7 +176,7 @@ test('the loop counts as busy after a stretch of work while messages are written
 
 test('heads built in one turn past the room kept for them (written early) all arrive as built, each after the one before', async () => {
   const pairs = await Promise.all([pair(), pair(), pair()]);
-  setLoopBusy(true); // only the room sends them early
+  setLoopBusy(true, false); // only the room sends them early
   try {
     const head = new HeadBytes();
     const expected = pairs.map(() => '');
@@ -170,7 +195,7 @@ test('heads built in one turn past the room kept for them (written early) all ar
       assert.ok(got.toString('latin1') === expected[i], `socket ${i} got every head as built, in order`);
     }
   } finally {
-    setLoopBusy(false);
+    setLoopBusy(false, alwaysWait);
     for (const p of pairs) p.close();
   }
 });
