@@ -46,7 +46,7 @@ const LOOP_SAMPLE_MS = 20;
 const LOOP_BUSY = 0.9;
 const LOOP_FREE = 0.75;
 /** Tests: messages always wait, so that every path that must settle a socket first is exercised. */
-let alwaysWait = process.env.PORTICO_TEST_WRITES_WAIT === '1';
+let alwaysWait = process.env.TURN_WRITES_WAIT === 'always';
 /** Sampling runs while messages are written, and stops after a sample without any: an idle process is not woken 50 times a second. */
 let sampler: NodeJS.Timeout | undefined;
 let lastLoop = performance.eventLoopUtilization();

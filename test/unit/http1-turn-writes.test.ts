@@ -14,8 +14,8 @@ async function receivedLength(received: () => Buffer, length: number): Promise<B
 }
 
 const turnEnd = () => new Promise((resolve) => setImmediate(resolve));
-/** npm test makes messages always wait (PORTICO_TEST_WRITES_WAIT); tests that choose a mode restore it. */
-const alwaysWait = process.env.PORTICO_TEST_WRITES_WAIT === '1';
+/** npm test makes messages always wait (TURN_WRITES_WAIT); tests that choose a mode restore it. */
+const alwaysWait = process.env.TURN_WRITES_WAIT === 'always';
 
 test("messages wait for the end of the turn, then go out in order, each socket's to its own peer", async () => {
   const a = await pair();
@@ -159,7 +159,6 @@ test('while the loop is busy, heads wait for the end of the turn, however many a
 });
 
 test('the loop counts as busy after a stretch of work while messages are written, and as free again after a rest', async () => {
-  const { writer, close } = await pair();
   try {
     setLoopBusy(false, false);
     writesWait(); // a message to write: the loop is sampled
@@ -167,10 +166,12 @@ test('the loop counts as busy after a stretch of work while messages are written
     while (performance.now() < until);
     await new Promise((resolve) => setTimeout(resolve, 5)); // the overdue sample runs first
     assert.equal(loopIsBusy(), true);
+    assert.equal(writesWait(), true, 'messages wait while the loop is busy');
     await new Promise((resolve) => setTimeout(resolve, 60));
     assert.equal(loopIsBusy(), false);
+    assert.equal(writesWait(), false, 'and are written at once after a rest');
   } finally {
-    close();
+    setLoopBusy(false, alwaysWait);
   }
 });
 
