@@ -21,6 +21,7 @@
 // first: it writes that socket's messages now.
 import type { Socket } from 'node:net';
 import { QUEUED, WRITTEN, writeDirect } from './direct-write.ts';
+import { CpuPressure } from '../util/cpu-pressure.ts';
 
 const kDeferred = Symbol('portico.deferredWrites');
 type DeferringSocket = Socket & { [kDeferred]?: number };
@@ -34,17 +35,24 @@ const pending: (Socket | Buffer | null)[] = [];
 let pendingEnd = 0;
 let scheduled = false;
 /**
- * Whether the loop is busy: a sample found it running callbacks LOOP_BUSY of the time,
- * and none since found it below LOOP_FREE (apart, so that the CPU saved once messages wait
+ * Whether the worker is busy: a sample found its loop running callbacks LOOP_BUSY of the
+ * time, or tasks on its CPUs waiting for one PRESSURE_BUSY of it (a worker that shares
+ * saturated cores with others: its loop waits for them part of the time), and no sample
+ * since found both below their FREE marks (apart, so that the CPU saved once messages wait
  * does not flip it back at once). Then messages wait for the end of the turn (writesWait).
  * Otherwise they are written at once: below saturation any wait was latency. A wait of at
  * most 30 µs, or until the next head, still had p50 ~40 µs and p99 0.26-0.38 ms above
- * writing at once, paced at 17k req/s (2026-11-30 01:35-02:27).
+ * writing at once, paced at 17k req/s (2026-11-30 01:35-02:27). Measured here: a pinned
+ * worker paced at 17k req/s, loop 42% busy and pressure 3-6%; 2 workers beside wrk and
+ * the upstream on 2 cores at saturation, loops 46% and 78% busy and pressure 55-60%.
  */
 let loopBusy = false;
 const LOOP_SAMPLE_MS = 20;
 const LOOP_BUSY = 0.9;
 const LOOP_FREE = 0.75;
+const PRESSURE_BUSY = 0.25;
+const PRESSURE_FREE = 0.15;
+let pressure: CpuPressure | undefined;
 /** Tests: messages always wait, so that every path that must settle a socket first is exercised. */
 let alwaysWait = process.env.TURN_WRITES_WAIT === 'always';
 /** Sampling runs while messages are written, and stops after a sample without any: an idle process is not woken 50 times a second. */
@@ -56,8 +64,9 @@ function sampleLoop(): void {
   const now = performance.eventLoopUtilization();
   const utilization = performance.eventLoopUtilization(now, lastLoop).utilization;
   lastLoop = now;
-  if (utilization >= LOOP_BUSY) loopBusy = true;
-  else if (utilization < LOOP_FREE) loopBusy = false;
+  const waited = pressure!.share();
+  if (utilization >= LOOP_BUSY || waited >= PRESSURE_BUSY) loopBusy = true;
+  else if (utilization < LOOP_FREE && waited < PRESSURE_FREE) loopBusy = false;
   if (messagesSinceSample === 0) {
     clearInterval(sampler);
     sampler = undefined;
@@ -71,6 +80,8 @@ export function writesWait(): boolean {
   messagesSinceSample++;
   if (sampler === undefined) {
     lastLoop = performance.eventLoopUtilization();
+    pressure ??= new CpuPressure();
+    pressure.share();
     sampler = setInterval(sampleLoop, LOOP_SAMPLE_MS).unref();
   }
   return loopBusy || alwaysWait;
@@ -104,6 +115,12 @@ export function deferWrite(socket: Socket, bytes: Buffer): void {
 /** Whether messages wait for the end of the turn (the loop busy, or tests). */
 export function loopIsBusy(): boolean {
   return loopBusy || alwaysWait;
+}
+
+/** Reads CPU pressure from `paths` from now on (tests). */
+export function usePressureFiles(paths: readonly string[]): void {
+  pressure = new CpuPressure(paths);
+  pressure.share();
 }
 
 /** Sets whether the loop counts as busy, until the next sample; `always` makes messages always wait (tests). */

@@ -4,9 +4,12 @@
 // about to write to it, end it or destroy it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { deferWrite, hasDeferred, loopIsBusy, setLoopBusy, settle, writesWait } from '../../src/http1/turn-writes.ts';
+import { deferWrite, hasDeferred, loopIsBusy, setLoopBusy, settle, usePressureFiles, writesWait } from '../../src/http1/turn-writes.ts';
 import { HeadBytes } from '../../src/http1/head-bytes.ts';
 import { socketPair as pair } from './socket-pair.ts';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 async function receivedLength(received: () => Buffer, length: number): Promise<Buffer> {
   for (let i = 0; i < 500 && received().length < length; i++) await new Promise((resolve) => setTimeout(resolve, 10));
@@ -160,6 +163,7 @@ test('while the loop is busy, heads wait for the end of the turn, however many a
 
 test('the loop counts as busy after a stretch of work while messages are written, and as free again after a rest', async () => {
   try {
+    usePressureFiles([]); // the loop alone, whatever else this machine runs
     setLoopBusy(false, false);
     writesWait(); // a message to write: the loop is sampled
     const until = performance.now() + 300; // 300 ms of callbacks against at most 20 ms idle before
@@ -174,6 +178,32 @@ test('the loop counts as busy after a stretch of work while messages are written
     setLoopBusy(false, alwaysWait);
   }
 });
+
+test('a worker whose CPUs others keep busy counts as busy with its loop idle, and as free once they wait no more', async () => {
+  const file = join(mkdtempSync(join(tmpdir(), 'psi-')), 'cpu.pressure');
+  const psi = (total: number) => `some avg10=0.00 avg60=0.00 avg300=0.00 total=${total}\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n`;
+  writeFileSync(file, psi(0));
+  try {
+    usePressureFiles([file]);
+    setLoopBusy(false, false);
+    writeFileSync(file, psi(10_000_000)); // 10 s of waiting since: far past any sample's share
+    assert.equal(await sampledUntil(true), true, 'busy at the next sample');
+    // No more waiting (the total unchanged): free at the next sample, the sampler still running.
+    assert.equal(await sampledUntil(false), false, 'free again');
+  } finally {
+    usePressureFiles([]);
+    setLoopBusy(false, alwaysWait);
+  }
+});
+
+/** Writes a message every millisecond (the sampler keeps running) until loopIsBusy() is `busy`, for at most 300 ms. */
+async function sampledUntil(busy: boolean): Promise<boolean> {
+  for (let i = 0; i < 300 && loopIsBusy() !== busy; i++) {
+    writesWait();
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
+  return loopIsBusy();
+}
 
 test('heads built in one turn past the room kept for them (written early) all arrive as built, each after the one before', async () => {
   const pairs = await Promise.all([pair(), pair(), pair()]);
