@@ -21,7 +21,7 @@
 // first: it writes that socket's messages now.
 import type { Socket } from 'node:net';
 import { QUEUED, WRITTEN, writeDirect } from './direct-write.ts';
-import { CpuPressure } from '../util/cpu-pressure.ts';
+import { RunDelay } from '../util/run-delay.ts';
 
 const kDeferred = Symbol('portico.deferredWrites');
 type DeferringSocket = Socket & { [kDeferred]?: number };
@@ -36,23 +36,24 @@ let pendingEnd = 0;
 let scheduled = false;
 /**
  * Whether the worker is busy: a sample found its loop running callbacks LOOP_BUSY of the
- * time, or tasks on its CPUs waiting for one PRESSURE_BUSY of it (a worker that shares
- * saturated cores with others: its loop waits for them part of the time), and no sample
- * since found both below their FREE marks (apart, so that the CPU saved once messages wait
- * does not flip it back at once). Then messages wait for the end of the turn (writesWait).
- * Otherwise they are written at once: below saturation any wait was latency. A wait of at
- * most 30 µs, or until the next head, still had p50 ~40 µs and p99 0.26-0.38 ms above
- * writing at once, paced at 17k req/s (2026-11-30 01:35-02:27). Measured here: a pinned
- * worker paced at 17k req/s, loop 42% busy and pressure 3-6%; 2 workers beside wrk and
- * the upstream on 2 cores at saturation, loops 46% and 78% busy and pressure 55-60%.
+ * time, or its main thread ready to run but waiting for a CPU DELAY_BUSY of it (a worker
+ * that shares saturated cores with others, whose loop therefore idles part of the time),
+ * and no sample since found both below their FREE marks (apart, so that the CPU saved once
+ * messages wait does not flip it back at once). Then messages wait for the end of the turn
+ * (writesWait). Otherwise they are written at once: below saturation any wait was latency.
+ * A wait of at most 30 µs, or until the next head, still had p50 ~40 µs and p99 0.26-0.38
+ * ms above writing at once, paced at 17k req/s (2026-11-30 01:35-02:27). Measured here: a
+ * pinned worker paced at 17k req/s, loop 42% busy and waiting ~4%; 2 workers beside wrk
+ * and the upstream on 2 cores at saturation, loops 46% and 78% busy and waiting ~20% on
+ * average over a round, 44% at the 90th percentile of 200 ms samples.
  */
 let loopBusy = false;
 const LOOP_SAMPLE_MS = 20;
 const LOOP_BUSY = 0.9;
 const LOOP_FREE = 0.75;
-const PRESSURE_BUSY = 0.25;
-const PRESSURE_FREE = 0.15;
-let pressure: CpuPressure | undefined;
+const DELAY_BUSY = 0.25;
+const DELAY_FREE = 0.15;
+let runDelay: RunDelay | undefined;
 /** Tests: messages always wait, so that every path that must settle a socket first is exercised. */
 let alwaysWait = process.env.TURN_WRITES_WAIT === 'always';
 /** Sampling runs while messages are written, and stops after a sample without any: an idle process is not woken 50 times a second. */
@@ -64,9 +65,9 @@ function sampleLoop(): void {
   const now = performance.eventLoopUtilization();
   const utilization = performance.eventLoopUtilization(now, lastLoop).utilization;
   lastLoop = now;
-  const waited = pressure!.share();
-  if (utilization >= LOOP_BUSY || waited >= PRESSURE_BUSY) loopBusy = true;
-  else if (utilization < LOOP_FREE && waited < PRESSURE_FREE) loopBusy = false;
+  const waited = runDelay!.share();
+  if (utilization >= LOOP_BUSY || waited >= DELAY_BUSY) loopBusy = true;
+  else if (utilization < LOOP_FREE && waited < DELAY_FREE) loopBusy = false;
   if (messagesSinceSample === 0) {
     clearInterval(sampler);
     sampler = undefined;
@@ -80,8 +81,8 @@ export function writesWait(): boolean {
   messagesSinceSample++;
   if (sampler === undefined) {
     lastLoop = performance.eventLoopUtilization();
-    pressure ??= new CpuPressure();
-    pressure.share();
+    runDelay ??= new RunDelay();
+    runDelay.share();
     sampler = setInterval(sampleLoop, LOOP_SAMPLE_MS).unref();
   }
   return loopBusy || alwaysWait;
@@ -117,10 +118,10 @@ export function loopIsBusy(): boolean {
   return loopBusy || alwaysWait;
 }
 
-/** Reads CPU pressure from `paths` from now on (tests). */
-export function usePressureFiles(paths: readonly string[]): void {
-  pressure = new CpuPressure(paths);
-  pressure.share();
+/** Reads the run delay from `path` from now on (tests; a missing file: none). */
+export function useRunDelayFile(path: string): void {
+  runDelay = new RunDelay(path);
+  runDelay.share();
 }
 
 /** Sets whether the loop counts as busy, until the next sample; `always` makes messages always wait (tests). */

@@ -4,7 +4,7 @@
 // about to write to it, end it or destroy it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { deferWrite, hasDeferred, loopIsBusy, setLoopBusy, settle, usePressureFiles, writesWait } from '../../src/http1/turn-writes.ts';
+import { deferWrite, hasDeferred, loopIsBusy, setLoopBusy, settle, useRunDelayFile, writesWait } from '../../src/http1/turn-writes.ts';
 import { HeadBytes } from '../../src/http1/head-bytes.ts';
 import { socketPair as pair } from './socket-pair.ts';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -163,7 +163,7 @@ test('while the loop is busy, heads wait for the end of the turn, however many a
 
 test('the loop counts as busy after a stretch of work while messages are written, and as free again after a rest', async () => {
   try {
-    usePressureFiles([]); // the loop alone, whatever else this machine runs
+    useRunDelayFile('/nonexistent/schedstat'); // the loop alone, whatever else this machine runs
     setLoopBusy(false, false);
     writesWait(); // a message to write: the loop is sampled
     const until = performance.now() + 300; // 300 ms of callbacks against at most 20 ms idle before
@@ -175,23 +175,23 @@ test('the loop counts as busy after a stretch of work while messages are written
     assert.equal(loopIsBusy(), false);
     assert.equal(writesWait(), false, 'and are written at once after a rest');
   } finally {
+    useRunDelayFile('/proc/self/schedstat');
     setLoopBusy(false, alwaysWait);
   }
 });
 
-test('a worker whose CPUs others keep busy counts as busy with its loop idle, and as free once they wait no more', async () => {
-  const file = join(mkdtempSync(join(tmpdir(), 'psi-')), 'cpu.pressure');
-  const psi = (total: number) => `some avg10=0.00 avg60=0.00 avg300=0.00 total=${total}\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n`;
-  writeFileSync(file, psi(0));
+test('a worker whose thread waits for its CPU counts as busy with its loop idle, and as free once it waits no more', async () => {
+  const file = join(mkdtempSync(join(tmpdir(), 'schedstat-')), 'schedstat');
+  writeFileSync(file, '1000 0 10\n');
   try {
-    usePressureFiles([file]);
+    useRunDelayFile(file);
     setLoopBusy(false, false);
-    writeFileSync(file, psi(10_000_000)); // 10 s of waiting since: far past any sample's share
+    writeFileSync(file, '1000 10000000000 20\n'); // 10 s of waiting since: far past any sample's share
     assert.equal(await sampledUntil(true), true, 'busy at the next sample');
-    // No more waiting (the total unchanged): free at the next sample, the sampler still running.
+    // No more waiting (the delay unchanged): free at the next sample, the sampler still running.
     assert.equal(await sampledUntil(false), false, 'free again');
   } finally {
-    usePressureFiles([]);
+    useRunDelayFile('/proc/self/schedstat');
     setLoopBusy(false, alwaysWait);
   }
 });
