@@ -3,7 +3,8 @@
 // tells a worker whose cores are shared with busy neighbours, and whose loop therefore sits
 // idle part of the time though the machine is saturated, from one with time to spare.
 // Absent (not Linux, or a kernel without CONFIG_SCHED_INFO), it reads as no delay.
-import { closeSync, openSync, readSync } from 'node:fs';
+// Built-ins through process.getBuiltinModule, not import (why: src/admin/server.ts).
+const { closeSync, openSync, readSync } = process.getBuiltinModule('node:fs');
 
 /** Samples the run delay: each call to `share()` is the share of wall time since the last call that the thread waited. */
 export class RunDelay {
