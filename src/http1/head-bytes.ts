@@ -5,18 +5,18 @@
 // each collection holds up every request in flight. Here the head's characters go
 // straight into a buffer that is reused.
 //
-// While the event loop is busy, a head sent to a plain TCP socket waits in the buffer for
-// the end of the turn (turn-writes.ts), and the next head is built after it; once the
-// turn's writes are done, heads are built from the start again. When 32 KiB wait, or once
-// the loop is no longer busy, the next head writes them first. While the loop has time to
-// spare, heads are written at once. A socket that kept a write's bytes (the kernel took
+// While the worker is busy (turn-writes.ts: its event loop, or its thread's wait for a
+// CPU), a head sent to a plain TCP socket waits in the buffer for the end of the turn, and
+// the next head is built after it; once the turn's writes are done, heads are built from
+// the start again. When 32 KiB wait, or once the worker is no longer busy, the next head
+// writes them first. While it has time to spare, heads are written at once. A socket that kept a write's bytes (the kernel took
 // only part) keeps this buffer, and the next heads get a new one. A socket that would
 // keep the buffer at once (TLS, corked, or still writing) is given a copy. A request to a
 // pod, whose head is built before its connection is known, leaves it here
 // (`hold`): a free connection taking it in the same run sends it from here, and otherwise
 // it is copied out for the request when the next head begins.
 import type { Socket } from 'node:net';
-import { afterWrites, deferWrite, loopIsBusy, settle, writeAll, writesWait } from './turn-writes.ts';
+import { afterWrites, deferWrite, workerIsBusy, settle, writeAll, writesWait } from './turn-writes.ts';
 import { QUEUED, WRITTEN, writeDirect } from './direct-write.ts';
 import { LineBytes } from '../util/line-bytes.ts';
 
@@ -59,8 +59,8 @@ export class HeadBytes extends LineBytes {
 
   begin(): void {
     if (this.held !== null) this.release(this.held);
-    // Past the room kept for them, or while the loop has time to spare, the waiting heads go out first.
-    if (this.waitingEnd !== 0 && (this.waitingEnd > WAITING_LIMIT || !loopIsBusy())) writeAll();
+    // Past the room kept for them, or once the worker has time to spare, the waiting heads go out first.
+    if (this.waitingEnd !== 0 && (this.waitingEnd > WAITING_LIMIT || !workerIsBusy())) writeAll();
     this.at = this.start = this.waitingEnd;
   }
 
@@ -108,7 +108,7 @@ export class HeadBytes extends LineBytes {
   }
 
   /**
-   * Writes the bytes so far to `socket`: at the end of this turn while the loop is busy
+   * Writes the bytes so far to `socket`: at the end of this turn while the worker is busy
    * (turn-writes.ts), else now; through socket.write for a socket that would keep the
    * buffer or has writes queued. Returns false when the socket asks the caller to wait for 'drain'.
    */

@@ -13,7 +13,7 @@
 // That pays at saturation, where the reader's core has work anyway. Below it, a message
 // that waits is latency, and the reader's core could have worked beside this one: paced
 // at 17k req/s, waiting for the end of the turn had p99 2.40-2.75 ms against 2.04-2.33
-// writing at once. So messages wait only while the loop is busy (sampled, writesWait), and
+// writing at once. So messages wait only while the worker is busy (sampled, writesWait), and
 // are written at once otherwise.
 //
 // The order of bytes on a socket must stay the order they were given in, so anything that
@@ -47,7 +47,7 @@ let scheduled = false;
  * and the upstream on 2 cores at saturation, loops 46% and 78% busy and waiting ~20% on
  * average over a round, 44% at the 90th percentile of 200 ms samples.
  */
-let loopBusy = false;
+let workerBusy = false;
 const LOOP_SAMPLE_MS = 20;
 const LOOP_BUSY = 0.9;
 const LOOP_FREE = 0.75;
@@ -66,12 +66,12 @@ function sampleLoop(): void {
   const utilization = performance.eventLoopUtilization(now, lastLoop).utilization;
   lastLoop = now;
   const waited = runDelay!.share();
-  if (utilization >= LOOP_BUSY || waited >= DELAY_BUSY) loopBusy = true;
-  else if (utilization < LOOP_FREE && waited < DELAY_FREE) loopBusy = false;
+  if (utilization >= LOOP_BUSY || waited >= DELAY_BUSY) workerBusy = true;
+  else if (utilization < LOOP_FREE && waited < DELAY_FREE) workerBusy = false;
   if (messagesSinceSample === 0) {
     clearInterval(sampler);
     sampler = undefined;
-    loopBusy = false;
+    workerBusy = false;
   }
   messagesSinceSample = 0;
 }
@@ -85,7 +85,7 @@ export function writesWait(): boolean {
     runDelay.share();
     sampler = setInterval(sampleLoop, LOOP_SAMPLE_MS).unref();
   }
-  return loopBusy || alwaysWait;
+  return workerBusy || alwaysWait;
 }
 
 /** Whether a socket kept the bytes of a message written since the last writeAll (the kernel took part). */
@@ -113,20 +113,21 @@ export function deferWrite(socket: Socket, bytes: Buffer): void {
   }
 }
 
-/** Whether messages wait for the end of the turn (the loop busy, or tests). */
-export function loopIsBusy(): boolean {
-  return loopBusy || alwaysWait;
+/** Whether messages wait for the end of the turn (the worker busy, or tests). */
+export function workerIsBusy(): boolean {
+  return workerBusy || alwaysWait;
 }
 
 /** Reads the run delay from `path` from now on (tests; a missing file: none). */
 export function useRunDelayFile(path: string): void {
+  runDelay?.close();
   runDelay = new RunDelay(path);
   runDelay.share();
 }
 
-/** Sets whether the loop counts as busy, until the next sample; `always` makes messages always wait (tests). */
-export function setLoopBusy(busy: boolean, always = alwaysWait): void {
-  loopBusy = busy;
+/** Sets whether the worker counts as busy, until the next sample; `always` makes messages always wait (tests). */
+export function setWorkerBusy(busy: boolean, always = alwaysWait): void {
+  workerBusy = busy;
   alwaysWait = always;
 }
 

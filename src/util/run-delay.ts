@@ -26,6 +26,12 @@ export class RunDelay {
     }
   }
 
+  /** Closes the file; share() then reads as no delay. */
+  close(): void {
+    if (this.fd >= 0) closeSync(this.fd);
+    this.fd = -1;
+  }
+
   /** Whether the file was found. */
   get available(): boolean {
     return this.fd >= 0;

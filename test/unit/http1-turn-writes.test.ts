@@ -4,7 +4,7 @@
 // about to write to it, end it or destroy it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { deferWrite, hasDeferred, loopIsBusy, setLoopBusy, settle, useRunDelayFile, writesWait } from '../../src/http1/turn-writes.ts';
+import { deferWrite, hasDeferred, workerIsBusy, setWorkerBusy, settle, useRunDelayFile, writesWait } from '../../src/http1/turn-writes.ts';
 import { HeadBytes } from '../../src/http1/head-bytes.ts';
 import { socketPair as pair } from './socket-pair.ts';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -79,7 +79,7 @@ test('a socket destroyed before the end of the turn drops its messages, and the 
 
 test('a head sent from the scratch buffer waits for the end of the turn, as built even when the next head is built at once', async () => {
   const { writer, received, close } = await pair();
-  setLoopBusy(true, false); // as at saturation (until the next sample, after this turn)
+  setWorkerBusy(true, false); // as at saturation (until the next sample, after this turn)
   try {
     const head = new HeadBytes();
     head.begin();
@@ -92,7 +92,7 @@ test('a head sent from the scratch buffer waits for the end of the turn, as buil
     const expected = 'HTTP/1.1 200 OK\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n';
     assert.equal((await receivedLength(received, expected.length)).toString('latin1'), expected);
   } finally {
-    setLoopBusy(false, alwaysWait);
+    setWorkerBusy(false, alwaysWait);
     close();
   }
 });
@@ -101,12 +101,12 @@ test('while the loop has time to spare, a head is written at once, after those l
   const { writer, received, close } = await pair();
   try {
     const head = new HeadBytes();
-    setLoopBusy(true, false);
+    setWorkerBusy(true, false);
     head.begin();
     head.latin1('HTTP/1.1 200 OK\r\n\r\n');
     head.send(writer);
     assert.equal(writer.bytesWritten, 0, 'busy: the head waits');
-    setLoopBusy(false, false);
+    setWorkerBusy(false, false);
     head.begin();
     head.latin1('HTTP/1.1 204 No Content\r\n\r\n');
     head.send(writer);
@@ -118,7 +118,7 @@ test('while the loop has time to spare, a head is written at once, after those l
     assert.equal(writer.bytesWritten, expected.length);
     assert.equal((await receivedLength(received, expected.length)).toString('latin1'), expected);
   } finally {
-    setLoopBusy(false, alwaysWait);
+    setWorkerBusy(false, alwaysWait);
     close();
   }
 });
@@ -128,7 +128,7 @@ test('a head written at once settles the messages its socket had waiting first',
   try {
     const head = new HeadBytes();
     deferWrite(writer, Buffer.from('waiting '));
-    setLoopBusy(false, false);
+    setWorkerBusy(false, false);
     head.begin();
     head.latin1('HTTP/1.1 200 OK\r\n\r\n');
     head.send(writer);
@@ -136,16 +136,16 @@ test('a head written at once settles the messages its socket had waiting first',
     assert.equal(writer.bytesWritten, expected.length);
     assert.equal((await receivedLength(received, expected.length)).toString('latin1'), expected);
   } finally {
-    setLoopBusy(false, alwaysWait);
+    setWorkerBusy(false, alwaysWait);
     close();
   }
 });
 
-test('while the loop is busy, heads wait for the end of the turn, however many are built after them', async () => {
+test('while the worker is busy, heads wait for the end of the turn, however many are built after them', async () => {
   const { writer, received, close } = await pair();
   try {
     const head = new HeadBytes();
-    setLoopBusy(true, false);
+    setWorkerBusy(true, false);
     head.begin();
     head.latin1('HTTP/1.1 200 OK\r\n\r\n');
     head.send(writer);
@@ -156,7 +156,7 @@ test('while the loop is busy, heads wait for the end of the turn, however many a
     const expected = 'HTTP/1.1 200 OK\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n';
     assert.equal((await receivedLength(received, expected.length)).toString('latin1'), expected);
   } finally {
-    setLoopBusy(false, alwaysWait);
+    setWorkerBusy(false, alwaysWait);
     close();
   }
 });
@@ -164,19 +164,19 @@ test('while the loop is busy, heads wait for the end of the turn, however many a
 test('the loop counts as busy after a stretch of work while messages are written, and as free again after a rest', async () => {
   try {
     useRunDelayFile('/nonexistent/schedstat'); // the loop alone, whatever else this machine runs
-    setLoopBusy(false, false);
+    setWorkerBusy(false, false);
     writesWait(); // a message to write: the loop is sampled
     const until = performance.now() + 300; // 300 ms of callbacks against at most 20 ms idle before
     while (performance.now() < until);
     await new Promise((resolve) => setTimeout(resolve, 5)); // the overdue sample runs first
-    assert.equal(loopIsBusy(), true);
+    assert.equal(workerIsBusy(), true);
     assert.equal(writesWait(), true, 'messages wait while the loop is busy');
     await new Promise((resolve) => setTimeout(resolve, 60));
-    assert.equal(loopIsBusy(), false);
+    assert.equal(workerIsBusy(), false);
     assert.equal(writesWait(), false, 'and are written at once after a rest');
   } finally {
     useRunDelayFile('/proc/self/schedstat');
-    setLoopBusy(false, alwaysWait);
+    setWorkerBusy(false, alwaysWait);
   }
 });
 
@@ -185,29 +185,29 @@ test('a worker whose thread waits for its CPU counts as busy with its loop idle,
   writeFileSync(file, '1000 0 10\n');
   try {
     useRunDelayFile(file);
-    setLoopBusy(false, false);
+    setWorkerBusy(false, false);
     writeFileSync(file, '1000 10000000000 20\n'); // 10 s of waiting since: far past any sample's share
     assert.equal(await sampledUntil(true), true, 'busy at the next sample');
     // No more waiting (the delay unchanged): free at the next sample, the sampler still running.
     assert.equal(await sampledUntil(false), false, 'free again');
   } finally {
     useRunDelayFile('/proc/self/schedstat');
-    setLoopBusy(false, alwaysWait);
+    setWorkerBusy(false, alwaysWait);
   }
 });
 
-/** Writes a message every millisecond (the sampler keeps running) until loopIsBusy() is `busy`, for at most 300 ms. */
+/** Writes a message every millisecond (the sampler keeps running) until workerIsBusy() is `busy`, for at most 300 ms. */
 async function sampledUntil(busy: boolean): Promise<boolean> {
-  for (let i = 0; i < 300 && loopIsBusy() !== busy; i++) {
+  for (let i = 0; i < 300 && workerIsBusy() !== busy; i++) {
     writesWait();
     await new Promise((resolve) => setTimeout(resolve, 1));
   }
-  return loopIsBusy();
+  return workerIsBusy();
 }
 
 test('heads built in one turn past the room kept for them (written early) all arrive as built, each after the one before', async () => {
   const pairs = await Promise.all([pair(), pair(), pair()]);
-  setLoopBusy(true, false); // only the room sends them early
+  setWorkerBusy(true, false); // only the room sends them early
   try {
     const head = new HeadBytes();
     const expected = pairs.map(() => '');
@@ -226,7 +226,7 @@ test('heads built in one turn past the room kept for them (written early) all ar
       assert.ok(got.toString('latin1') === expected[i], `socket ${i} got every head as built, in order`);
     }
   } finally {
-    setLoopBusy(false, alwaysWait);
+    setWorkerBusy(false, alwaysWait);
     for (const p of pairs) p.close();
   }
 });
