@@ -9,16 +9,17 @@
 // CPU), a head sent to a plain TCP socket waits in the buffer for the end of the turn, and
 // the next head is built after it; once the turn's writes are done, heads are built from
 // the start again. When 32 KiB wait, or once the worker is no longer busy, the next head
-// writes them first. While it has time to spare, heads are written at once. A socket that kept a write's bytes (the kernel took
-// only part) keeps this buffer, and the next heads get a new one. A socket that would
-// keep the buffer at once (TLS, corked, or still writing) is given a copy. A request to a
-// pod, whose head is built before its connection is known, leaves it here
-// (`hold`): a free connection taking it in the same run sends it from here, and otherwise
-// it is copied out for the request when the next head begins.
+// writes them first. While it has time to spare, heads are written at once. A socket that
+// kept a write's bytes (the kernel took only part) keeps this buffer, and the next heads
+// get a new one. A socket that would keep the buffer at once (TLS, corked, or still
+// writing) is given a copy. A request to a pod, whose head is built before its connection
+// is known, leaves it here (`hold`): a free connection taking it in the same run sends it
+// from here, and otherwise it is copied out for the request when the next head begins.
 import type { Socket } from 'node:net';
 import { afterWrites, deferWrite, workerIsBusy, settle, writeAll, writesWait } from './turn-writes.ts';
 import { QUEUED, WRITTEN, writeDirect } from './direct-write.ts';
 import { LineBytes } from '../util/line-bytes.ts';
+import { PrefixViews } from '../util/prefix-views.ts';
 
 /** Keeps a head left in the scratch buffer (hold) once the buffer is needed again. */
 export interface HeadHolder {
@@ -27,6 +28,8 @@ export interface HeadHolder {
 
 /** Room for a head and a small body behind it (bigger ones get a buffer of their own). */
 const SCRATCH_SIZE = 64 * 1024;
+/** Views of the scratch buffer's start kept for reuse, by length (see send). */
+const MAX_VIEWS = 64;
 /** Past this many bytes of messages waiting for the end of the turn, they are written before the next head. */
 const WAITING_LIMIT = 32 * 1024;
 
@@ -45,6 +48,7 @@ export class HeadBytes extends LineBytes {
   private start = 0;
   /** The end of the messages sent from the scratch buffer that wait for the end of the turn. */
   private waitingEnd = 0;
+  private readonly views = new PrefixViews(MAX_VIEWS);
 
   constructor() {
     super(SCRATCH_SIZE);
@@ -121,7 +125,9 @@ export class HeadBytes extends LineBytes {
       settle(socket);
       return socket.write(this.copy());
     }
-    const bytes = this.buf.subarray(this.start, this.at);
+    // A head from the buffer's start (most, when written at once) reuses a view of that length:
+    // whoever has it is done with it before the buffer's start is written again.
+    const bytes = this.start === 0 ? this.views.get(this.buf, this.at) : this.buf.subarray(this.start, this.at);
     if (wait) {
       // The head stays where it was built until the turn's writes are done; the next begins after it.
       deferWrite(socket, bytes);
