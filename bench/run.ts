@@ -50,7 +50,7 @@ import { parseArgs } from 'node:util';
 import { canPin, cpuSeconds, run, startProcess, stopAll, stopProcess, type Managed } from './lib/processes.ts';
 import { ensureTools, freePort, positiveInteger, roundOrder } from './lib/tools.ts';
 import { porticoManifests, proxyConfig, upstreamConfig, UPSTREAM_BODY } from './lib/nginx.ts';
-import { median, parseWrkOutput, type WrkResult } from './lib/wrk.ts';
+import { median, pairedRatios, parseWrkOutput, type WrkResult } from './lib/wrk.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const PORTICO_BIN = join(ROOT, 'bin', 'portico.js');
@@ -310,6 +310,9 @@ async function main(): Promise<void> {
     if (b) {
       console.log(`portico-b/nginx: throughput ${(b.requestsPerSec / medians.nginx.requestsPerSec).toFixed(2)}x${perCpu(medians.nginx.cpuUsPerRequest, b.cpuUsPerRequest)}`);
       console.log(`portico-b/portico: throughput ${(b.requestsPerSec / medians.portico.requestsPerSec).toFixed(2)}x${perCpu(medians.portico.cpuUsPerRequest, b.cpuUsPerRequest)}`);
+      // The VM's speed drifts over tens of seconds: each round's pair ran within seconds of each other.
+      const paired = pairedRatios(results.portico, results['portico-b']);
+      console.log(`portico/portico-b round by round: median ${paired.median.toFixed(3)}x, quartiles ${paired.lower.toFixed(3)}-${paired.upper.toFixed(3)}x`);
     }
     for (const target of targets) {
       if (medians[target]!.errors > 0) console.log(`warning: ${target} had ${medians[target]!.errors} non-2xx responses or socket errors; its numbers are suspect`);

@@ -53,3 +53,22 @@ export function median(values: readonly number[]): number {
   const mid = sorted.length >> 1;
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
+
+/** The value below which a share q (0-1) of `values` lies, between the two nearest (as numpy's default). */
+export function quantile(values: readonly number[], q: number): number {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (sorted.length - 1) * q;
+  const below = Math.floor(at);
+  const above = Math.min(below + 1, sorted.length - 1);
+  return sorted[below]! + (sorted[above]! - sorted[below]!) * (at - below);
+}
+
+/**
+ * a's throughput over b's in each round, as median and quartiles: the two ran within seconds
+ * of each other, so a drift in the machine's speed over a run moves both.
+ */
+export function pairedRatios(a: readonly { requestsPerSec: number }[], b: readonly { requestsPerSec: number }[]): { median: number; lower: number; upper: number } {
+  const ratios = a.slice(0, b.length).map((round, i) => round.requestsPerSec / b[i]!.requestsPerSec);
+  return { median: median(ratios), lower: quantile(ratios, 0.25), upper: quantile(ratios, 0.75) };
+}
