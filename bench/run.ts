@@ -5,7 +5,8 @@
 // it does far less work per request than either proxy, so it is never what limits
 // the numbers (a Node upstream would need about as much CPU as portico itself).
 // nginx and portico are measured in alternating rounds, so drift on the machine
-// (thermal, noisy neighbours) hits both alike, and the median round is reported.
+// (thermal, noisy neighbours) hits both alike, and the median round is reported; the
+// ratios are also given round by round (median and quartiles of each round's ratio).
 //
 // Options (flag or environment variable):
 //   --duration S     seconds per measured round     BENCH_DURATION     (10)
@@ -293,11 +294,16 @@ async function main(): Promise<void> {
       portico: summary('portico'),
       ...(withVariant ? { 'portico-b': summary('portico-b') } : {}),
     };
+    // The VM's speed drifts over tens of seconds, and the targets of one round ran seconds
+    // apart: their ratio round by round moves less than the ratio of each side's median.
     const ratio = {
       requestsPerSec: medians.portico.requestsPerSec / medians.nginx.requestsPerSec,
       p50: medians.portico.p50Ms / medians.nginx.p50Ms,
       p99: medians.portico.p99Ms / medians.nginx.p99Ms,
+      roundByRound: pairedRatios(results.portico, results.nginx),
+      ...(withVariant ? { variantRoundByRound: pairedRatios(results.portico, results['portico-b']) } : {}),
     };
+    const quartiles = (paired: ReturnType<typeof pairedRatios>) => `median ${paired.median.toFixed(3)}x, quartiles ${paired.lower.toFixed(3)}-${paired.upper.toFixed(3)}x`;
     console.log('');
     console.log(row('median', 'nginx', medians.nginx));
     console.log(row('median', 'portico', medians.portico));
@@ -306,13 +312,12 @@ async function main(): Promise<void> {
     console.log(
       `\nportico/nginx: throughput ${ratio.requestsPerSec.toFixed(2)}x${perCpu(medians.nginx.cpuUsPerRequest, medians.portico.cpuUsPerRequest)}, p50 latency ${ratio.p50.toFixed(2)}x, p99 latency ${ratio.p99.toFixed(2)}x`,
     );
+    console.log(`portico/nginx throughput round by round: ${quartiles(ratio.roundByRound)}`);
     const b = medians['portico-b'];
     if (b) {
       console.log(`portico-b/nginx: throughput ${(b.requestsPerSec / medians.nginx.requestsPerSec).toFixed(2)}x${perCpu(medians.nginx.cpuUsPerRequest, b.cpuUsPerRequest)}`);
       console.log(`portico-b/portico: throughput ${(b.requestsPerSec / medians.portico.requestsPerSec).toFixed(2)}x${perCpu(medians.portico.cpuUsPerRequest, b.cpuUsPerRequest)}`);
-      // The VM's speed drifts over tens of seconds: each round's pair ran within seconds of each other.
-      const paired = pairedRatios(results.portico, results['portico-b']);
-      console.log(`portico/portico-b round by round: median ${paired.median.toFixed(3)}x, quartiles ${paired.lower.toFixed(3)}-${paired.upper.toFixed(3)}x`);
+      console.log(`portico/portico-b throughput round by round: ${quartiles(ratio.variantRoundByRound!)}`);
     }
     for (const target of targets) {
       if (medians[target]!.errors > 0) console.log(`warning: ${target} had ${medians[target]!.errors} non-2xx responses or socket errors; its numbers are suspect`);
