@@ -24,6 +24,9 @@
 //                    machine they then share the cores with wrk and the upstream)
 //   --access-log     both proxies log every request BENCH_ACCESS_LOG   (off): nginx to a file with
 //                    buffer=64k, portico its JSON lines to a file (its stdout)
+//   --log-pipe       with --access-log, the logs go into a pipe instead BENCH_LOG_PIPE (off): each
+//                    proxy's stdout is a pipe that `cat` on the load core copies to the file,
+//                    as a container runtime reads a pod's stdout (nginx's log to /dev/stdout)
 //   --node-args "..."           Node options for portico (e.g. --cpu-prof --cpu-prof-dir=DIR)
 //   --variant-bin PATH          A/B: a second portico ("portico-b", e.g. another checkout's
 //                               bin/portico.js) in the same interleaved rounds, same core
@@ -72,6 +75,7 @@ interface BenchOptions {
   warmupS: number;
   paceMs: number;
   accessLog: boolean;
+  logPipe: boolean;
   workers: number;
   nodeArgs: string[];
   variantBin: string | undefined;
@@ -90,6 +94,7 @@ function readOptions(): BenchOptions {
       warmup: { type: 'string', default: process.env.BENCH_WARMUP ?? '3' },
       'pace-ms': { type: 'string', default: process.env.BENCH_PACE_MS ?? '0' },
       'access-log': { type: 'boolean', default: process.env.BENCH_ACCESS_LOG === '1' },
+      'log-pipe': { type: 'boolean', default: process.env.BENCH_LOG_PIPE === '1' },
       workers: { type: 'string', default: process.env.BENCH_WORKERS ?? '1' },
       // Node options for portico, e.g. --node-args="--cpu-prof --cpu-prof-dir=/tmp/prof"
       'node-args': { type: 'string', default: '' },
@@ -107,6 +112,7 @@ function readOptions(): BenchOptions {
     warmupS: positiveInteger('warmup', values.warmup),
     paceMs: values['pace-ms'] === '0' ? 0 : positiveInteger('pace-ms', values['pace-ms']),
     accessLog: values['access-log'] === true,
+    logPipe: values['log-pipe'] === true,
     workers: positiveInteger('workers', values.workers),
     nodeArgs: values['node-args'].split(' ').filter((x) => x !== ''),
     variantBin: values['variant-bin'],
@@ -207,7 +213,7 @@ async function main(): Promise<void> {
     const [upstreamPort, nginxPort, porticoPort] = [await freePort(), await freePort(), await freePort()];
 
     writeFileSync(join(dir, 'upstream.conf'), upstreamConfig(dir, upstreamPort));
-    writeFileSync(join(dir, 'proxy.conf'), proxyConfig(dir, nginxPort, upstreamPort, options.accessLog, options.workers));
+    writeFileSync(join(dir, 'proxy.conf'), proxyConfig(dir, nginxPort, upstreamPort, options.accessLog, options.workers, options.logPipe));
     writeFileSync(join(manifests, 'bench.yaml'), porticoManifests(upstreamPort));
     // wrk calls delay() before each request on a connection: the ms to wait first.
     const paceScript = options.paceMs > 0 ? join(dir, 'pace.lua') : undefined;
@@ -218,6 +224,8 @@ async function main(): Promise<void> {
       logFile: join(dir, 'upstream.log'),
     });
     const proxyCore = options.workers > 1 ? undefined : PROXY_CORE;
+    // The proxies' output through a pipe read on the load core (--log-pipe), or straight to a file.
+    const pipeCore = options.logPipe ? LOAD_CORE : undefined;
     const porticoArgs = (bin: string, port: number, accessLog = options.accessLog) => [
       bin,
       '--manifests', manifests,
@@ -239,12 +247,13 @@ async function main(): Promise<void> {
     const startTarget = async (target: Target): Promise<Managed> => {
       const proc =
         target === 'nginx'
-          ? startProcess('nginx', 'nginx', ['-p', dir, '-c', join(dir, 'proxy.conf'), '-e', join(dir, 'proxy-error.log')], { core: proxyCore, logFile: join(dir, 'nginx.log') })
+          ? startProcess('nginx', 'nginx', ['-p', dir, '-c', join(dir, 'proxy.conf'), '-e', join(dir, 'proxy-error.log')], { core: proxyCore, logFile: join(dir, 'nginx.log'), pipeCore })
           : target === 'portico'
-            ? startProcess('portico', process.execPath, [...options.nodeArgs, ...porticoArgs(PORTICO_BIN, porticoPort)], { core: proxyCore, logFile: logFiles.portico })
+            ? startProcess('portico', process.execPath, [...options.nodeArgs, ...porticoArgs(PORTICO_BIN, porticoPort)], { core: proxyCore, logFile: logFiles.portico, pipeCore })
             : startProcess('portico-b', process.execPath, [...options.variantNodeArgs, ...porticoArgs(options.variantBin ?? PORTICO_BIN, variantPort, options.accessLog && !options.variantLogOff)], {
                 core: proxyCore,
                 logFile: logFiles['portico-b'],
+                pipeCore,
                 env: { ...process.env, ...variantEnv },
               });
       await waitServing(target, ports[target], proc, logFiles[target]);
@@ -259,7 +268,7 @@ async function main(): Promise<void> {
     const totalS = targets.length * (options.freshProcess ? options.rounds * (options.warmupS + options.durationS) : options.warmupS + options.rounds * options.durationS);
     console.log(
       `portico vs ${nginxVersion}: ${options.rounds} rounds x ${options.durationS}s each, wrk -t1 -c${options.connections}${paceScript ? `, paced (${options.paceMs} ms between a connection's requests)` : ''}, ` +
-        `${pin ? `proxies on ${options.workers > 1 ? 'any core' : `core ${PROXY_CORE}`}, wrk + upstream on core ${LOAD_CORE}` : 'unpinned'}, ${options.workers} worker(s) each, access logs ${options.accessLog ? 'on' : 'off'}${withVariant ? `, portico-b: ${options.variantBin ?? 'same bin'} ${options.variantNodeArgs.join(' ')} ${options.variantEnv ?? ''}${options.variantLogOff ? ' access log off' : ''}` : ''}${options.freshProcess ? `, each proxy started anew every round (${options.warmupS}s warm-up each time)` : ''} (about ${totalS}s)\n`,
+        `${pin ? `proxies on ${options.workers > 1 ? 'any core' : `core ${PROXY_CORE}`}, wrk + upstream on core ${LOAD_CORE}` : 'unpinned'}, ${options.workers} worker(s) each, access logs ${options.accessLog ? (options.logPipe ? 'on, into a pipe read on the load core' : 'on, to a file') : 'off'}${withVariant ? `, portico-b: ${options.variantBin ?? 'same bin'} ${options.variantNodeArgs.join(' ')} ${options.variantEnv ?? ''}${options.variantLogOff ? ' access log off' : ''}` : ''}${options.freshProcess ? `, each proxy started anew every round (${options.warmupS}s warm-up each time)` : ''} (about ${totalS}s)\n`,
     );
 
     if (!options.freshProcess) for (const target of targets) await wrk(ports[target], options.warmupS, options.connections, paceScript);

@@ -40,11 +40,14 @@ ${tempPaths(dir)}
 `;
 }
 
-/** With accessLog, nginx writes its default combined log to a file through a 64k buffer, as a production edge would. */
-export function proxyConfig(dir: string, port: number, upstreamPort: number, accessLog = false, workers = 1): string {
+/**
+ * With accessLog, nginx writes its default combined log to a file through a 64k buffer, as a
+ * production edge would; toStdout: to its stdout instead (ingress-nginx's /dev/stdout).
+ */
+export function proxyConfig(dir: string, port: number, upstreamPort: number, accessLog = false, workers = 1, toStdout = false): string {
   return `${common(dir, 'proxy', workers)}
 http {
-  ${accessLog ? `access_log ${join(dir, 'access.log')} combined buffer=64k flush=1s;` : 'access_log off;'}
+  ${accessLog ? `access_log ${toStdout ? '/dev/stdout' : join(dir, 'access.log')} combined buffer=64k flush=1s;` : 'access_log off;'}
 ${tempPaths(dir)}
   # portico never closes a client connection after N requests; match that.
   keepalive_requests 10000000;

@@ -1,7 +1,7 @@
 // Child processes the bench starts, optionally pinned to a CPU core, all stopped
 // at the end (or on Ctrl-C) whatever happened in between.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { appendFileSync, closeSync, existsSync, openSync, readdirSync, readFileSync } from 'node:fs';
+import { appendFileSync, closeSync, constants, existsSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 
 export interface Managed {
@@ -34,14 +34,28 @@ export function pinned(core: number | undefined, command: string, args: string[]
 /**
  * Starts a long-running process; its stdout and stderr go to `logFile`.
  * taskset execs the command, so the pid is the command's own.
+ * With `pipeCore`, they go into a pipe that `cat`, pinned to that core, copies to the
+ * file: a container runtime's shape, where a pod's stdout is a pipe read on another core.
  */
-export function startProcess(name: string, command: string, args: string[], opts: { core?: number; logFile: string; env?: NodeJS.ProcessEnv }): Managed {
+export function startProcess(name: string, command: string, args: string[], opts: { core?: number; logFile: string; env?: NodeJS.ProcessEnv; pipeCore?: number }): Managed {
   refuseWhileStopping(name);
   const [cmd, argv] = pinned(opts.core, command, args);
   // The process writes its output to the file itself: relayed through this process, a
   // busy access log would cost the bench's own CPU, on whichever core it runs.
   const fd = openSync(opts.logFile, 'a');
-  const child = spawn(cmd, argv, { stdio: ['ignore', fd, fd], env: opts.env ?? process.env });
+  let out = fd;
+  if (opts.pipeCore !== undefined) {
+    // A named pipe, as a runtime's (a stdio 'pipe' from spawn is a socket pair, which the
+    // proxies write to differently and nginx cannot open as /dev/stdout). Opened read-write,
+    // so that opening it does not wait for cat; cat ends once the child's side is closed.
+    const fifo = `${opts.logFile}.pipe`;
+    if (!existsSync(fifo) && spawnSync('mkfifo', [fifo]).status !== 0) throw new Error(`mkfifo ${fifo} failed`);
+    const [catCmd, catArgv] = pinned(opts.pipeCore, 'cat', [fifo]);
+    spawn(catCmd, catArgv, { stdio: ['ignore', fd, fd] });
+    out = openSync(fifo, constants.O_RDWR);
+  }
+  const child = spawn(cmd, argv, { stdio: ['ignore', out, out], env: opts.env ?? process.env });
+  if (out !== fd) closeSync(out);
   closeSync(fd);
   const log = { write: (text: string) => appendFileSync(opts.logFile, text), end: () => {} };
   const managed: Managed = {
