@@ -47,11 +47,9 @@ export function parseWrkOutput(output: string): WrkResult {
   };
 }
 
+/** The middle value, or the mean of the two middle ones; NaN for none. */
 export function median(values: readonly number[]): number {
-  if (values.length === 0) return NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+  return quantile(values, 0.5);
 }
 
 /** The value below which a share q (0-1) of `values` lies, between the two nearest (as numpy's default). */
