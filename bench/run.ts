@@ -225,7 +225,7 @@ async function main(): Promise<void> {
     });
     const proxyCore = options.workers > 1 ? undefined : PROXY_CORE;
     // The proxies' output through a pipe read on the load core (--log-pipe), or straight to a file.
-    const pipeCore = options.logPipe ? LOAD_CORE : undefined;
+    const pipeCore = options.logPipe && options.accessLog ? LOAD_CORE : undefined;
     const porticoArgs = (bin: string, port: number, accessLog = options.accessLog) => [
       bin,
       '--manifests', manifests,
@@ -268,7 +268,7 @@ async function main(): Promise<void> {
     const totalS = targets.length * (options.freshProcess ? options.rounds * (options.warmupS + options.durationS) : options.warmupS + options.rounds * options.durationS);
     console.log(
       `portico vs ${nginxVersion}: ${options.rounds} rounds x ${options.durationS}s each, wrk -t1 -c${options.connections}${paceScript ? `, paced (${options.paceMs} ms between a connection's requests)` : ''}, ` +
-        `${pin ? `proxies on ${options.workers > 1 ? 'any core' : `core ${PROXY_CORE}`}, wrk + upstream on core ${LOAD_CORE}` : 'unpinned'}, ${options.workers} worker(s) each, access logs ${options.accessLog ? (options.logPipe ? 'on, into a pipe read on the load core' : 'on, to a file') : 'off'}${withVariant ? `, portico-b: ${options.variantBin ?? 'same bin'} ${options.variantNodeArgs.join(' ')} ${options.variantEnv ?? ''}${options.variantLogOff ? ' access log off' : ''}` : ''}${options.freshProcess ? `, each proxy started anew every round (${options.warmupS}s warm-up each time)` : ''} (about ${totalS}s)\n`,
+        `${pin ? `proxies on ${options.workers > 1 ? 'any core' : `core ${PROXY_CORE}`}, wrk + upstream on core ${LOAD_CORE}` : 'unpinned'}, ${options.workers} worker(s) each, access logs ${options.accessLog ? (pipeCore !== undefined ? 'on, into a pipe read on the load core' : 'on, to a file') : 'off'}${withVariant ? `, portico-b: ${options.variantBin ?? 'same bin'} ${options.variantNodeArgs.join(' ')} ${options.variantEnv ?? ''}${options.variantLogOff ? ' access log off' : ''}` : ''}${options.freshProcess ? `, each proxy started anew every round (${options.warmupS}s warm-up each time)` : ''} (about ${totalS}s)\n`,
     );
 
     if (!options.freshProcess) for (const target of targets) await wrk(ports[target], options.warmupS, options.connections, paceScript);

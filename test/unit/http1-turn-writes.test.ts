@@ -85,26 +85,37 @@ test('a socket destroyed before the end of the turn drops its messages, and the 
   }
 });
 
-test('while the worker is busy, a head sent from the scratch buffer waits for the end of the turn, as built even when the next head is built at once', async () => {
+/**
+ * A socket pair and a head builder for a test that sets the worker's mode itself: the mode
+ * npm test chose (TURN_WRITES_WAIT) is restored afterwards.
+ */
+async function withHead(run: (head: HeadBytes, writer: Socket, received: () => Buffer) => Promise<void>): Promise<void> {
   const { writer, received, close } = await pair();
-  setWorkerBusy(true, false); // as at saturation (until the next sample, after this turn)
   try {
-    const head = new HeadBytes();
-    assert.equal(sendHead(head, writer, 'HTTP/1.1 200 OK\r\n\r\n'), true);
-    sendHead(head, writer, 'HTTP/1.1 204 No Content\r\n\r\n');
-    assert.equal(writer.bytesWritten, 0);
-    const expected = 'HTTP/1.1 200 OK\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n';
-    assert.equal((await receivedLength(received, expected.length)).toString('latin1'), expected);
+    await run(new HeadBytes(), writer, received);
   } finally {
     setWorkerBusy(false, alwaysWait);
     close();
   }
-});
+}
 
-test('while the worker has time to spare, a head is written at once, after those left waiting from a busy spell', async () => {
-  const { writer, received, close } = await pair();
-  try {
-    const head = new HeadBytes();
+/** What the peer has received once `expected` has had time to arrive, as text. */
+async function receivedText(received: () => Buffer, expected: string): Promise<string> {
+  return (await receivedLength(received, expected.length)).toString('latin1');
+}
+
+test('while the worker is busy, a head sent from the scratch buffer waits for the end of the turn, as built even when the next head is built at once', () =>
+  withHead(async (head, writer, received) => {
+    setWorkerBusy(true, false); // as at saturation (until the next sample, after this turn)
+    assert.equal(sendHead(head, writer, 'HTTP/1.1 200 OK\r\n\r\n'), true);
+    sendHead(head, writer, 'HTTP/1.1 204 No Content\r\n\r\n');
+    assert.equal(writer.bytesWritten, 0);
+    const expected = 'HTTP/1.1 200 OK\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n';
+    assert.equal(await receivedText(received, expected), expected);
+  }));
+
+test('while the worker has time to spare, a head is written at once, after those left waiting from a busy spell', () =>
+  withHead(async (head, writer, received) => {
     setWorkerBusy(true, false);
     sendHead(head, writer, 'HTTP/1.1 200 OK\r\n\r\n');
     assert.equal(writer.bytesWritten, 0, 'busy: the head waits');
@@ -114,28 +125,18 @@ test('while the worker has time to spare, a head is written at once, after those
     sendHead(head, writer, 'HTTP/1.1 304 Not Modified\r\n\r\n');
     const expected = 'HTTP/1.1 200 OK\r\n\r\nHTTP/1.1 204 No Content\r\n\r\nHTTP/1.1 304 Not Modified\r\n\r\n';
     assert.equal(writer.bytesWritten, expected.length);
-    assert.equal((await receivedLength(received, expected.length)).toString('latin1'), expected);
-  } finally {
-    setWorkerBusy(false, alwaysWait);
-    close();
-  }
-});
+    assert.equal(await receivedText(received, expected), expected);
+  }));
 
-test('a head written at once settles the messages its socket had waiting first', async () => {
-  const { writer, received, close } = await pair();
-  try {
-    const head = new HeadBytes();
+test('a head written at once settles the messages its socket had waiting first', () =>
+  withHead(async (head, writer, received) => {
     deferWrite(writer, Buffer.from('waiting '));
     setWorkerBusy(false, false);
     sendHead(head, writer, 'HTTP/1.1 200 OK\r\n\r\n');
     const expected = 'waiting HTTP/1.1 200 OK\r\n\r\n';
     assert.equal(writer.bytesWritten, expected.length);
-    assert.equal((await receivedLength(received, expected.length)).toString('latin1'), expected);
-  } finally {
-    setWorkerBusy(false, alwaysWait);
-    close();
-  }
-});
+    assert.equal(await receivedText(received, expected), expected);
+  }));
 
 test('the loop counts as busy after a stretch of work while messages are written, and as free again after a rest', async () => {
   try {
