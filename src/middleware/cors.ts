@@ -79,7 +79,8 @@ function parseList(
   for (const entry of splitList(text)) {
     const value = valid(entry);
     if (value === undefined) invalid.push(entry);
-    else if (!out.includes(value)) out.push(flatString(value));
+    // A list of one, already normal, is the annotation's own text: no second copy.
+    else if (!out.includes(value)) out.push(value === text ? text : flatString(value));
   }
   if (invalid.length > 0) {
     if (out.length > 0) reportInvalidEntries(input, name, invalid, expected, `skipped; the other entries apply`, 'warning');
