@@ -27,6 +27,11 @@
 //   --log-pipe       with --access-log, the logs go into a pipe instead BENCH_LOG_PIPE (off): each
 //                    proxy's stdout is a pipe that `cat` on the load core copies to the file,
 //                    as a container runtime reads a pod's stdout (nginx's log to /dev/stdout)
+//   --keep-logs      with --access-log, the log files grow over the whole run BENCH_KEEP_LOGS (off):
+//                    by default they are emptied before each round, as a node's log rotation
+//                    keeps a container's log small (kubelet: 10 MiB). Appending to a file of
+//                    GBs costs more than to a small one: 8% of portico's requests at 1.7 GB
+//                    against 110 MB, in alternating rounds (README, access log row)
 //   --node-args "..."           Node options for portico (e.g. --cpu-prof --cpu-prof-dir=DIR)
 //   --variant-bin PATH          A/B: a second portico ("portico-b", e.g. another checkout's
 //                               bin/portico.js) in the same interleaved rounds, same core
@@ -45,7 +50,7 @@
 // Each round also reports the CPU each proxy used per request (from /proc): steadier than
 // req/s when other work shares the machine.
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -76,6 +81,8 @@ interface BenchOptions {
   paceMs: number;
   accessLog: boolean;
   logPipe: boolean;
+  /** The log files grow over the run rather than being emptied before each round. */
+  keepLogs: boolean;
   workers: number;
   nodeArgs: string[];
   variantBin: string | undefined;
@@ -95,6 +102,7 @@ function readOptions(): BenchOptions {
       'pace-ms': { type: 'string', default: process.env.BENCH_PACE_MS ?? '0' },
       'access-log': { type: 'boolean', default: process.env.BENCH_ACCESS_LOG === '1' },
       'log-pipe': { type: 'boolean', default: process.env.BENCH_LOG_PIPE === '1' },
+      'keep-logs': { type: 'boolean', default: process.env.BENCH_KEEP_LOGS === '1' },
       workers: { type: 'string', default: process.env.BENCH_WORKERS ?? '1' },
       // Node options for portico, e.g. --node-args="--cpu-prof --cpu-prof-dir=/tmp/prof"
       'node-args': { type: 'string', default: '' },
@@ -113,6 +121,7 @@ function readOptions(): BenchOptions {
     paceMs: values['pace-ms'] === '0' ? 0 : positiveInteger('pace-ms', values['pace-ms']),
     accessLog: values['access-log'] === true,
     logPipe: values['log-pipe'] === true,
+    keepLogs: values['keep-logs'] === true,
     workers: positiveInteger('workers', values.workers),
     nodeArgs: values['node-args'].split(' ').filter((x) => x !== ''),
     variantBin: values['variant-bin'],
@@ -243,6 +252,11 @@ async function main(): Promise<void> {
     const targets: Target[] = withVariant ? ['nginx', 'portico', 'portico-b'] : ['nginx', 'portico'];
     const ports: Record<Target, number> = { nginx: nginxPort, portico: porticoPort, 'portico-b': variantPort };
     const logFiles: Record<Target, string> = { nginx: join(dir, 'proxy-error.log'), portico: join(dir, 'portico.log'), 'portico-b': join(dir, 'portico-b.log') };
+    // The files the proxies' logs end up in (nginx's access log, or its stdout with --log-pipe;
+    // portico's stdout, straight or through the pipe), emptied before each round unless
+    // --keep-logs. Every writer has them open for appending, so it goes on at the new end.
+    const proxyLogs = [join(dir, 'access.log'), join(dir, 'nginx.log'), logFiles.portico, logFiles['portico-b']];
+    const rotateLogs = options.accessLog && !options.keepLogs;
     /** Starts a proxy and waits until it serves (its log is appended to when it is started again). */
     const startTarget = async (target: Target): Promise<Managed> => {
       const proc =
@@ -268,13 +282,14 @@ async function main(): Promise<void> {
     const totalS = targets.length * (options.freshProcess ? options.rounds * (options.warmupS + options.durationS) : options.warmupS + options.rounds * options.durationS);
     console.log(
       `portico vs ${nginxVersion}: ${options.rounds} rounds x ${options.durationS}s each, wrk -t1 -c${options.connections}${paceScript ? `, paced (${options.paceMs} ms between a connection's requests)` : ''}, ` +
-        `${pin ? `proxies on ${options.workers > 1 ? 'any core' : `core ${PROXY_CORE}`}, wrk + upstream on core ${LOAD_CORE}` : 'unpinned'}, ${options.workers} worker(s) each, access logs ${options.accessLog ? (pipeCore !== undefined ? 'on, into a pipe read on the load core' : 'on, to a file') : 'off'}${withVariant ? `, portico-b: ${options.variantBin ?? 'same bin'} ${options.variantNodeArgs.join(' ')} ${options.variantEnv ?? ''}${options.variantLogOff ? ' access log off' : ''}` : ''}${options.freshProcess ? `, each proxy started anew every round (${options.warmupS}s warm-up each time)` : ''} (about ${totalS}s)\n`,
+        `${pin ? `proxies on ${options.workers > 1 ? 'any core' : `core ${PROXY_CORE}`}, wrk + upstream on core ${LOAD_CORE}` : 'unpinned'}, ${options.workers} worker(s) each, access logs ${options.accessLog ? `${pipeCore !== undefined ? 'on, into a pipe read on the load core' : 'on, to a file'}${rotateLogs ? ' emptied before each round' : ' kept over the run'}` : 'off'}${withVariant ? `, portico-b: ${options.variantBin ?? 'same bin'} ${options.variantNodeArgs.join(' ')} ${options.variantEnv ?? ''}${options.variantLogOff ? ' access log off' : ''}` : ''}${options.freshProcess ? `, each proxy started anew every round (${options.warmupS}s warm-up each time)` : ''} (about ${totalS}s)\n`,
     );
 
     if (!options.freshProcess) for (const target of targets) await wrk(ports[target], options.warmupS, options.connections, paceScript);
 
     const results: Record<Target, RoundResult[]> = { nginx: [], portico: [], 'portico-b': [] };
     for (let round = 1; round <= options.rounds; round++) {
+      if (rotateLogs) for (const file of proxyLogs) if (existsSync(file)) truncateSync(file, 0);
       for (const target of roundOrder(targets, round)) {
         if (options.freshProcess) {
           // A new process, warmed up as the first one is without --fresh-process; stopped after its round.
