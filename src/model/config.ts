@@ -83,10 +83,14 @@ export function problemKey(p: Problem): string {
   return key;
 }
 
-/** saying()'s digests by reason and message: a migrated cluster says the same few things of thousands of objects. */
+/**
+ * saying()'s digests by reason and message: a migrated cluster says the same few things of
+ * thousands of objects. A few: messages that name their object are each said once, and a
+ * miss costs one hash (the key is kept with its Problem).
+ */
 const sayings = new Map<string, Map<string, string>>();
 let sayingCount = 0;
-const MAX_SAYINGS = 20_000;
+const MAX_SAYINGS = 1000;
 
 /**
  * A reason and message as 16 characters of their SHA-256 (96 bits): two different ones

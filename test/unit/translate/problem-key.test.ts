@@ -18,8 +18,8 @@ test('reports are the same problem only for the same object, reason and message'
 test('keys stay exact and short past the remembered messages', () => {
   const message = (i: number) => `spec.rules[${i}].host: "${'x'.repeat(200)}${i}" is not a valid host name`;
   const keys = new Set<string>();
-  for (let i = 0; i < 25_000; i++) keys.add(problemKey(problem('a', 'InvalidHost', message(i))));
-  assert.equal(keys.size, 25_000, 'every message its own key');
+  for (let i = 0; i < 2_500; i++) keys.add(problemKey(problem('a', 'InvalidHost', message(i))));
+  assert.equal(keys.size, 2_500, 'every message its own key');
   assert.equal(problemKey(problem('a', 'InvalidHost', message(7))), [...keys][7], 'the same key after the memo was cleared');
   for (const key of keys) assert.ok(key.length < 60, `a key does not carry its message (${key.length} characters)`);
 });
