@@ -85,8 +85,8 @@ export function problemKey(p: Problem): string {
 
 /**
  * saying()'s digests by reason and message: a migrated cluster says the same few things of
- * thousands of objects. A few: messages that name their object are each said once, and a
- * miss costs one hash (the key is kept with its Problem).
+ * thousands of objects. Only a thousand are kept: a message that names its object is said
+ * of that object alone, and a miss costs one hash (each key is kept with its Problem).
  */
 const sayings = new Map<string, Map<string, string>>();
 let sayingCount = 0;
@@ -98,20 +98,17 @@ const MAX_SAYINGS = 1000;
  * (cleared when full, so that messages naming objects cannot grow it).
  */
 function saying(reason: string, message: string): string {
+  let digest = sayings.get(reason)?.get(message);
+  if (digest !== undefined) return digest;
+  if (sayingCount >= MAX_SAYINGS) {
+    sayings.clear();
+    sayingCount = 0;
+  }
   let byMessage = sayings.get(reason);
   if (byMessage === undefined) sayings.set(reason, (byMessage = new Map()));
-  let digest = byMessage.get(message);
-  if (digest === undefined) {
-    if (sayingCount >= MAX_SAYINGS) {
-      sayings.clear();
-      sayingCount = 0;
-      sayings.set(reason, byMessage);
-      byMessage.clear();
-    }
-    digest = hash('sha256', `${reason}\n${message}`, 'base64url').slice(0, 16);
-    byMessage.set(message, digest);
-    sayingCount++;
-  }
+  digest = hash('sha256', `${reason}\n${message}`, 'base64url').slice(0, 16);
+  byMessage.set(message, digest);
+  sayingCount++;
   return digest;
 }
 
